@@ -1,0 +1,262 @@
+"""The `Architecture` of a decoder-only transformer, its tensors, and its parameter counts.
+
+One type describes every model source (catalog entry, parsed `config.json`). Parameter counts follow the
+Hugging Face `transformers` modules tensor by tensor (see `shared/reference/formulas.md` section 1):
+
+    attention  = q, k, v, o projections (GQA: k and v have n_kv heads) [+ biases, q/k norms, sinks]
+                 MLA (DeepSeek-V2/V3): q_a, q_a_norm, q_b (or plain q), kv_a_with_mqa, kv_a_norm, kv_b, o
+    dense MLP  = gate, up, down (SwiGLU/GeGLU) or up, down (GeLU)   [+ biases]
+    MoE layer  = router (E x h) + E experts (gate, up, down of width I_e) [+ shared expert(s), shared gate]
+    norms      = norms_per_layer x h per layer (x2 with LayerNorm bias) + the final norm
+    embeddings = V x h (+ lm_head V x h unless tied) (+ learned positions)
+
+Sources: transformers 5.x `models/{llama,qwen2,qwen3,qwen2_moe,qwen3_moe,mixtral,gemma2,gemma3,phi3,
+deepseek_v3,gpt_oss,gpt2,falcon}/modeling_*.py`.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+from .validation import require_bool, require_int
+
+MAX_WIDTH = 1_000_000  # largest hidden/intermediate/vocab size accepted (sanity bound for user configs)
+MAX_LAYERS = 2_000
+MAX_HEADS = 16_384
+MAX_EXPERTS = 16_384
+MAX_VOCAB = 10_000_000
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A group of identical weight tensors in one layer, e.g. the 128 expert down-projections of layer 3.
+
+    `rows x cols` is the matrix shape in PyTorch's Linear convention (out_features x in_features);
+    vectors (norms, biases) have rows = 1.
+    """
+
+    role: str  # what the tensor does: "attn_q", "ffn_down", "expert_down", "token_embd", "norm", ...
+    layer: int  # decoder layer index, or -1 for tensors outside the blocks
+    rows: int  # out_features (or 1 for a vector)
+    cols: int  # in_features (or the vector length)
+    copies: int = 1  # identical tensors (routed experts)
+
+    @property
+    def numel(self) -> int:
+        return self.rows * self.cols * self.copies
+
+    @property
+    def is_matrix(self) -> bool:
+        """A 2-D weight (linear, embedding or lm_head); vectors stay unquantized in every format."""
+        return self.rows > 1
+
+    @property
+    def is_block_linear(self) -> bool:
+        """A linear layer inside a decoder block: what GPTQ/AWQ/bitsandbytes quantize."""
+        return self.layer >= 0 and self.is_matrix and self.role != "router"
+
+    @property
+    def is_expert(self) -> bool:
+        """A routed-expert weight: counted k/E times in the active parameters."""
+        return self.role.startswith("expert_")
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """Everything about a model that its memory depends on. Field names follow HF `config.json`."""
+
+    name: str  # display name
+    model_type: str  # HF model_type, e.g. "llama", "qwen3_moe", "deepseek_v3"
+    hidden_size: int  # h
+    num_layers: int  # L
+    vocab_size: int  # V
+    num_heads: int  # n_h, query heads
+    num_kv_heads: int  # n_kv: = n_h for MHA, 1 for MQA, in between for GQA
+    head_dim: int  # d, size of one q/k/v head (config `head_dim`, else h / n_h)
+    intermediate_size: int  # I, width of the dense MLP (0 if every layer is MoE)
+    gated_mlp: bool = True  # SwiGLU/GeGLU (gate, up, down) vs GeLU MLP (up, down)
+    qkv_bias: bool = False  # biases on q, k, v (Qwen2, gpt-oss, GPT-2, Falcon with bias)
+    o_bias: bool = False  # bias on the output projection
+    mlp_bias: bool = False  # biases on the MLP projections
+    qk_norm: bool = False  # RMSNorm(head_dim) on q and k (Qwen3, Gemma 3)
+    norms_per_layer: int = 2  # 2 (pre-attention, pre-MLP); 4 in Gemma 2/3; 1 in Falcon-7B (parallel)
+    norm_bias: bool = False  # LayerNorm with bias (GPT-2, Falcon) instead of RMSNorm
+    tie_word_embeddings: bool = False  # lm_head shares the input embedding matrix
+    learned_positions: int = 0  # rows of a learned absolute position table (GPT-2 n_positions)
+    attention_sinks: bool = False  # one learned logit per head per layer (gpt-oss)
+    # Multi-head latent attention (DeepSeek-V2/V3); kv_lora_rank = 0 means ordinary (GQA) attention
+    kv_lora_rank: int = 0  # r_kv, width of the cached latent
+    q_lora_rank: int = 0  # r_q, 0 = q is a plain projection
+    qk_nope_head_dim: int = 0  # d_n
+    qk_rope_head_dim: int = 0  # d_r, the decoupled RoPE key (cached next to the latent)
+    v_head_dim: int = 0  # d_v
+    # Mixture of experts; num_experts = 0 means dense
+    num_experts: int = 0  # E, routed experts per MoE layer
+    experts_per_token: int = 0  # k, experts each token is routed to
+    moe_intermediate_size: int = 0  # I_e, width of one expert
+    shared_expert_intermediate_size: int = 0  # total width of the always-on shared expert(s)
+    shared_expert_gate: bool = False  # sigmoid gate Linear(h, 1) on the shared expert (Qwen2-MoE)
+    router_bias: bool = False  # router Linear has a bias (gpt-oss)
+    expert_bias: bool = False  # expert projections have biases (gpt-oss)
+    moe_layers: tuple[int, ...] = ()  # indices of the layers whose MLP is a MoE block
+    # Sliding-window attention
+    sliding_window: int = 0  # W, tokens a windowed layer attends to (0 = none)
+    sliding_layers: tuple[int, ...] = ()  # indices of the windowed layers
+    max_position_embeddings: int = 0  # the context length the model was trained for (0 = unknown)
+    source: str = field(default="", compare=False)  # where the numbers come from
+
+    def __post_init__(self) -> None:
+        require_int("hidden_size", self.hidden_size, 1, MAX_WIDTH)
+        require_int("num_hidden_layers", self.num_layers, 1, MAX_LAYERS)
+        require_int("vocab_size", self.vocab_size, 1, MAX_VOCAB)
+        require_int("num_attention_heads", self.num_heads, 1, MAX_HEADS)
+        require_int("num_key_value_heads", self.num_kv_heads, 1, self.num_heads)
+        require_int("head_dim", self.head_dim, 1, MAX_WIDTH)
+        require_int("intermediate_size", self.intermediate_size, 0, MAX_WIDTH)
+        require_int("norms_per_layer", self.norms_per_layer, 0, 8)
+        require_int("learned_positions", self.learned_positions, 0, MAX_VOCAB)
+        for name in ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+                     "moe_intermediate_size", "shared_expert_intermediate_size", "sliding_window",
+                     "max_position_embeddings"):
+            require_int(name, getattr(self, name), 0, MAX_WIDTH if name != "max_position_embeddings" else 10**9)
+        require_int("num_experts", self.num_experts, 0, MAX_EXPERTS)
+        require_int("experts_per_token", self.experts_per_token, 0, max(self.num_experts, 0))
+        for name in ("gated_mlp", "qkv_bias", "o_bias", "mlp_bias", "qk_norm", "norm_bias",
+                     "tie_word_embeddings", "attention_sinks", "shared_expert_gate", "router_bias", "expert_bias"):
+            require_bool(name, getattr(self, name))
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(f"num_attention_heads ({self.num_heads}) must be a multiple of "
+                             f"num_key_value_heads ({self.num_kv_heads})")
+        if self.is_mla and (self.qk_rope_head_dim + self.qk_nope_head_dim < 1 or self.v_head_dim < 1):
+            raise ValueError("MLA attention needs qk_nope_head_dim + qk_rope_head_dim >= 1 and v_head_dim >= 1")
+        if self.num_experts:
+            if self.experts_per_token < 1 or self.moe_intermediate_size < 1:
+                raise ValueError("a mixture-of-experts model needs num_experts_per_tok >= 1 and an expert width >= 1")
+        elif self.moe_layers:
+            raise ValueError("moe_layers given but num_experts is 0")
+        for name in ("moe_layers", "sliding_layers"):
+            layers = getattr(self, name)
+            if any(not 0 <= i < self.num_layers for i in layers) or len(set(layers)) != len(layers):
+                raise ValueError(f"{name} must list distinct layer indices in 0..{self.num_layers - 1}")
+        if self.sliding_layers and not self.sliding_window:
+            raise ValueError("sliding_layers given but sliding_window is 0")
+        dense_layers = self.num_layers - len(self.moe_layers)
+        if dense_layers and self.intermediate_size < 1:
+            raise ValueError("intermediate_size must be at least 1 when some layers have a dense MLP")
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0 and bool(self.moe_layers)
+
+    @property
+    def q_width(self) -> int:
+        """Width of all query heads together (n_h x head size)."""
+        if self.is_mla:
+            return self.num_heads * (self.qk_nope_head_dim + self.qk_rope_head_dim)
+        return self.num_heads * self.head_dim
+
+
+def _attention_tensors(a: Architecture, i: int) -> list[Tensor]:
+    h = a.hidden_size
+    if a.is_mla:
+        # DeepseekV3Attention: q_a_proj/q_a_layernorm/q_b_proj (or q_proj), kv_a_proj_with_mqa,
+        # kv_a_layernorm, kv_b_proj, o_proj (modeling_deepseek_v3.py)
+        qk_head = a.qk_nope_head_dim + a.qk_rope_head_dim
+        if a.q_lora_rank:
+            q = [Tensor("attn_q_a", i, a.q_lora_rank, h), Tensor("norm", i, 1, a.q_lora_rank),
+                 Tensor("attn_q_b", i, a.num_heads * qk_head, a.q_lora_rank)]
+        else:
+            q = [Tensor("attn_q", i, a.num_heads * qk_head, h)]
+        kv = [Tensor("attn_kv_a", i, a.kv_lora_rank + a.qk_rope_head_dim, h), Tensor("norm", i, 1, a.kv_lora_rank),
+              Tensor("attn_kv_b", i, a.num_heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank)]
+        out = [Tensor("attn_output", i, h, a.num_heads * a.v_head_dim)]
+        biases = (a.q_width + a.kv_lora_rank + a.qk_rope_head_dim if a.qkv_bias else 0) + (h if a.o_bias else 0)
+        tensors = q + kv + out
+    else:
+        kv_width = a.num_kv_heads * a.head_dim
+        tensors = [Tensor("attn_q", i, a.q_width, h), Tensor("attn_k", i, kv_width, h),
+                   Tensor("attn_v", i, kv_width, h), Tensor("attn_output", i, h, a.q_width)]
+        biases = (a.q_width + 2 * kv_width if a.qkv_bias else 0) + (h if a.o_bias else 0)
+        if a.qk_norm:
+            tensors.append(Tensor("norm", i, 1, 2 * a.head_dim))
+    if biases:
+        tensors.append(Tensor("bias", i, 1, biases))
+    if a.attention_sinks:
+        tensors.append(Tensor("sinks", i, 1, a.num_heads))
+    return tensors
+
+
+def _mlp_tensors(a: Architecture, i: int, width: int, prefix: str, copies: int = 1, bias: bool = False) -> list[Tensor]:
+    """Gate/up/down (gated) or up/down (plain) projections of `width`, `copies` times."""
+    h = a.hidden_size
+    tensors = [Tensor(f"{prefix}_up", i, width, h, copies), Tensor(f"{prefix}_down", i, h, width, copies)]
+    if a.gated_mlp:
+        tensors.insert(0, Tensor(f"{prefix}_gate", i, width, h, copies))
+    if bias:
+        up_biases = 2 * width if a.gated_mlp else width
+        tensors.append(Tensor(f"{prefix}_bias", i, 1, up_biases + h, copies))
+    return tensors
+
+
+def _layer_tensors(a: Architecture, i: int) -> list[Tensor]:
+    h = a.hidden_size
+    tensors = _attention_tensors(a, i)
+    if i in a.moe_layers:
+        tensors.append(Tensor("router", i, a.num_experts, h))
+        if a.router_bias:
+            tensors.append(Tensor("bias", i, 1, a.num_experts))
+        tensors += _mlp_tensors(a, i, a.moe_intermediate_size, "expert", a.num_experts, a.expert_bias)
+        if a.shared_expert_intermediate_size:
+            tensors += _mlp_tensors(a, i, a.shared_expert_intermediate_size, "shared", bias=a.mlp_bias)
+        if a.shared_expert_gate:
+            tensors.append(Tensor("router", i, 1, h))  # Qwen2-MoE shared_expert_gate = Linear(h, 1)
+    else:
+        tensors += _mlp_tensors(a, i, a.intermediate_size, "ffn", bias=a.mlp_bias)
+    if a.norms_per_layer:
+        tensors.append(Tensor("norm", i, 1, a.norms_per_layer * h * (2 if a.norm_bias else 1)))
+    return tensors
+
+
+@functools.lru_cache(maxsize=512)
+def tensors(a: Architecture) -> tuple[Tensor, ...]:
+    """Every weight tensor of the model, layer by layer (cached: an Architecture is immutable)."""
+    h = a.hidden_size
+    out = [Tensor("token_embd", -1, a.vocab_size, h)]
+    if a.learned_positions:
+        out.append(Tensor("position_embd", -1, a.learned_positions, h))
+    for i in range(a.num_layers):
+        out += _layer_tensors(a, i)
+    out.append(Tensor("norm", -1, 1, h * (2 if a.norm_bias else 1)))
+    if not a.tie_word_embeddings:
+        out.append(Tensor("output", -1, a.vocab_size, h))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class ParameterCounts:
+    """Parameter totals of an architecture."""
+
+    total: int  # every parameter, each tied matrix once
+    active: int  # parameters used per token: routed experts counted k/E, input embedding included
+    embedding: int  # the input embedding (token table + learned positions)
+    lm_head: int  # the output projection (0 when tied to the embedding)
+    routed_experts: int  # all routed-expert weights (incl. their biases)
+
+
+@functools.lru_cache(maxsize=512)
+def parameter_counts(a: Architecture) -> ParameterCounts:
+    """Total and active parameters. Active follows Mistral's and Qwen's convention (embedding included);
+    subtract `embedding` for OpenAI's and DeepSeek-V2-Lite's convention (formulas.md section 1.2)."""
+    all_tensors = tensors(a)
+    total = sum(t.numel for t in all_tensors)
+    routed = sum(t.numel for t in all_tensors if t.is_expert)
+    inactive = routed - routed * a.experts_per_token // a.num_experts if a.num_experts else 0
+    embedding = sum(t.numel for t in all_tensors if t.role in ("token_embd", "position_embd"))
+    lm_head = sum(t.numel for t in all_tensors if t.role == "output")
+    return ParameterCounts(total=total, active=total - inactive, embedding=embedding, lm_head=lm_head,
+                           routed_experts=routed)

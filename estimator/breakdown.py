@@ -1,0 +1,64 @@
+"""`Breakdown`: the result of an estimate, named memory components in bytes that sum to the total."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Display order and meaning of every component any estimate may report (pages use one colour per name).
+COMPONENTS = {
+    "weights": "Model weights, in the chosen precision or format",
+    "master_weights": "fp32 master copy of the trainable weights (mixed precision)",
+    "kv_cache": "Key/value cache of every running sequence",
+    "activations": "Activations: the transient peak of a layer (inference) or tensors saved for backward",
+    "logits": "Logits: fp32 buffers of the loss head (training) or of sampling (inference)",
+    "gradients": "Gradients of the trainable parameters",
+    "optimizer_states": "Optimizer states (e.g. Adam's two moments)",
+    "overhead": "Runtime overhead: CUDA context, allocator caching and fragmentation, kernel workspaces",
+}
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Memory of one scenario row on one GPU. `components` is ordered and sums to `total`."""
+
+    scenario: str  # row name: "16-bit", "8-bit", "4-bit", "full", "lora", "qlora-8bit", "qlora-4bit", or a format
+    method: str  # "quick" or "detailed"
+    components: tuple[tuple[str, int], ...]  # (name, bytes on one GPU)
+    gpus: int = 1  # GPUs the scenario runs on (tensor-parallel or data-parallel world size)
+    peak_phase: str = ""  # training: the phase the components are taken at
+    phases: tuple[tuple[str, int], ...] = ()  # training: total bytes per GPU at each phase
+    host_bytes: int = 0  # CPU memory per GPU for offloaded optimizer states and gradients
+    assumptions: tuple[str, ...] = ()  # the assumptions used, in plain words
+
+    @property
+    def total(self) -> int:
+        """Bytes needed on each GPU."""
+        return sum(size for _, size in self.components)
+
+    @property
+    def total_all_gpus(self) -> int:
+        return self.total * self.gpus
+
+    def component(self, name: str) -> int:
+        """Bytes of one component (0 when the scenario has none of it)."""
+        return dict(self.components).get(name, 0)
+
+    def to_dict(self) -> dict:
+        """The CLI's JSON row: {"scenario", "total_bytes", "components", ...}."""
+        row = {"scenario": self.scenario, "total_bytes": self.total, "components": dict(self.components),
+               "gpus": self.gpus}
+        if self.peak_phase:
+            row["peak_phase"] = self.peak_phase
+            row["phases"] = dict(self.phases)
+        if self.host_bytes:
+            row["host_bytes"] = self.host_bytes
+        return row
+
+
+def make_breakdown(scenario: str, method: str, components: dict[str, int], **extra) -> Breakdown:
+    """Build a Breakdown with components in the canonical order, dropping the ones that do not apply."""
+    ordered = tuple((name, int(components[name])) for name in COMPONENTS if name in components)
+    unknown = set(components) - set(COMPONENTS)
+    if unknown:
+        raise ValueError(f"unknown component(s): {', '.join(sorted(unknown))}")
+    return Breakdown(scenario=scenario, method=method, components=ordered, **extra)

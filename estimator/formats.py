@@ -1,0 +1,210 @@
+"""Weight storage formats: bits per weight, which tensors each format quantizes, bytes of a model.
+
+Bits per weight include the format's scales and zero points (formulas.md section 3):
+- bitsandbytes LLM.int8: int8 weight + one fp32 row statistic per output row (`backends/cuda/ops.py`).
+- bitsandbytes NF4/FP4: 4 bits + one fp32 absmax per 64 weights = 4.5; with double quantization the absmax is
+  stored as uint8 with an fp32 scale per 256 blocks: 4 + 8/64 + 32/(64*256) = 4.127 (QLoRA paper, section 3).
+- GPTQ / AWQ 4-bit, group 128: int4 weight + fp16 scale and int4 zero per group: 4 + 16/128 + 4/128;
+  GPTQ adds an int32 `g_idx` per input channel (vLLM `auto_gptq.py`, `auto_awq.py`).
+- FP8 E4M3: 1 byte + an fp32 scale per tensor (vLLM `fp8.py`), or per 128x128 block (DeepSeek-V3).
+- MXFP4: 32 E2M1 values + one E8M0 scale = 17 bytes / 32 weights (OCP MX spec; gpt-oss experts).
+- GGUF: ggml block types (`ggml-common.h`), and llama.cpp's per-tensor recipes for the _K_M mixes
+  (`src/llama-quant.cpp::llama_tensor_get_type`).
+What stays 16-bit: embeddings, lm_head and norms for bitsandbytes, GPTQ, AWQ and FP8 (they replace only the
+Linear layers of the decoder blocks); gpt-oss MXFP4 covers only the MoE experts. GGUF keeps vectors in F32.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from fractions import Fraction
+
+from .architecture import Architecture, Tensor, parameter_counts, tensors
+
+BF16_BYTES = 2  # bytes of an unquantized 16-bit weight
+
+
+@dataclass(frozen=True)
+class BlockType:
+    """A storage type that packs `block` elements into `block_bytes` bytes (ggml's blck_size / type_size)."""
+
+    name: str
+    block: int
+    block_bytes: int
+
+    @property
+    def bits(self) -> Fraction:
+        return Fraction(8 * self.block_bytes, self.block)
+
+
+# ggml block types: (elements per block, bytes per block), ggml/src/ggml-common.h and gguf-py GGML_QUANT_SIZES
+GGML_TYPES = {t.name: t for t in (
+    BlockType("F32", 1, 4), BlockType("F16", 1, 2), BlockType("BF16", 1, 2),
+    BlockType("Q8_0", 32, 34), BlockType("Q5_1", 32, 24), BlockType("Q5_0", 32, 22), BlockType("Q4_1", 32, 20),
+    BlockType("Q4_0", 32, 18), BlockType("Q6_K", 256, 210), BlockType("Q5_K", 256, 176),
+    BlockType("Q4_K", 256, 144), BlockType("Q3_K", 256, 110), BlockType("Q2_K", 256, 84),
+    BlockType("IQ4_NL", 32, 18), BlockType("IQ4_XS", 256, 136), BlockType("IQ3_S", 256, 110),
+    BlockType("IQ3_XXS", 256, 98), BlockType("IQ2_S", 256, 82), BlockType("IQ2_XS", 256, 74),
+    BlockType("IQ2_XXS", 256, 66), BlockType("IQ1_M", 256, 56), BlockType("IQ1_S", 256, 50),
+    BlockType("MXFP4", 32, 17),
+)}
+
+# where a tensor's row length does not divide the block, llama.cpp falls back to a 32-block type
+GGUF_FALLBACK = {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0", "Q2_K": "IQ4_NL", "Q3_K": "IQ4_NL",
+                 "IQ4_XS": "IQ4_NL"}
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    """How weights are stored. `bits` is the storage of one quantized weight, scales included."""
+
+    id: str  # the CLI / URL name, e.g. "nf4-dq"
+    label: str  # what the page shows
+    bits: Fraction  # bits per quantized weight, incl. per-block scales and zeros
+    scope: str  # "all" (every tensor), "linear" (decoder-block linears), "experts" (MoE experts), "gguf"
+    source: str  # where the layout comes from
+    row_bits: int = 0  # extra bits per output row (LLM.int8 fp32 row statistics)
+    col_bits: int = 0  # extra bits per input column (GPTQ int32 g_idx)
+    tensor_bits: int = 0  # extra bits per quantized matrix (per-tensor fp32 scale)
+
+
+WEIGHT_FORMATS = {f.id: f for f in (
+    WeightFormat("fp32", "FP32", Fraction(32), "all", "IEEE float32"),
+    WeightFormat("bf16", "BF16 / FP16", Fraction(16), "all", "16-bit floats"),
+    WeightFormat("fp8", "FP8 E4M3 (per-tensor scale)", Fraction(8), "linear", "vLLM quantization/fp8.py", tensor_bits=32),
+    WeightFormat("fp8-block", "FP8 E4M3, 128x128 blocks (DeepSeek-V3)", 8 + Fraction(32, 128 * 128), "linear",
+                 "DeepSeek-V3 weight_block_size [128, 128], fp32 weight_scale_inv"),
+    WeightFormat("int8", "INT8 (bitsandbytes LLM.int8)", Fraction(8), "linear",
+                 "bitsandbytes int8 weight + fp32 row_stats", row_bits=32),
+    WeightFormat("nf4", "NF4 (bitsandbytes, blocksize 64)", 4 + Fraction(32, 64), "linear",
+                 "bitsandbytes quantize_4bit: fp32 absmax per 64"),
+    WeightFormat("fp4", "FP4 (bitsandbytes, blocksize 64)", 4 + Fraction(32, 64), "linear",
+                 "bitsandbytes quantize_4bit: fp32 absmax per 64"),
+    WeightFormat("nf4-dq", "NF4 + double quantization (QLoRA)", 4 + Fraction(8, 64) + Fraction(32, 64 * 256), "linear",
+                 "QLoRA section 3; bitsandbytes compress_statistics (uint8 absmax, fp32 per 256 blocks)"),
+    WeightFormat("gptq-4bit", "GPTQ 4-bit, group 128", 4 + Fraction(16, 128) + Fraction(4, 128), "linear",
+                 "vLLM auto_gptq.py: int4 qweight, int4 qzeros, fp16 scales per group, int32 g_idx", col_bits=32),
+    WeightFormat("awq-4bit", "AWQ 4-bit, group 128", 4 + Fraction(16, 128) + Fraction(4, 128), "linear",
+                 "vLLM auto_awq.py: int4 qweight, int4 qzeros, fp16 scales per group"),
+    WeightFormat("mxfp4", "MXFP4 (experts; gpt-oss)", GGML_TYPES["MXFP4"].bits, "experts",
+                 "OCP MX: 32 x E2M1 + E8M0 scale; gpt-oss quantizes only the MoE experts"),
+    WeightFormat("nvfp4", "NVFP4 (16-element blocks, FP8 scale)", 4 + Fraction(8, 16), "linear",
+                 "NVIDIA NVFP4: E2M1 values, one E4M3 scale per 16, one fp32 scale per tensor", tensor_bits=32),
+    *(WeightFormat(gguf_id, f"GGUF {gguf_id.upper()}", GGML_TYPES[base].bits, "gguf",
+                   "llama.cpp ggml-common.h block sizes; llama-quant.cpp recipes")
+      for gguf_id, base in (("q8_0", "Q8_0"), ("q6_k", "Q6_K"), ("q5_k_m", "Q5_K"), ("q5_0", "Q5_0"),
+                            ("q4_k_m", "Q4_K"), ("q4_k_s", "Q4_K"), ("q4_0", "Q4_0"), ("q3_k_m", "Q3_K"),
+                            ("q2_k", "Q2_K"), ("iq4_xs", "IQ4_XS"), ("iq4_nl", "IQ4_NL"))),
+)}
+GGUF_BASE = {"q8_0": "Q8_0", "q6_k": "Q6_K", "q5_k_m": "Q5_K", "q5_0": "Q5_0", "q4_k_m": "Q4_K", "q4_k_s": "Q4_K",
+             "q4_0": "Q4_0", "q3_k_m": "Q3_K", "q2_k": "Q2_K", "iq4_xs": "IQ4_XS", "iq4_nl": "IQ4_NL"}
+
+# The quick method's precisions (the reference document's table rows)
+PRECISION_BY_BITS = {32: "fp32", 16: "bf16", 8: "int8", 4: "nf4"}
+
+
+def weight_format(format_id: str) -> WeightFormat:
+    """Look up a format by id, with an error listing the valid ids."""
+    try:
+        return WEIGHT_FORMATS[format_id]
+    except (KeyError, TypeError):
+        raise ValueError(f"weights must be one of {', '.join(WEIGHT_FORMATS)}; got {format_id!r}") from None
+
+
+def _use_more_bits(i: int, n: int) -> bool:
+    """llama.cpp: layers that K_M recipes give more bits (first and last eighth, every third in between)."""
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+def gguf_tensor_type(format_id: str, t: Tensor, a: Architecture) -> str:
+    """The ggml type llama.cpp's `llama_tensor_get_type` picks for tensor `t` under recipe `format_id`
+    (no imatrix, no overrides)."""
+    base = GGUF_BASE[format_id]
+    if not t.is_matrix:
+        return "F32"  # norms, biases: 1-D tensors are never quantized
+    if t.role == "router":
+        return "F32"  # ffn_gate_inp is excluded from quantization
+    n, i = a.num_layers, t.layer
+    gqa = a.num_heads // a.num_kv_heads
+    eight_experts = a.num_experts == 8
+    chosen = base
+    if t.role == "output" or (t.role == "token_embd" and a.tie_word_embeddings):
+        chosen = "Q8_0" if base == "Q8_0" or a.model_type == "falcon" else "Q6_K"
+    elif t.role == "attn_v":
+        chosen = {"q2_k": "Q4_K" if gqa >= 4 else "Q3_K", "q3_k_m": "Q5_K" if i < 2 else "Q4_K",
+                  "q4_k_s": "Q5_K" if i < 4 else base,
+                  "iq4_xs": "Q5_K" if gqa >= 4 else base, "iq4_nl": "Q5_K" if gqa >= 4 else base,
+                  "q4_k_m": "Q6_K" if _use_more_bits(i, n) else base,
+                  "q5_k_m": "Q6_K" if _use_more_bits(i, n) else base}.get(format_id, base)
+        if eight_experts:
+            chosen = "Q8_0"
+    elif t.role == "attn_k" and eight_experts:
+        chosen = "Q8_0"
+    elif t.role.endswith("_down"):  # ffn_down, ffn_down_exps, ffn_down_shexp
+        chosen = {"q2_k": "Q3_K", "q3_k_m": "Q5_K" if i < n // 16 else "Q4_K",
+                  "q4_k_m": "Q6_K" if _use_more_bits(i, n) else base,
+                  "q5_k_m": "Q6_K" if _use_more_bits(i, n) else base,
+                  "q4_k_s": "Q5_K" if i < n // 8 else base,
+                  "iq4_xs": "Q5_K" if i < n // 8 else base, "iq4_nl": "Q5_K" if i < n // 8 else base,
+                  }.get(format_id, base)
+    elif t.role == "attn_output":
+        if eight_experts:
+            chosen = "Q5_K" if format_id in ("q2_k", "q3_k_m", "q4_k_s", "q4_k_m", "iq4_xs", "iq4_nl") else base
+        else:
+            chosen = {"q2_k": "Q3_K", "q3_k_m": "Q4_K"}.get(format_id, base)
+    if t.cols % GGML_TYPES[chosen].block:
+        chosen = GGUF_FALLBACK.get(chosen, "F16")
+        if t.cols % GGML_TYPES[chosen].block:
+            chosen = "F16"
+    return chosen
+
+
+def _in_scope(fmt: WeightFormat, t: Tensor, a: Architecture) -> bool:
+    if fmt.scope == "all":
+        return True
+    if fmt.scope == "experts" and a.is_moe:
+        return t.is_expert and t.is_matrix
+    return t.is_block_linear  # "linear", and "experts" on a dense model
+
+
+def tensor_bytes(fmt: WeightFormat, t: Tensor, a: Architecture) -> int:
+    """Bytes of tensor group `t` stored in `fmt`."""
+    if fmt.scope == "gguf":
+        block = GGML_TYPES[gguf_tensor_type(fmt.id, t, a)]
+        return t.rows * t.copies * (t.cols // block.block) * block.block_bytes
+    if not _in_scope(fmt, t, a):
+        return t.numel * BF16_BYTES
+    bits = t.numel * fmt.bits + t.copies * (t.rows * fmt.row_bits + t.cols * fmt.col_bits + fmt.tensor_bits)
+    return -(-bits // 8)  # ceil to whole bytes
+
+
+@dataclass(frozen=True)
+class WeightBytes:
+    """Bytes of a model's weights in one format, split by how they shard across tensor-parallel ranks."""
+
+    matrices: int  # 2-D weights (linears, embeddings, lm_head): split across TP ranks
+    vectors: int  # norms, biases, sinks: replicated on every rank
+
+    @property
+    def total(self) -> int:
+        return self.matrices + self.vectors
+
+
+@functools.lru_cache(maxsize=2048)
+def weight_bytes(a: Architecture, format_id: str) -> WeightBytes:
+    """Bytes of every weight of `a` stored as `format_id` (cached per architecture and format)."""
+    fmt = weight_format(format_id)
+    matrices = vectors = 0
+    for t in tensors(a):
+        size = tensor_bytes(fmt, t, a)
+        if t.is_matrix:
+            matrices += size
+        else:
+            vectors += size
+    return WeightBytes(matrices, vectors)
+
+
+def effective_bits(a: Architecture, format_id: str) -> float:
+    """Average bits per parameter of the whole model in a format (what GGUF file sizes imply)."""
+    return 8 * weight_bytes(a, format_id).total / parameter_counts(a).total

@@ -1,0 +1,325 @@
+"""Hugging Face `config.json` -> `Architecture`, one small reader per model family.
+
+Each reader follows the family's `transformers` config class and modeling code (formulas.md section 1):
+which fields exist, their defaults, which layers are MoE or sliding-window. Nothing is downloaded and no
+code from the config is executed; the JSON text is size- and depth-limited before it is parsed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .architecture import Architecture
+from .validation import require_int
+
+MAX_CONFIG_CHARS = 1_000_000  # a config.json is a few KB; larger text is refused before parsing
+MAX_CONFIG_DEPTH = 20  # nesting deeper than any published config
+
+Config = Mapping[str, Any]
+
+
+def parse_config_text(text: str | bytes) -> dict:
+    """Parse pasted or uploaded JSON text into a config dict, with clear errors."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise ValueError("config.json must be UTF-8 text") from err
+    if len(text) > MAX_CONFIG_CHARS:
+        raise ValueError(f"config.json is too large ({len(text):,} characters; the limit is {MAX_CONFIG_CHARS:,})")
+    if not text.strip():
+        raise ValueError("config.json is empty")
+    try:
+        config = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError as err:
+        raise ValueError("config.json is nested too deeply") from err
+    except json.JSONDecodeError as err:
+        raise ValueError(f"config.json is not valid JSON: {err.msg} (line {err.lineno}, column {err.colno})") from err
+    if not isinstance(config, dict):
+        raise ValueError(f"config.json must be a JSON object ({{...}}), not a {type(config).__name__}")
+    if _depth(config) > MAX_CONFIG_DEPTH:
+        raise ValueError(f"config.json is nested more than {MAX_CONFIG_DEPTH} levels deep")
+    return config
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"config.json contains {name}, which is not a valid number")
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of a parsed JSON value, iteratively (no recursion limit to hit)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        stack.extend((child, level + 1) for child in children if isinstance(child, (dict, list)))
+    return deepest
+
+
+class _Fields:
+    """Typed access to config fields: `need` raises "missing <field>", `get` applies the class default."""
+
+    def __init__(self, config: Config):
+        self.config = config
+
+    def need(self, *names: str) -> int:
+        """The first of `names` present (aliases, e.g. n_embd / hidden_size), as a positive integer."""
+        for name in names:
+            if self.config.get(name) is not None:
+                value = self.integer(name)
+                if value < 1:
+                    raise ValueError(f"{name} must be at least 1, got {value}")
+                return value
+        raise ValueError(f"config.json is missing {names[-1]}")
+
+    def get(self, name: str, default: int) -> int:
+        return default if self.config.get(name) is None else self.integer(name)
+
+    def integer(self, name: str) -> int:
+        value = self.config[name]
+        require_int(name, value, 0, 10**9)
+        return value
+
+    def flag(self, name: str, default: bool) -> bool:
+        value = self.config.get(name)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be true or false, got {value!r}")
+        return value
+
+    def layer_list(self, name: str) -> list:
+        value = self.config.get(name) or []
+        if not isinstance(value, list):
+            raise ValueError(f"{name} must be a list")
+        return value
+
+
+def _common(f: _Fields, name: str, model_type: str) -> dict:
+    """Fields every decoder shares, under their HF names."""
+    hidden = f.need("hidden_size")
+    heads = f.need("num_attention_heads")
+    head_dim = f.get("head_dim", hidden // heads if hidden % heads == 0 else 0)
+    if not head_dim:
+        raise ValueError(f"hidden_size ({hidden}) is not divisible by num_attention_heads ({heads}) "
+                         "and head_dim is not given")
+    kv_heads = f.get("num_key_value_heads", heads)
+    if kv_heads > heads:
+        raise ValueError(f"num_key_value_heads ({kv_heads}) cannot exceed num_attention_heads ({heads})")
+    return dict(name=name, model_type=model_type, hidden_size=hidden, num_layers=f.need("num_hidden_layers"),
+                vocab_size=f.need("vocab_size"), num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
+                max_position_embeddings=f.get("max_position_embeddings", 0))
+
+
+def _window_layers(f: _Fields, num_layers: int, default: Callable[[int], bool]) -> tuple[tuple[int, ...], int]:
+    """Sliding-window layers: from `layer_types` when the config has it, else the family's rule."""
+    window = f.get("sliding_window", 0)
+    if not window:
+        return (), 0
+    types = f.layer_list("layer_types")
+    if types:
+        if len(types) != num_layers:
+            raise ValueError(f"layer_types has {len(types)} entries but num_hidden_layers is {num_layers}")
+        layers = tuple(i for i, kind in enumerate(types) if kind == "sliding_attention")
+    else:
+        layers = tuple(i for i in range(num_layers) if default(i))
+    return (layers, window) if layers else ((), 0)
+
+
+def _llama_like(f: _Fields, name: str, model_type: str, *, qkv_bias: bool | None = None, qk_norm: bool = False,
+                norms: int = 2, tie: bool = False, window_rule: Callable[[int], bool] = lambda i: True) -> Architecture:
+    """Llama, Mistral, Qwen2/3, Gemma 1/2/3, Phi-3, Granite, Yi, SmolLM: gated MLP, RMSNorm, GQA."""
+    base = _common(f, name, model_type)
+    attention_bias = f.flag("attention_bias", False)
+    sliding_layers, window = _window_layers(f, base["num_layers"], window_rule)
+    return Architecture(**base, intermediate_size=f.need("intermediate_size"),
+                        qkv_bias=attention_bias if qkv_bias is None else qkv_bias,
+                        o_bias=attention_bias, mlp_bias=f.flag("mlp_bias", False), qk_norm=qk_norm,
+                        norms_per_layer=norms, tie_word_embeddings=f.flag("tie_word_embeddings", tie),
+                        sliding_window=window, sliding_layers=sliding_layers)
+
+
+def _llama(f: _Fields, name: str, model_type: str) -> Architecture:
+    # also Mistral: sliding_window applies to every layer when set (4096 on v0.1, null from v0.2)
+    return _llama_like(f, name, model_type)
+
+
+def _qwen2(f: _Fields, name: str, model_type: str) -> Architecture:
+    # Qwen2Attention: q/k/v bias=True hard-coded, o_proj bias=False; window only with use_sliding_window,
+    # on layers i >= max_window_layers
+    return _llama_like(f, name, model_type, qkv_bias=True, window_rule=_qwen_window(f))
+
+
+def _qwen3(f: _Fields, name: str, model_type: str) -> Architecture:
+    # Qwen3Attention: bias = attention_bias, q_norm/k_norm = RMSNorm(head_dim)
+    return _llama_like(f, name, model_type, qk_norm=True, window_rule=_qwen_window(f))
+
+
+def _qwen_window(f: _Fields) -> Callable[[int], bool]:
+    if not f.flag("use_sliding_window", False):
+        return lambda i: False
+    first = f.get("max_window_layers", 0)
+    return lambda i: i >= first
+
+
+def _gemma(f: _Fields, name: str, model_type: str) -> Architecture:
+    return _llama_like(f, name, model_type, tie=True)
+
+
+def _gemma2(f: _Fields, name: str, model_type: str) -> Architecture:
+    # Gemma2: 4 norms per layer; even layers (i+1) % 2 use the window
+    return _llama_like(f, name, model_type, norms=4, tie=True, window_rule=lambda i: (i + 1) % 2 == 1)
+
+
+GEMMA3_TEXT_DEFAULTS = {  # Gemma3TextConfig class defaults, which published text_configs rely on
+    "vocab_size": 262_208, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+    "sliding_window": 4096, "sliding_window_pattern": 6, "max_position_embeddings": 131_072,
+}
+
+
+def _gemma3(f: _Fields, name: str, model_type: str) -> Architecture:
+    # Gemma3: 4 norms + q/k norms; (i+1) % pattern != 0 layers are local (5 local : 1 global)
+    config = f.config.get("text_config", f.config)
+    if not isinstance(config, Mapping):
+        raise ValueError("text_config must be a JSON object")
+    text = _Fields({**GEMMA3_TEXT_DEFAULTS, **config})
+    pattern = text.get("sliding_window_pattern", 6) or 1
+    return _llama_like(text, name, model_type, qk_norm=True, norms=4, tie=True,
+                       window_rule=lambda i: (i + 1) % pattern != 0)
+
+
+def _moe_layers(f: _Fields, num_layers: int) -> tuple[int, ...]:
+    """Qwen2-MoE / Qwen3-MoE: sparse iff i not in mlp_only_layers and (i+1) % decoder_sparse_step == 0."""
+    step = f.get("decoder_sparse_step", 1) or 1
+    dense_only = set(f.layer_list("mlp_only_layers"))
+    return tuple(i for i in range(num_layers) if i not in dense_only and (i + 1) % step == 0)
+
+
+def _mixtral(f: _Fields, name: str, model_type: str) -> Architecture:
+    base = _common(f, name, model_type)
+    sliding_layers, window = _window_layers(f, base["num_layers"], lambda i: True)
+    return Architecture(**base, intermediate_size=0, tie_word_embeddings=f.flag("tie_word_embeddings", False),
+                        num_experts=f.need("num_local_experts"), experts_per_token=f.need("num_experts_per_tok"),
+                        moe_intermediate_size=f.need("intermediate_size"),
+                        moe_layers=tuple(range(base["num_layers"])), sliding_window=window,
+                        sliding_layers=sliding_layers)
+
+
+def _qwen_moe(f: _Fields, name: str, model_type: str) -> Architecture:
+    base = _common(f, name, model_type)
+    is_qwen2 = model_type == "qwen2_moe"
+    shared = f.get("shared_expert_intermediate_size", 0) if is_qwen2 else 0
+    return Architecture(**base, intermediate_size=f.get("intermediate_size", 0),
+                        qkv_bias=f.flag("qkv_bias", True) if is_qwen2 else f.flag("attention_bias", False),
+                        o_bias=False if is_qwen2 else f.flag("attention_bias", False), qk_norm=not is_qwen2,
+                        tie_word_embeddings=f.flag("tie_word_embeddings", False),
+                        num_experts=f.need("num_experts"), experts_per_token=f.need("num_experts_per_tok"),
+                        moe_intermediate_size=f.need("moe_intermediate_size"),
+                        shared_expert_intermediate_size=shared, shared_expert_gate=bool(shared),
+                        moe_layers=_moe_layers(f, base["num_layers"]))
+
+
+def _deepseek(f: _Fields, name: str, model_type: str) -> Architecture:
+    # DeepseekV2/V3: MLA attention; layer i is MoE iff i >= first_k_dense_replace and i % moe_layer_freq == 0
+    base = _common(f, name, model_type)
+    rope, nope = f.need("qk_rope_head_dim"), f.need("qk_nope_head_dim")
+    base.update(num_kv_heads=base["num_heads"], head_dim=rope + nope)
+    first_dense, freq = f.get("first_k_dense_replace", 0), f.get("moe_layer_freq", 1) or 1
+    experts = f.get("n_routed_experts", 0)
+    moe_layers = tuple(i for i in range(base["num_layers"]) if i >= first_dense and i % freq == 0) if experts else ()
+    return Architecture(**base, intermediate_size=f.need("intermediate_size"),
+                        qkv_bias=f.flag("attention_bias", False), o_bias=f.flag("attention_bias", False),
+                        tie_word_embeddings=f.flag("tie_word_embeddings", False),
+                        kv_lora_rank=f.need("kv_lora_rank"), q_lora_rank=f.get("q_lora_rank", 0),
+                        qk_nope_head_dim=nope, qk_rope_head_dim=rope, v_head_dim=f.need("v_head_dim"),
+                        num_experts=experts, experts_per_token=f.get("num_experts_per_tok", 0) if experts else 0,
+                        moe_intermediate_size=f.get("moe_intermediate_size", 0) if experts else 0,
+                        shared_expert_intermediate_size=f.get("n_shared_experts", 0) * f.get("moe_intermediate_size", 0)
+                        if experts else 0, moe_layers=moe_layers)
+
+
+def _gpt_oss(f: _Fields, name: str, model_type: str) -> Architecture:
+    # GptOss: biased q/k/v/o, per-head sinks, router with bias, experts with biases, alternating window
+    base = _common(f, name, model_type)
+    sliding_layers, window = _window_layers(f, base["num_layers"], lambda i: (i + 1) % 2 == 1)
+    return Architecture(**base, intermediate_size=0, qkv_bias=f.flag("attention_bias", True),
+                        o_bias=f.flag("attention_bias", True), attention_sinks=True,
+                        tie_word_embeddings=f.flag("tie_word_embeddings", False),
+                        num_experts=f.need("num_local_experts"),
+                        experts_per_token=f.need("num_experts_per_tok", "experts_per_token"),
+                        moe_intermediate_size=f.need("intermediate_size"), router_bias=True, expert_bias=True,
+                        moe_layers=tuple(range(base["num_layers"])), sliding_window=window,
+                        sliding_layers=sliding_layers)
+
+
+def _gpt2(f: _Fields, name: str, model_type: str) -> Architecture:
+    # GPT2: Conv1D c_attn (h -> 3h) and c_proj with biases, GeLU MLP of n_inner (default 4h), LayerNorms, tied
+    hidden = f.need("n_embd", "hidden_size")
+    heads = f.need("n_head", "num_attention_heads")
+    if hidden % heads:
+        raise ValueError(f"n_embd ({hidden}) is not divisible by n_head ({heads})")
+    positions = f.need("n_positions", "max_position_embeddings")
+    return Architecture(name=name, model_type=model_type, hidden_size=hidden, num_layers=f.need("n_layer"),
+                        vocab_size=f.need("vocab_size"), num_heads=heads, num_kv_heads=heads,
+                        head_dim=hidden // heads, intermediate_size=f.get("n_inner", 4 * hidden), gated_mlp=False,
+                        qkv_bias=True, o_bias=True, mlp_bias=True, norm_bias=True,
+                        tie_word_embeddings=f.flag("tie_word_embeddings", True), learned_positions=positions,
+                        max_position_embeddings=positions)
+
+
+def _falcon(f: _Fields, name: str, model_type: str) -> Architecture:
+    # Falcon: fused qkv of (2 n_kv + n_h) d (new arch), h + 2d (multi_query) or 3h; GeLU MLP; LayerNorm;
+    # 1 norm per layer with parallel attention (7B), 2 (ln_attn, ln_mlp) in the new architecture (40B)
+    hidden = f.need("hidden_size", "n_embd")
+    heads = f.need("num_attention_heads", "n_head")
+    if hidden % heads:
+        raise ValueError(f"hidden_size ({hidden}) is not divisible by num_attention_heads ({heads})")
+    new_arch = f.flag("new_decoder_architecture", False)
+    if new_arch:
+        kv_heads = f.need("num_kv_heads", "n_head_kv")
+        norms = f.get("num_ln_in_parallel_attn", 2) or 2
+    else:
+        kv_heads = 1 if f.flag("multi_query", True) else heads
+        norms = 1 if f.flag("parallel_attn", True) else 2
+    bias = f.flag("bias", False)
+    return Architecture(name=name, model_type=model_type, hidden_size=hidden,
+                        num_layers=f.need("num_hidden_layers", "n_layer"), vocab_size=f.need("vocab_size"),
+                        num_heads=heads, num_kv_heads=kv_heads, head_dim=hidden // heads,
+                        intermediate_size=f.get("ffn_hidden_size", 4 * hidden), gated_mlp=False, qkv_bias=bias,
+                        o_bias=bias, mlp_bias=bias, norms_per_layer=norms, norm_bias=True,
+                        tie_word_embeddings=f.flag("tie_word_embeddings", True),
+                        max_position_embeddings=f.get("max_position_embeddings", 2048))
+
+
+READERS: dict[str, Callable[[_Fields, str, str], Architecture]] = {
+    "llama": _llama, "mistral": _llama, "granite": _llama, "yi": _llama, "phi3": _llama,
+    "qwen2": _qwen2, "qwen3": _qwen3, "gemma": _gemma, "gemma2": _gemma2, "gemma3": _gemma3,
+    "gemma3_text": _gemma3, "mixtral": _mixtral, "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe,
+    "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "gpt_oss": _gpt_oss, "gpt2": _gpt2, "falcon": _falcon,
+}
+SUPPORTED_MODEL_TYPES = tuple(sorted(READERS))
+
+
+def architecture_from_config(config: Config, name: str = "") -> Architecture:
+    """Read an `Architecture` from a parsed `config.json` (see `parse_config_text`).
+
+    Raises ValueError naming the problem: an unsupported model_type, a missing or malformed field.
+    """
+    if not isinstance(config, Mapping):
+        raise ValueError("config.json must be a JSON object")
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or not model_type:
+        raise ValueError("config.json is missing model_type")
+    reader = READERS.get(model_type)
+    if reader is None:
+        shown = model_type if len(model_type) <= 40 else model_type[:40] + "..."
+        raise ValueError(f"unsupported model_type {shown!r}; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
+    return reader(_Fields(config), name or _default_name(config, model_type), model_type)
+
+
+def _default_name(config: Config, model_type: str) -> str:
+    path = config.get("_name_or_path")
+    return path[:80] if isinstance(path, str) and path else f"custom {model_type}"

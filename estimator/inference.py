@@ -1,0 +1,86 @@
+"""Inference estimates: the detailed (architecture-aware) breakdown, and the 16/8/4-bit table of both methods.
+
+Detailed, per GPU of a tensor-parallel group of `tp`:
+    weights     = 2-D weights in the chosen format / tp + norms and biases (replicated)     (formats.py)
+    KV cache    = b x C sequences x per-token bytes (GQA / MLA / sliding window, KV dtype)  (kv_cache.py)
+    activations = the largest working set of one layer while prefilling b x s tokens      (activations.py)
+    logits      = fp32 logits of the last position of each of the b x C sequences (sampling)
+    overhead    = runtime overhead per GPU (default 2 GB)
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from .activations import inference_layer_peak, sampling_logits_bytes
+from .architecture import Architecture, parameter_counts
+from .breakdown import Breakdown, make_breakdown
+from .formats import weight_bytes, weight_format
+from .kv_cache import KV_DTYPE_LABELS, kv_bytes_per_token, kv_cache_bytes
+from .quick import quick_inference
+from .scenarios import InferenceScenario
+from .units import bytes_from_gb, format_bytes
+
+QUICK_ROWS = (("16-bit", Fraction(16)), ("8-bit", Fraction(8)), ("4-bit", Fraction(4)))
+DETAILED_ROWS = (("16-bit", "bf16"), ("8-bit", "fp8"), ("4-bit", "awq-4bit"))  # common serving formats
+
+
+def detailed_inference(s: InferenceScenario, format_id: str, scenario: str) -> Breakdown:
+    """One inference row with weights stored as `format_id`."""
+    a: Architecture = s.model
+    tp, sequences = s.tensor_parallel, s.batch_size * s.concurrency
+    w = weight_bytes(a, format_id)
+    act_bytes = s.activation_bits // 8
+    components = {
+        "weights": -(-w.matrices // tp) + w.vectors,
+        "kv_cache": kv_cache_bytes(a, s.seq_len, sequences, s.kv_dtype, tp, s.mla_latent_cache),
+        "activations": inference_layer_peak(a, s.batch_size, s.seq_len, s.seq_len, act_bytes=act_bytes,
+                                            flash_attention=s.flash_attention, tp=tp),
+        "logits": sampling_logits_bytes(a, sequences),
+        "overhead": bytes_from_gb(s.overhead_gb),
+    }
+    return make_breakdown(scenario, "detailed", components, gpus=tp,
+                          assumptions=_assumptions(s, format_id))
+
+
+def _assumptions(s: InferenceScenario, format_id: str) -> tuple[str, ...]:
+    a: Architecture = s.model
+    counts = parameter_counts(a)
+    per_token = kv_bytes_per_token(a, s.kv_dtype, s.mla_latent_cache)
+    if a.is_mla:
+        cache = (f"MLA latent of {a.kv_lora_rank} + {a.qk_rope_head_dim} per layer" if s.mla_latent_cache
+                 else "decompressed K and V per head (as Hugging Face transformers caches MLA)")
+    else:
+        cache = f"{a.num_kv_heads} KV heads x {a.head_dim} head_dim x 2 (K and V)"
+    notes = [
+        f"Parameters: {counts.total:,} total, {counts.active:,} active per token",
+        f"Weights: {weight_format(format_id).label}; embeddings, lm_head and norms as that format leaves them",
+        f"KV cache: {cache} x {a.num_layers} layers, {KV_DTYPE_LABELS[s.kv_dtype]}: "
+        f"{format_bytes(per_token, 'GB', 6)} per token; {s.batch_size} x {s.concurrency} sequences of "
+        f"{s.seq_len:,} tokens",
+        f"Activations: one prefill of {s.batch_size} x {s.seq_len:,} tokens, "
+        + ("FlashAttention (no s x s scores)" if s.flash_attention else "eager attention (s x s scores)"),
+        f"Runtime overhead: {s.overhead_gb:g} GB per GPU",
+    ]
+    if a.sliding_layers:
+        notes.append(f"{len(a.sliding_layers)} of {a.num_layers} layers use a {a.sliding_window:,}-token "
+                     "sliding window and cache at most that many tokens")
+    if s.tensor_parallel > 1:
+        notes.append(f"Tensor parallel over {s.tensor_parallel} GPUs: weights split, KV heads per GPU = "
+                     f"max(1, {a.num_kv_heads} // {s.tensor_parallel})" + ("; the MLA latent is replicated"
+                                                                           if a.is_mla else ""))
+    return tuple(notes)
+
+
+def estimate_inference(s: InferenceScenario) -> Breakdown:
+    """One row for the scenario's own weight format."""
+    if s.resolved_method == "quick":
+        return quick_inference(s, weight_format(s.weights).bits, s.weights)
+    return detailed_inference(s, s.weights, s.weights)
+
+
+def inference_table(s: InferenceScenario) -> tuple[Breakdown, ...]:
+    """The reference document's table: rows Inference (16-bit) / (8-bit) / (4-bit)."""
+    if s.resolved_method == "quick":
+        return tuple(quick_inference(s, bits, label) for label, bits in QUICK_ROWS)
+    return tuple(detailed_inference(s, format_id, label) for label, format_id in DETAILED_ROWS)

@@ -1,0 +1,76 @@
+"""KV cache bytes: GQA/MQA heads, MLA latents, sliding-window layers, cache dtype, tensor parallelism.
+
+    K and V per token = sum over layers of 2 x kv_heads x head_dim x bytes        (formulas.md 2.1)
+    MLA (DeepSeek-V2/V3 in vLLM, SGLang, llama.cpp): one latent of kv_lora_rank + qk_rope_head_dim per layer
+    sliding-window layers hold min(tokens, window) tokens                    (vLLM SlidingWindowSpec)
+    tensor parallel: kv heads per rank = max(1, n_kv // tp); the MLA latent is replicated on every rank
+                                                                   (vLLM config/model.py::get_num_kv_heads)
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from fractions import Fraction
+
+from .architecture import Architecture
+
+# bytes per cached element; llama.cpp block types cost type_size / blck_size (ggml-common.h)
+KV_DTYPE_BYTES = {
+    "bf16": Fraction(2),  # the model's 16-bit dtype (vLLM cache_dtype "auto")
+    "fp32": Fraction(4),
+    "fp8": Fraction(1),  # vLLM fp8 / fp8_e4m3 / fp8_e5m2 (per-layer scales are a few bytes)
+    "q8_0": Fraction(34, 32),  # llama.cpp --cache-type-k/v q8_0
+    "q5_0": Fraction(22, 32),
+    "q4_0": Fraction(18, 32),
+}
+KV_DTYPE_LABELS = {"bf16": "16-bit (model dtype)", "fp32": "FP32", "fp8": "FP8 (vLLM)",
+                   "q8_0": "Q8_0 (llama.cpp)", "q5_0": "Q5_0 (llama.cpp)", "q4_0": "Q4_0 (llama.cpp)"}
+
+
+def kv_dtype_bytes(kv_dtype: str) -> Fraction:
+    try:
+        return KV_DTYPE_BYTES[kv_dtype]
+    except (KeyError, TypeError):
+        raise ValueError(f"kv_dtype must be one of {', '.join(KV_DTYPE_BYTES)}; got {kv_dtype!r}") from None
+
+
+@dataclass(frozen=True)
+class KVElements:
+    """Cached elements per token, summed over the full-attention layers and over the windowed layers."""
+
+    full: int  # elements per token in layers that keep every token
+    windowed: int  # elements per token in sliding-window layers (they keep at most `window` tokens)
+    window: int
+
+
+def _layer_elements(a: Architecture, tp: int, mla_latent: bool) -> int:
+    """Elements one layer caches per token on one tensor-parallel rank."""
+    if a.is_mla:
+        if mla_latent:
+            return a.kv_lora_rank + a.qk_rope_head_dim  # replicated: one latent "head"
+        heads = max(1, a.num_heads // tp)  # HF transformers caches decompressed K and V
+        return heads * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim)
+    return 2 * max(1, a.num_kv_heads // tp) * a.head_dim
+
+
+@functools.lru_cache(maxsize=1024)
+def kv_elements(a: Architecture, tp: int = 1, mla_latent: bool = True) -> KVElements:
+    per_layer = _layer_elements(a, tp, mla_latent)
+    windowed_layers = len(a.sliding_layers)
+    return KVElements(full=per_layer * (a.num_layers - windowed_layers), windowed=per_layer * windowed_layers,
+                      window=a.sliding_window)
+
+
+def kv_cache_bytes(a: Architecture, tokens: int, sequences: int, kv_dtype: str = "bf16", tp: int = 1,
+                   mla_latent: bool = True) -> int:
+    """Bytes of the KV cache on one GPU for `sequences` sequences of `tokens` tokens each."""
+    e = kv_elements(a, tp, mla_latent)
+    per_sequence = e.full * tokens + e.windowed * min(tokens, e.window)
+    return -(-per_sequence * sequences * kv_dtype_bytes(kv_dtype) // 1)
+
+
+def kv_bytes_per_token(a: Architecture, kv_dtype: str = "bf16", mla_latent: bool = True) -> int:
+    """Bytes one more token adds to the cache while it is shorter than every window (all layers count)."""
+    e = kv_elements(a, 1, mla_latent)
+    return -(-(e.full + e.windowed) * kv_dtype_bytes(kv_dtype) // 1)

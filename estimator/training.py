@@ -1,0 +1,160 @@
+"""Training state: techniques, optimizers and their states, precision regimes, LoRA, ZeRO/FSDP sharding.
+
+Sources (formulas.md sections 4 and 6):
+- Reference document: gradients 2 B per trainable parameter; optimizer states = states x 4 B (fp32).
+- ZeRO (Rajbhandari et al. 2020, section 3.1): mixed precision Adam = 2 + 2 + 12 = 16 B/param, and the per-GPU
+  model states of stages 1-3: 4P + 12P/N, 2P + 14P/N, 16P/N.
+- torch.optim: SGD momentum buffer, RMSprop square_avg, Adagrad sum, Adam/AdamW exp_avg + exp_avg_sq.
+- bitsandbytes 8-bit optimizers: uint8 states + one fp32 absmax per 256 values; paged optimizers use CUDA
+  unified memory (same bytes, evicted to CPU under pressure; QLoRA section 3).
+- transformers Adafactor: factored second moment, (rows + cols) per matrix, no first moment by default.
+- Lion (Chen et al. 2023): one momentum buffer.
+- PEFT LoRA: lora_A (r x d_in) + lora_B (d_out x r) = r (d_in + d_out) per adapted Linear.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from .architecture import Architecture, tensors
+
+TECHNIQUES = ("full", "lora", "qlora-8bit", "qlora-4bit")
+TECHNIQUE_LABELS = {"full": "Full-parameter", "lora": "LoRA", "qlora-8bit": "QLoRA (8-bit)",
+                    "qlora-4bit": "QLoRA (4-bit)"}
+QLORA_BASE_FORMAT = {"qlora-8bit": "int8", "qlora-4bit": "nf4-dq"}  # QLoRA recipe: NF4 + double quantization
+QUICK_LORA_TRAINABLE_FRACTION = Fraction(1, 100)  # reference document: LoRA trains about 1% of the parameters
+FP32_BYTES = 4
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    """An optimizer's state per trainable parameter."""
+
+    id: str
+    label: str
+    states: int  # full-size state tensors per parameter (reference document: Adam 2, momentum 1, SGD 0)
+    state_bytes: Fraction | None = None  # fixed bytes per state element (8-bit optimizers), else the state dtype
+    factored: bool = False  # Adafactor: (rows + cols) second-moment elements per matrix
+    paged: bool = False  # states in CUDA unified memory, evicted to CPU under memory pressure
+    source: str = ""
+
+
+EIGHT_BIT_STATE = 1 + Fraction(FP32_BYTES, 256)  # uint8 + fp32 absmax per 256 (bitsandbytes blocksize)
+
+OPTIMIZERS = {o.id: o for o in (
+    Optimizer("sgd", "SGD", 0, source="torch.optim.SGD without momentum keeps no state"),
+    Optimizer("sgd-momentum", "SGD + momentum", 1, source="torch.optim.SGD momentum_buffer"),
+    Optimizer("rmsprop", "RMSProp", 1, source="torch.optim.RMSprop square_avg"),
+    Optimizer("adagrad", "Adagrad", 1, source="torch.optim.Adagrad sum"),
+    Optimizer("adamw", "Adam / AdamW", 2, source="torch.optim.AdamW exp_avg, exp_avg_sq"),
+    Optimizer("adamw-8bit", "AdamW 8-bit (bitsandbytes)", 2, state_bytes=EIGHT_BIT_STATE,
+              source="bitsandbytes Optimizer2State: uint8 state1/state2 + fp32 absmax per 256"),
+    Optimizer("paged-adamw-8bit", "Paged AdamW 8-bit (bitsandbytes)", 2, state_bytes=EIGHT_BIT_STATE, paged=True,
+              source="bitsandbytes PagedAdamW8bit (QLoRA)"),
+    Optimizer("adafactor", "Adafactor", 0, factored=True,
+              source="transformers Adafactor: exp_avg_sq_row + exp_avg_sq_col, beta1=None"),
+    Optimizer("lion", "Lion", 1, source="Lion (Chen et al. 2023): one momentum buffer"),
+)}
+QUICK_OPTIMIZERS = ("sgd", "sgd-momentum", "rmsprop", "adamw")  # the reference document's four
+
+
+@dataclass(frozen=True)
+class Regime:
+    """Bytes per trainable parameter of the weights, gradients and master copy."""
+
+    id: str
+    label: str
+    weight_bytes: int
+    grad_bytes: int
+    master_bytes: int  # fp32 master weights kept next to 16-bit weights
+
+
+REGIMES = {r.id: r for r in (
+    Regime("pure-16bit", "Pure 16-bit (bf16 weights and gradients)", 2, 2, 0),
+    Regime("mixed", "Mixed precision (16-bit + fp32 master weights)", 2, 2, FP32_BYTES),
+    Regime("fp32", "FP32", FP32_BYTES, FP32_BYTES, 0),
+)}
+
+
+def optimizer(optimizer_id: str) -> Optimizer:
+    try:
+        return OPTIMIZERS[optimizer_id]
+    except (KeyError, TypeError):
+        raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {optimizer_id!r}") from None
+
+
+def quick_optimizer_bytes_per_param(opt: Optimizer) -> Fraction:
+    """Reference document: states x 4 B (fp32); 8-bit states at their packed size; Adafactor's factored
+    states are below 0.1% of the parameters and count as 0 without the architecture."""
+    return opt.states * (opt.state_bytes if opt.state_bytes is not None else FP32_BYTES)
+
+
+def optimizer_state_bytes(opt: Optimizer, shapes: list[tuple[int, int, int]], state_bits: int) -> int:
+    """Optimizer state bytes for trainable tensors given as (rows, cols, copies); vectors have rows = 1."""
+    element = opt.state_bytes if opt.state_bytes is not None else Fraction(state_bits, 8)
+    total = Fraction(0)
+    for rows, cols, copies in shapes:
+        if opt.factored:
+            total += copies * (rows + cols if rows > 1 else cols) * Fraction(state_bits, 8)
+        else:
+            total += copies * rows * cols * opt.states * element
+    return -(-total // 1)
+
+
+# LoRA target presets (PEFT names); the HF projection names map to our tensor roles
+LORA_TARGET_PRESETS = {
+    "q,v": ("q_proj", "v_proj"),  # PEFT's default for Llama, Mistral, Qwen, Gemma
+    "attention": ("q_proj", "k_proj", "v_proj", "o_proj"),
+    "all-linear": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+}
+LORA_ROLES = {  # projection name -> tensor roles it adapts (MLA: q_a/q_b, kv_a/kv_b; MoE: shared expert)
+    "q_proj": ("attn_q", "attn_q_a", "attn_q_b"), "k_proj": ("attn_k", "attn_kv_a"),
+    "v_proj": ("attn_v", "attn_kv_b"), "o_proj": ("attn_output",),
+    "gate_proj": ("ffn_gate", "shared_gate"), "up_proj": ("ffn_up", "shared_up"),
+    "down_proj": ("ffn_down", "shared_down"),
+}
+_SHORT_NAMES = {name.split("_")[0]: name for name in LORA_ROLES}
+
+
+def parse_lora_targets(text: str) -> tuple[str, ...]:
+    """'q,v' | 'attention' | 'all-linear' | 'q_proj,k_proj,...' (or short 'q,k,...') -> projection names."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("lora_targets must be q,v, attention, all-linear or a comma-separated list of "
+                         f"{', '.join(LORA_ROLES)}")
+    key = text.strip().lower().replace(" ", "")
+    if key in LORA_TARGET_PRESETS:
+        return LORA_TARGET_PRESETS[key]
+    names = []
+    for part in filter(None, key.split(",")):
+        name = _SHORT_NAMES.get(part, part)
+        if name not in LORA_ROLES:
+            raise ValueError(f"lora_targets: unknown projection {part[:40]!r}; use q,v, attention, all-linear "
+                             f"or names from {', '.join(LORA_ROLES)}")
+        if name not in names:
+            names.append(name)
+    if not names:
+        raise ValueError("lora_targets lists no projection")
+    return tuple(names)
+
+
+def lora_adapter_shapes(a: Architecture, targets: tuple[str, ...], rank: int) -> list[tuple[int, int, int]]:
+    """(rows, cols, copies) of every lora_A (r x d_in) and lora_B (d_out x r) matrix. Routed experts are not
+    adapted: transformers 5 stores them as fused 3-D parameters, which PEFT's Linear targets do not match."""
+    roles = {role for name in targets for role in LORA_ROLES[name]}
+    shapes = []
+    for t in tensors(a):
+        if t.role in roles:
+            shapes += [(rank, t.cols, t.copies), (t.rows, rank, t.copies)]
+    return shapes
+
+
+def lora_trainable_params(a: Architecture, targets: tuple[str, ...], rank: int) -> int:
+    """Sum over adapted Linears of r x (d_in + d_out) (PEFT lora.Linear)."""
+    return sum(rows * cols * copies for rows, cols, copies in lora_adapter_shapes(a, targets, rank))
+
+
+def zero_shard(bytes_: int, stage: int, sharded_from: int, world: int) -> int:
+    """Per-GPU share of a state that ZeRO partitions from stage `sharded_from` on (1: optimizer states and
+    master weights, 2: gradients, 3: weights) across `world` data-parallel GPUs."""
+    return -(-bytes_ // world) if stage >= sharded_from else bytes_

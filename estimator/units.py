@@ -1,0 +1,37 @@
+"""Byte units and their display.
+
+The estimator counts integer bytes everywhere. For display it uses GB = 10^9 bytes, as the reference
+document (Alibaba Cloud PAI, "GPU memory estimation for LLMs") does, and GiB = 2^30 bytes on request,
+which is what `nvidia-smi` and PyTorch report.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+GB = 10**9  # decimal gigabyte, the reference document's unit
+GiB = 2**30  # binary gibibyte, the unit of nvidia-smi and torch.cuda
+MiB = 2**20
+
+UNITS = {"GB": GB, "GiB": GiB}
+
+
+def bytes_from_gb(gigabytes: float) -> int:
+    """Whole bytes in `gigabytes` decimal GB (rounded to the nearest byte)."""
+    return round(Fraction(str(gigabytes)) * GB)
+
+
+def ceil_bytes(value: Fraction | int | float) -> int:
+    """Round a (possibly fractional) byte count up to a whole byte: memory is allocated in bytes."""
+    return math.ceil(value)
+
+
+def in_unit(num_bytes: int, unit: str = "GB") -> float:
+    """`num_bytes` expressed in `unit` ("GB" or "GiB")."""
+    return num_bytes / UNITS[unit]
+
+
+def format_bytes(num_bytes: int, unit: str = "GB", digits: int = 2) -> str:
+    """Human text such as '18.80 GB'."""
+    return f"{in_unit(num_bytes, unit):,.{digits}f} {unit}"

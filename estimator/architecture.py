@@ -79,10 +79,11 @@ class Architecture:
     qkv_bias: bool = False  # biases on q, k, v (Qwen2, gpt-oss, GPT-2, Falcon with bias)
     o_bias: bool = False  # bias on the output projection
     mlp_bias: bool = False  # biases on the MLP projections
-    qk_norm: bool = False  # RMSNorm(head_dim) on q and k (Qwen3, Gemma 3)
+    qk_norm_params: int = 0  # q/k norm weights per layer: 2 x head_dim (Qwen3, Gemma 3), full width (OLMo 2)
     norms_per_layer: int = 2  # 2 (pre-attention, pre-MLP); 4 in Gemma 2/3; 1 in Falcon-7B (parallel)
     norm_bias: bool = False  # LayerNorm with bias (GPT-2, Falcon) instead of RMSNorm
     tie_word_embeddings: bool = False  # lm_head shares the input embedding matrix
+    lm_head_bias: bool = False  # the output projection has a bias (Phi-2)
     learned_positions: int = 0  # rows of a learned absolute position table (GPT-2 n_positions)
     attention_sinks: bool = False  # one learned logit per head per layer (gpt-oss)
     # Multi-head latent attention (DeepSeek-V2/V3); kv_lora_rank = 0 means ordinary (GQA) attention
@@ -116,14 +117,14 @@ class Architecture:
         require_int("intermediate_size", self.intermediate_size, 0, MAX_WIDTH)
         require_int("norms_per_layer", self.norms_per_layer, 0, 8)
         require_int("learned_positions", self.learned_positions, 0, MAX_VOCAB)
+        require_int("qk_norm_params", self.qk_norm_params, 0, 4 * MAX_WIDTH)
         for name in ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
                      "moe_intermediate_size", "shared_expert_intermediate_size", "sliding_window",
                      "max_position_embeddings"):
             require_int(name, getattr(self, name), 0, MAX_WIDTH if name != "max_position_embeddings" else 10**9)
         require_int("num_experts", self.num_experts, 0, MAX_EXPERTS)
         require_int("experts_per_token", self.experts_per_token, 0, max(self.num_experts, 0))
-        for name in ("gated_mlp", "qkv_bias", "o_bias", "mlp_bias", "qk_norm", "norm_bias",
-                     "tie_word_embeddings", "attention_sinks", "shared_expert_gate", "router_bias", "expert_bias"):
+        for name in ("gated_mlp", "qkv_bias", "o_bias", "mlp_bias", "norm_bias", "tie_word_embeddings", "lm_head_bias", "attention_sinks", "shared_expert_gate", "router_bias", "expert_bias"):
             require_bool(name, getattr(self, name))
         if self.num_heads % self.num_kv_heads:
             raise ValueError(f"num_attention_heads ({self.num_heads}) must be a multiple of "
@@ -182,8 +183,8 @@ def _attention_tensors(a: Architecture, i: int) -> list[Tensor]:
         tensors = [Tensor("attn_q", i, a.q_width, h), Tensor("attn_k", i, kv_width, h),
                    Tensor("attn_v", i, kv_width, h), Tensor("attn_output", i, h, a.q_width)]
         biases = (a.q_width + 2 * kv_width if a.qkv_bias else 0) + (h if a.o_bias else 0)
-        if a.qk_norm:
-            tensors.append(Tensor("norm", i, 1, 2 * a.head_dim))
+        if a.qk_norm_params:
+            tensors.append(Tensor("norm", i, 1, a.qk_norm_params))
     if biases:
         tensors.append(Tensor("bias", i, 1, biases))
     if a.attention_sinks:
@@ -234,6 +235,8 @@ def tensors(a: Architecture) -> tuple[Tensor, ...]:
     out.append(Tensor("norm", -1, 1, h * (2 if a.norm_bias else 1)))
     if not a.tie_word_embeddings:
         out.append(Tensor("output", -1, a.vocab_size, h))
+    if a.lm_head_bias:
+        out.append(Tensor("bias", -1, 1, a.vocab_size))
     return tuple(out)
 
 

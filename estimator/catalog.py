@@ -1,4 +1,4 @@
-"""The model and GPU catalogs: data files under `estimator/catalog/`, each entry with its source.
+"""The model and GPU catalogs: data files under `estimator/data/`, each entry with its source.
 
 Model entries keep the published `config.json` fields verbatim and are read through the same parser as a
 user's config, so a catalog model and a pasted config can never disagree.
@@ -38,7 +38,7 @@ class Gpu:
 
 
 def _read(name: str) -> dict:
-    return json.loads(resources.files("estimator.catalog").joinpath(name).read_text(encoding="utf-8"))
+    return json.loads(resources.files("estimator").joinpath("data", name).read_text(encoding="utf-8"))
 
 
 @functools.lru_cache(maxsize=1)

@@ -15,6 +15,9 @@ The breakdown shows the components at the larger phase, so it sums to the report
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 from .activations import FP32, loss_head_bytes, training_activation_bytes
 from .architecture import Architecture, parameter_counts, tensors
 from .breakdown import Breakdown, make_breakdown
@@ -123,7 +126,12 @@ def estimate_finetune(s: FinetuneScenario) -> Breakdown:
     return detailed_finetune(s, s.technique)
 
 
+def finetune_rows(s: FinetuneScenario) -> tuple[tuple[str, Callable[[FinetuneScenario], Breakdown]], ...]:
+    """(label, row function) of the table rows full / lora / qlora-8bit / qlora-4bit."""
+    method = quick_finetune if s.resolved_method == "quick" else detailed_finetune
+    return tuple((technique, partial(method, technique=technique)) for technique in TECHNIQUES)
+
+
 def finetune_table(s: FinetuneScenario) -> tuple[Breakdown, ...]:
     """The reference document's table: rows Full-parameter / LoRA / QLoRA (8-bit) / QLoRA (4-bit)."""
-    row = quick_finetune if s.resolved_method == "quick" else detailed_finetune
-    return tuple(row(s, technique) for technique in TECHNIQUES)
+    return tuple(row(s) for _, row in finetune_rows(s))

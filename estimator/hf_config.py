@@ -129,15 +129,18 @@ def _window_layers(f: _Fields, num_layers: int, default: Callable[[int], bool]) 
     return (layers, window) if layers else ((), 0)
 
 
-def _llama_like(f: _Fields, name: str, model_type: str, *, qkv_bias: bool | None = None, qk_norm: bool = False,
+def _llama_like(f: _Fields, name: str, model_type: str, *, qkv_bias: bool | None = None, qk_norm: str = "",
                 norms: int = 2, tie: bool = False, window_rule: Callable[[int], bool] = lambda i: True) -> Architecture:
-    """Llama, Mistral, Qwen2/3, Gemma 1/2/3, Phi-3, Granite, Yi, SmolLM: gated MLP, RMSNorm, GQA."""
+    """Llama, Mistral, Qwen2/3, Gemma 1/2/3, Phi-3, Granite, Yi, SmolLM, OLMo 2: gated MLP, RMSNorm, GQA.
+    `qk_norm`: "head" = RMSNorm(head_dim) on q and k, "full" = RMSNorm over all q (and all k) heads."""
     base = _common(f, name, model_type)
+    qk_norm_params = {"": 0, "head": 2 * base["head_dim"],
+                      "full": (base["num_heads"] + base["num_kv_heads"]) * base["head_dim"]}[qk_norm]
     attention_bias = f.flag("attention_bias", False)
     sliding_layers, window = _window_layers(f, base["num_layers"], window_rule)
     return Architecture(**base, intermediate_size=f.need("intermediate_size"),
                         qkv_bias=attention_bias if qkv_bias is None else qkv_bias,
-                        o_bias=attention_bias, mlp_bias=f.flag("mlp_bias", False), qk_norm=qk_norm,
+                        o_bias=attention_bias, mlp_bias=f.flag("mlp_bias", False), qk_norm_params=qk_norm_params,
                         norms_per_layer=norms, tie_word_embeddings=f.flag("tie_word_embeddings", tie),
                         sliding_window=window, sliding_layers=sliding_layers)
 
@@ -155,7 +158,7 @@ def _qwen2(f: _Fields, name: str, model_type: str) -> Architecture:
 
 def _qwen3(f: _Fields, name: str, model_type: str) -> Architecture:
     # Qwen3Attention: bias = attention_bias, q_norm/k_norm = RMSNorm(head_dim)
-    return _llama_like(f, name, model_type, qk_norm=True, window_rule=_qwen_window(f))
+    return _llama_like(f, name, model_type, qk_norm="head", window_rule=_qwen_window(f))
 
 
 def _qwen_window(f: _Fields) -> Callable[[int], bool]:
@@ -163,6 +166,11 @@ def _qwen_window(f: _Fields) -> Callable[[int], bool]:
         return lambda i: False
     first = f.get("max_window_layers", 0)
     return lambda i: i >= first
+
+
+def _olmo2(f: _Fields, name: str, model_type: str) -> Architecture:
+    # Olmo2: q_norm = RMSNorm(n_h d), k_norm = RMSNorm(n_kv d); post-attention and post-feedforward norms
+    return _llama_like(f, name, model_type, qk_norm="full")
 
 
 def _gemma(f: _Fields, name: str, model_type: str) -> Architecture:
@@ -187,7 +195,7 @@ def _gemma3(f: _Fields, name: str, model_type: str) -> Architecture:
         raise ValueError("text_config must be a JSON object")
     text = _Fields({**GEMMA3_TEXT_DEFAULTS, **config})
     pattern = text.get("sliding_window_pattern", 6) or 1
-    return _llama_like(text, name, model_type, qk_norm=True, norms=4, tie=True,
+    return _llama_like(text, name, model_type, qk_norm="head", norms=4, tie=True,
                        window_rule=lambda i: (i + 1) % pattern != 0)
 
 
@@ -214,7 +222,8 @@ def _qwen_moe(f: _Fields, name: str, model_type: str) -> Architecture:
     shared = f.get("shared_expert_intermediate_size", 0) if is_qwen2 else 0
     return Architecture(**base, intermediate_size=f.get("intermediate_size", 0),
                         qkv_bias=f.flag("qkv_bias", True) if is_qwen2 else f.flag("attention_bias", False),
-                        o_bias=False if is_qwen2 else f.flag("attention_bias", False), qk_norm=not is_qwen2,
+                        o_bias=False if is_qwen2 else f.flag("attention_bias", False),
+                        qk_norm_params=0 if is_qwen2 else 2 * base["head_dim"],
                         tie_word_embeddings=f.flag("tie_word_embeddings", False),
                         num_experts=f.need("num_experts"), experts_per_token=f.need("num_experts_per_tok"),
                         moe_intermediate_size=f.need("moe_intermediate_size"),
@@ -294,11 +303,43 @@ def _falcon(f: _Fields, name: str, model_type: str) -> Architecture:
                         max_position_embeddings=f.get("max_position_embeddings", 2048))
 
 
+def _phi(f: _Fields, name: str, model_type: str) -> Architecture:
+    # Phi (Phi-1/1.5/2): biased q/k/v/dense, GeLU MLP fc1/fc2 with biases, one LayerNorm per layer (parallel
+    # attention and MLP), final LayerNorm, untied lm_head with a bias (modeling_phi.py)
+    base = _common(f, name, model_type)
+    head_dim = base["head_dim"]
+    return Architecture(**base, intermediate_size=f.need("intermediate_size"), gated_mlp=False, qkv_bias=True,
+                        o_bias=True, mlp_bias=True, norms_per_layer=1, norm_bias=True,
+                        qk_norm_params=2 * 2 * head_dim if f.flag("qk_layernorm", False) else 0,
+                        tie_word_embeddings=f.flag("tie_word_embeddings", False), lm_head_bias=True)
+
+
+def _opt(f: _Fields, name: str, model_type: str) -> Architecture:
+    # OPT: learned positions with an offset of 2, biased projections, ReLU MLP of ffn_dim, 2 LayerNorms per
+    # layer and a final one, lm_head tied (modeling_opt.py). project_in/out (word_embed_proj_dim != hidden)
+    # are not modelled: the reader refuses such configs (OPT-350m).
+    hidden = f.need("hidden_size")
+    if f.get("word_embed_proj_dim", hidden) != hidden:
+        raise ValueError("OPT configs with word_embed_proj_dim != hidden_size (OPT-350m) are not supported")
+    heads = f.need("num_attention_heads")
+    if hidden % heads:
+        raise ValueError(f"hidden_size ({hidden}) is not divisible by num_attention_heads ({heads})")
+    positions = f.need("max_position_embeddings")
+    return Architecture(name=name, model_type=model_type, hidden_size=hidden, num_layers=f.need("num_hidden_layers"),
+                        vocab_size=f.need("vocab_size"), num_heads=heads, num_kv_heads=heads, head_dim=hidden // heads,
+                        intermediate_size=f.need("ffn_dim"), gated_mlp=False,
+                        qkv_bias=f.flag("enable_bias", True), o_bias=f.flag("enable_bias", True),
+                        mlp_bias=f.flag("enable_bias", True), norm_bias=True,
+                        tie_word_embeddings=f.flag("tie_word_embeddings", True), learned_positions=positions + 2,
+                        max_position_embeddings=positions)
+
+
 READERS: dict[str, Callable[[_Fields, str, str], Architecture]] = {
     "llama": _llama, "mistral": _llama, "granite": _llama, "yi": _llama, "phi3": _llama,
     "qwen2": _qwen2, "qwen3": _qwen3, "gemma": _gemma, "gemma2": _gemma2, "gemma3": _gemma3,
     "gemma3_text": _gemma3, "mixtral": _mixtral, "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe,
     "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "gpt_oss": _gpt_oss, "gpt2": _gpt2, "falcon": _falcon,
+    "RefinedWebModel": _falcon, "RefinedWeb": _falcon, "phi": _phi, "opt": _opt, "olmo2": _olmo2,
 }
 SUPPORTED_MODEL_TYPES = tuple(sorted(READERS))
 

@@ -10,7 +10,9 @@ Detailed, per GPU of a tensor-parallel group of `tp`:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
+from functools import partial
 
 from .activations import inference_layer_peak, sampling_logits_bytes
 from .architecture import Architecture, parameter_counts
@@ -23,6 +25,7 @@ from .units import bytes_from_gb, format_bytes
 
 QUICK_ROWS = (("16-bit", Fraction(16)), ("8-bit", Fraction(8)), ("4-bit", Fraction(4)))
 DETAILED_ROWS = (("16-bit", "bf16"), ("8-bit", "fp8"), ("4-bit", "awq-4bit"))  # common serving formats
+Row = Callable[[InferenceScenario], Breakdown]
 
 
 def detailed_inference(s: InferenceScenario, format_id: str, scenario: str) -> Breakdown:
@@ -79,8 +82,15 @@ def estimate_inference(s: InferenceScenario) -> Breakdown:
     return detailed_inference(s, s.weights, s.weights)
 
 
+def inference_rows(s: InferenceScenario) -> tuple[tuple[str, Row], ...]:
+    """(label, row function) of the reference document's table rows 16-bit / 8-bit / 4-bit. A row function
+    maps any variant of `s` (another length, GPU count...) to that row's Breakdown."""
+    if s.resolved_method == "quick":
+        return tuple((label, partial(quick_inference, bits=bits, scenario=label)) for label, bits in QUICK_ROWS)
+    return tuple((label, partial(detailed_inference, format_id=format_id, scenario=label))
+                 for label, format_id in DETAILED_ROWS)
+
+
 def inference_table(s: InferenceScenario) -> tuple[Breakdown, ...]:
     """The reference document's table: rows Inference (16-bit) / (8-bit) / (4-bit)."""
-    if s.resolved_method == "quick":
-        return tuple(quick_inference(s, bits, label) for label, bits in QUICK_ROWS)
-    return tuple(detailed_inference(s, format_id, label) for label, format_id in DETAILED_ROWS)
+    return tuple(row(s) for _, row in inference_rows(s))

@@ -1,0 +1,102 @@
+"""The catalogs: every model parses, published parameter counts are matched, every entry has a source."""
+
+import json
+import re
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal
+from importlib import resources
+
+import pytest
+
+import estimator as est
+
+RAW_MODELS = json.loads(resources.files("estimator").joinpath("data", "models.json").read_text())["models"]
+UNITS = {"B": 10**9, "billion": 10**9, "M": 10**6}
+
+
+def _parse(published: str) -> tuple[Decimal, int]:
+    """'7.61B' -> (7.61e9 as Decimal, unit); '124,439,808' -> (124439808, 1)."""
+    match = re.fullmatch(r"([\d,.]+)\s*(B|billion|M)?", published.strip())
+    assert match, f"unreadable published count {published!r}"
+    number, unit = Decimal(match.group(1).replace(",", "")), UNITS.get(match.group(2), 1)
+    return number, unit
+
+
+def _matches(count: int, published: str) -> bool:
+    """Our exact count, rounded or truncated to the vendor's precision (vendors do both: Meta and Qwen
+    truncate, 7.6156B -> "7.61B"), equals the vendor's figure; with 4+ significant digits it is also within
+    0.1% of it."""
+    number, unit = _parse(published)
+    exponent = Decimal(1).scaleb(number.as_tuple().exponent)
+    scaled = Decimal(count) / unit
+    stated = {scaled.quantize(exponent, rounding=mode) for mode in (ROUND_HALF_UP, ROUND_DOWN)}
+    digits = len(number.as_tuple().digits)
+    close = abs(count - number * unit) <= Decimal("0.001") * number * unit
+    return number in stated and (digits < 4 or close)
+
+
+def test_the_catalog_has_at_least_40_models_and_unique_ids():
+    ids = [m.id for m in est.models()]
+    assert len(ids) >= 40
+    assert len(set(ids)) == len(ids)
+
+
+def test_every_catalog_model_has_a_source():
+    assert all(m.source.strip() for m in est.models())
+
+
+CHECKED = [(m["id"], kind, m["published_params"]) for m in RAW_MODELS
+           for kind in ("total", "active", "non_embedding")
+           if m.get("published_params", {}).get(kind) and m["published_params"].get("exact", True)]
+
+
+@pytest.mark.parametrize("model_id, kind, published", CHECKED, ids=[f"{c[0]}:{c[1]}" for c in CHECKED])
+def test_published_parameter_counts_are_matched(model_id, kind, published):
+    a = est.model(model_id).architecture
+    counts = est.parameter_counts(a)
+    embedding_out = published.get("active_excludes_embedding", False)
+    count = {"total": counts.total, "active": counts.active - (counts.embedding if embedding_out else 0),
+             "non_embedding": counts.total - counts.embedding - counts.lm_head}[kind]
+    assert _matches(count, published[kind]), f"{model_id} {kind}: computed {count:,}, published {published[kind]}"
+
+
+def test_at_least_25_published_counts_are_checked():
+    assert len(CHECKED) >= 25
+
+
+@pytest.mark.parametrize("model_id, exact", [
+    ("openai-community/gpt2", 124_439_808),  # HF GPT-2 (formulas.md 1.3)
+    ("openai-community/gpt2-xl", 1_557_611_200),
+    ("tiiuae/falcon-7b-instruct", 6_921_720_704),
+    ("tiiuae/falcon-40b-instruct", 41_303_293_952),
+    ("meta-llama/Llama-2-7b-hf", 6_738_415_616),
+    ("meta-llama/Meta-Llama-3-8B", 8_030_261_248),
+    ("mistralai/Mistral-7B-v0.1", 7_241_732_096),
+    ("mistralai/Mixtral-8x7B-v0.1", 46_702_792_704),
+    ("microsoft/phi-2", 2_779_683_840),
+    ("facebook/opt-6.7b", 6_658_473_984),
+])
+def test_parameter_counts_equal_the_checkpoint_tensor_counts(model_id, exact):
+    assert est.parameter_counts(est.model(model_id).architecture).total == exact
+
+
+def test_the_gpu_catalog_has_at_least_20_gpus_with_sources():
+    gpus = est.gpus()
+    assert len(gpus) >= 20
+    assert all(g.source and g.memory_bytes > 0 and g.bandwidth_gb_s > 0 for g in gpus)
+    names = " ".join(g.id for g in gpus)
+    for required in ("rtx-3090", "rtx-4090", "rtx-5090", "l4", "l40s", "a10g", "h100-sxm", "h200", "b200",
+                     "mi300x", "mi355x"):
+        assert required in names
+
+
+def test_h100_80gb_usable_memory_is_below_80_gib():
+    """NVIDIA's '80GB' HBM is 80 GiB, of which CUDA can allocate slightly less."""
+    h100 = est.gpu("h100-sxm")
+    assert 80 * 10**9 < h100.memory_bytes < 80 * 2**30
+
+
+def test_unknown_model_and_gpu_ids_raise_value_error():
+    with pytest.raises(ValueError, match="unknown model"):
+        est.model("nope/nothing")
+    with pytest.raises(ValueError, match="unknown GPU"):
+        est.gpu("tpu-v9")

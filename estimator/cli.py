@@ -17,7 +17,7 @@ from .architecture import Architecture, parameter_counts
 from .breakdown import COMPONENTS, Breakdown
 from .finetune import estimate_finetune, finetune_rows
 from .formats import WEIGHT_FORMATS
-from .hardware import fit, max_seq_len
+from .hardware import fit, max_seq_len, with_gpus
 from .hf_config import MAX_CONFIG_CHARS, architecture_from_config, parse_config_text
 from .inference import estimate_inference, inference_rows
 from .kv_cache import KV_DTYPE_BYTES, kv_bytes_per_token
@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     inf.add_argument("--weights", choices=list(WEIGHT_FORMATS), help="one weight format instead of the 16/8/4-bit table")
     inf.add_argument("--kv-dtype", choices=list(KV_DTYPE_BYTES), default="bf16")
     inf.add_argument("--tp", type=int, default=1, help="tensor-parallel GPUs")
+    inf.add_argument("--prefill-chunk", type=int, default=0,
+                     help="tokens per prefill forward (vLLM max_num_batched_tokens); 0 = whole sequence")
 
     ft = sub.add_parser("finetune", help="memory to fine-tune a model")
     _shared_options(ft)
@@ -113,7 +115,7 @@ def _inference_scenario(args: argparse.Namespace) -> InferenceScenario:
     return InferenceScenario(
         model=_model(args), weights=args.weights or "bf16", kv_dtype=args.kv_dtype, batch_size=args.batch,
         concurrency=args.concurrency, seq_len=args.seq_len, flash_attention=not args.no_flash_attention,
-        tensor_parallel=args.tp, overhead_gb=args.overhead_gb, method=args.method)
+        tensor_parallel=args.tp, prefill_chunk=args.prefill_chunk, overhead_gb=args.overhead_gb, method=args.method)
 
 
 def _finetune_scenario(args: argparse.Namespace) -> FinetuneScenario:
@@ -146,13 +148,14 @@ def _rows(args: argparse.Namespace) -> tuple[InferenceScenario | FinetuneScenari
 
 
 def _gpu_report(gpu_id: str, s, rows) -> dict:
-    """How many of the GPU each row needs, and the longest sequence that fits one GPU setup of that size."""
+    """How many of the GPU each row needs, and the longest sequence that fits on that many."""
     g = catalog.gpu(gpu_id)
     report = {"id": g.id, "name": g.name, "memory_bytes": g.memory_bytes, "rows": []}
     for label, row in rows:
         fitted = fit(s, row, g)
+        longest = max_seq_len(with_gpus(s, fitted.count), row, g.memory_bytes) if fitted.count else 0
         report["rows"].append({"scenario": label, "gpus_needed": fitted.count, "per_gpu_bytes": fitted.per_gpu_bytes,
-                               "max_seq_len": max_seq_len(s, row, g.memory_bytes)})
+                               "max_seq_len": longest})
     return report
 
 
@@ -161,7 +164,8 @@ def _print_table(s, rows: tuple[Breakdown, ...], gpu: dict | None) -> None:
     header = ["scenario", *names, "total"]
     body = [[r.scenario, *(f"{r.component(n) / GB:.2f}" for n in names), f"{r.total / GB:.2f}"] for r in rows]
     widths = [max(len(str(line[i])) for line in [header, *body]) for i in range(len(header))]
-    title = f"{s.model.name or 'model'}: {s.resolved_method} method, GB per GPU (1 GB = 10^9 bytes)"
+    name = s.model.name or f"{scenario_inputs(s)['model']['total_params'] / 1e9:g}B-parameter model"
+    title = f"{name}: {s.resolved_method} method, GB per GPU (1 GB = 10^9 bytes)"
     print(title)
     for line in [header, *body]:
         print("  ".join(str(cell).rjust(w) if i else str(cell).ljust(w) for i, (cell, w) in enumerate(zip(line, widths))))

@@ -21,7 +21,7 @@ from .formats import weight_bytes, weight_format
 from .kv_cache import KV_DTYPE_LABELS, kv_bytes_per_token, kv_cache_bytes
 from .quick import quick_inference
 from .scenarios import InferenceScenario
-from .units import bytes_from_gb, format_bytes
+from .units import bytes_from_gb
 
 QUICK_ROWS = (("16-bit", Fraction(16)), ("8-bit", Fraction(8)), ("4-bit", Fraction(4)))
 DETAILED_ROWS = (("16-bit", "bf16"), ("8-bit", "fp8"), ("4-bit", "awq-4bit"))  # common serving formats
@@ -37,13 +37,18 @@ def detailed_inference(s: InferenceScenario, format_id: str, scenario: str) -> B
     components = {
         "weights": -(-w.matrices // tp) + w.vectors,
         "kv_cache": kv_cache_bytes(a, s.seq_len, sequences, s.kv_dtype, tp, s.mla_latent_cache),
-        "activations": inference_layer_peak(a, s.batch_size, s.seq_len, s.seq_len, act_bytes=act_bytes,
+        "activations": inference_layer_peak(a, s.batch_size, _prefill_tokens(s), s.seq_len, act_bytes=act_bytes,
                                             flash_attention=s.flash_attention, tp=tp),
         "logits": sampling_logits_bytes(a, sequences),
         "overhead": bytes_from_gb(s.overhead_gb),
     }
     return make_breakdown(scenario, "detailed", components, gpus=tp,
                           assumptions=_assumptions(s, format_id))
+
+
+def _prefill_tokens(s: InferenceScenario) -> int:
+    """Tokens per sequence in one prefill forward: a chunk (vLLM chunked prefill) or the whole sequence."""
+    return min(s.seq_len, s.prefill_chunk) if s.prefill_chunk else s.seq_len
 
 
 def _assumptions(s: InferenceScenario, format_id: str) -> tuple[str, ...]:
@@ -59,9 +64,10 @@ def _assumptions(s: InferenceScenario, format_id: str) -> tuple[str, ...]:
         f"Parameters: {counts.total:,} total, {counts.active:,} active per token",
         f"Weights: {weight_format(format_id).label}; embeddings, lm_head and norms as that format leaves them",
         f"KV cache: {cache} x {a.num_layers} layers, {KV_DTYPE_LABELS[s.kv_dtype]}: "
-        f"{format_bytes(per_token, 'GB', 6)} per token; {s.batch_size} x {s.concurrency} sequences of "
+        f"{per_token:,} B ({per_token / 1024:g} KiB) per token; {s.batch_size} x {s.concurrency} sequences of "
         f"{s.seq_len:,} tokens",
-        f"Activations: one prefill of {s.batch_size} x {s.seq_len:,} tokens, "
+        f"Activations: one prefill forward of {s.batch_size} x {_prefill_tokens(s):,} tokens"
+        + (" (chunked prefill)" if _prefill_tokens(s) < s.seq_len else "") + ", "
         + ("FlashAttention (no s x s scores)" if s.flash_attention else "eager attention (s x s scores)"),
         f"Runtime overhead: {s.overhead_gb:g} GB per GPU",
     ]

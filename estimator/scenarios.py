@@ -86,10 +86,12 @@ class InferenceScenario:
     overhead_gb: float = DEFAULT_OVERHEAD_GB  # runtime overhead per GPU
     activation_bits: int = 16  # activation precision (quick method scales by it / 16)
     mla_latent_cache: bool = True  # MLA models cache the latent (vLLM/SGLang) vs. decompressed K/V (HF)
+    prefill_chunk: int = 0  # tokens per prefill forward (vLLM max_num_batched_tokens); 0 = the whole sequence
     method: str = "auto"  # "auto" = detailed when the architecture is known
 
     def __post_init__(self) -> None:
         _check_common(self)
+        require_int("prefill_chunk", self.prefill_chunk, 0, MAX_SEQ_LEN)
         require_choice("weights", self.weights, WEIGHT_FORMATS)
         require_choice("kv_dtype", self.kv_dtype, KV_DTYPE_BYTES)
         require_int("concurrency", self.concurrency, 1, MAX_CONCURRENCY)

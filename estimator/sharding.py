@@ -29,8 +29,8 @@ def shard_training_states(states: dict[str, int], s, gather_bytes: int = 0) -> t
             host += share
             share = 0
         per_gpu[name] = share
-    if stage == 3:
-        per_gpu["weights"] += gather_bytes
+    if stage == 3:  # gathered layers come on top of the shard, but never more than the whole model
+        per_gpu["weights"] = min(states["weights"], per_gpu["weights"] + gather_bytes)
     if world > 1:
         sharded = [name.replace("_", " ") for name, first in SHARDED_FROM_STAGE.items()
                    if stage >= first and name in states]

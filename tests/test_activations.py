@@ -1,0 +1,68 @@
+"""Activation formulas against the bytes measured with fake tensors in shared/reference/measuring/REPORT.md
+(Hugging Face Llama layers, bf16, sdpa/eager, with and without gradient checkpointing and LoRA)."""
+
+from estimator.activations import (inference_layer_peak, loss_head_bytes, training_activation_bytes,
+                                   training_layer_bytes)
+
+MIB = 2**20
+ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def test_small_llama_sdpa_layer_saves_22_323_200_bytes(small_llama):
+    """REPORT section 3: 21.29 MiB per layer, 22,323,200 B (b=2, s=512)."""
+    assert training_layer_bytes(small_llama, 2, 512) == 22_323_200
+
+
+def test_small_llama_eager_layer_matches_the_measured_47_26_mib(small_llama):
+    """Eager keeps the fp32 softmax and its bf16 copy (6 a s^2 b) plus the GQA DynamicCache."""
+    assert round(training_layer_bytes(small_llama, 2, 512, flash_attention=False) / MIB, 2) == 47.26
+
+
+def test_llama_2_7b_sdpa_layer_is_364_27_mib(llama2_7b):
+    assert round(training_layer_bytes(llama2_7b, 1, 2048) / MIB, 2) == 364.27
+
+
+def test_llama_2_7b_eager_layer_is_1132_02_mib(llama2_7b):
+    assert round(training_layer_bytes(llama2_7b, 1, 2048, flash_attention=False) / MIB, 2) == 1132.02
+
+
+def test_lora_with_fp32_adapters_saves_an_fp32_input_copy_per_module(small_llama):
+    """REPORT: LoRA r=16 all-linear, peft defaults: 32.41 MiB per layer (64.83 sbh), 1.5x full fine-tuning."""
+    layer = training_layer_bytes(small_llama, 2, 512, frozen_base=True, lora_targets=ALL_LINEAR, lora_rank=16)
+    assert round(layer / MIB, 2) == 32.41
+
+
+def test_lora_with_bf16_adapters_shares_inputs(small_llama):
+    """REPORT: autocast_adapter_dtype=False gives 19.51 MiB per layer."""
+    layer = training_layer_bytes(small_llama, 2, 512, frozen_base=True, lora_targets=ALL_LINEAR, lora_rank=16,
+                                 adapter_bytes=2)
+    assert round(layer / MIB, 2) == 19.51
+
+
+def test_gradient_checkpointing_keeps_one_input_per_layer_plus_one_recomputed_layer(llama2_7b):
+    full = training_activation_bytes(llama2_7b, 1, 2048)
+    checkpointed = training_activation_bytes(llama2_7b, 1, 2048, gradient_checkpointing=True)
+    layer = training_layer_bytes(llama2_7b, 1, 2048)
+    assert full - checkpointed == 31 * layer - 32 * 2 * 2048 * 4096
+
+
+def test_small_llama_activations_after_forward_match_the_measured_214_29_mib(small_llama):
+    """Saved activations + the fp32 log-softmax (4 t V) = 'act. after fwd' (RoPE cos/sin not modelled)."""
+    after_forward = training_activation_bytes(small_llama, 2, 512) + 4 * 2 * 512 * 32000
+    assert abs(after_forward / MIB - 214.29) < 0.2
+
+
+def test_loss_head_is_twelve_bytes_per_logit(small_llama):
+    assert loss_head_bytes(small_llama, 2, 512) == 12 * 1024 * 32000
+
+
+def test_llama_2_7b_prefill_of_4096_tokens_peaks_near_the_measured_388_mib(llama2_7b):
+    """REPORT section 4: prefill peak minus weights and KV = 2436.03 - 2048 MiB for b=1, N=4096, sdpa."""
+    peak = inference_layer_peak(llama2_7b, 1, 4096, 4096)
+    assert abs(peak / MIB - 388.03) / 388.03 < 0.01
+
+
+def test_eager_inference_adds_the_score_matrix(llama2_7b):
+    flash = inference_layer_peak(llama2_7b, 1, 4096, 4096)
+    eager = inference_layer_peak(llama2_7b, 1, 4096, 4096, flash_attention=False)
+    assert eager > flash + 6 * 32 * 4096 * 4096 - 16 * 4096 * 11008

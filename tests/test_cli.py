@@ -1,0 +1,115 @@
+"""The CLI contract: subcommands, JSON shape, same numbers as the API, errors on stderr with exit code 2."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import estimator as est
+from estimator.cli import main
+from tests.conftest import LLAMA3_8B
+
+
+def _run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_inference_json_is_the_reference_table(capsys):
+    code, out, _ = _run(capsys, "inference", "--params", "7", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["method"] == "quick"
+    assert [(r["scenario"], r["total_bytes"]) for r in data["rows"]] == [
+        ("16-bit", 18_800_000_000), ("8-bit", 11_800_000_000), ("4-bit", 8_300_000_000)]
+    assert set(data["rows"][0]["components"]) == {"weights", "kv_cache", "activations", "overhead"}
+
+
+def test_finetune_json_is_the_reference_table(capsys):
+    _, out, _ = _run(capsys, "finetune", "--params", "7", "--optimizer", "adamw", "--json")
+    assert [(r["scenario"], r["total_bytes"]) for r in json.loads(out)["rows"]] == [
+        ("full", 87_400_000_000), ("lora", 18_100_000_000), ("qlora-8bit", 11_100_000_000),
+        ("qlora-4bit", 7_600_000_000)]
+
+
+def test_catalog_model_json_equals_the_api(capsys):
+    _, out, _ = _run(capsys, "inference", "--model", "meta-llama/Llama-3.1-8B", "--seq-len", "32768",
+                     "--kv-dtype", "fp8", "--concurrency", "4", "--json")
+    a = est.model("meta-llama/Llama-3.1-8B").architecture
+    api = est.inference_table(est.InferenceScenario(a, seq_len=32768, kv_dtype="fp8", concurrency=4))
+    assert [r["total_bytes"] for r in json.loads(out)["rows"]] == [r.total for r in api]
+
+
+def test_single_weight_format_gives_one_row(capsys):
+    _, out, _ = _run(capsys, "inference", "--model", "Qwen/Qwen3-8B", "--weights", "q4_k_m", "--json")
+    rows = json.loads(out)["rows"]
+    assert [r["scenario"] for r in rows] == ["q4_k_m"]
+
+
+def test_config_file_and_params_subcommand(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA3_8B))
+    _, out, _ = _run(capsys, "params", "--config", str(path), "--json")
+    assert json.loads(out) == {"total_params": 8_030_261_248, "active_params": 8_030_261_248,
+                               "kv_cache_bytes_per_token": 131_072}
+
+
+def test_finetune_options_reach_the_scenario(capsys):
+    _, out, _ = _run(capsys, "finetune", "--model", "Qwen/Qwen2.5-7B", "--technique", "qlora-4bit", "--lora-rank",
+                     "64", "--lora-targets", "all-linear", "--grad-checkpointing", "--gpus", "4", "--zero", "3",
+                     "--regime", "mixed", "--optimizer", "paged-adamw-8bit", "--json")
+    data = json.loads(out)
+    assert data["inputs"]["lora_rank"] == 64 and data["inputs"]["zero_stage"] == 3
+    assert data["rows"][0]["scenario"] == "qlora-4bit" and data["rows"][0]["gpus"] == 4
+
+
+def test_gpu_option_reports_the_count_and_longest_sequence(capsys):
+    _, out, _ = _run(capsys, "inference", "--model", "meta-llama/Llama-3.3-70B-Instruct", "--gpu", "h100-sxm",
+                     "--json")
+    gpu = json.loads(out)["gpu"]
+    assert [row["gpus_needed"] for row in gpu["rows"]] == [2, 1, 1]  # 141 GB of bf16 weights need 2 x 80 GB
+    assert all(row["max_seq_len"] > 0 for row in gpu["rows"])
+
+
+def test_human_output_has_a_table_and_assumptions(capsys):
+    code, out, _ = _run(capsys, "inference", "--params", "7")
+    assert code == 0 and "18.80" in out and "Assumptions" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["inference", "--params", "0"], "total parameters (B) must be greater than 0"),
+    (["inference", "--params", "7", "--seq-len", "1000000000"], "seq_len must be between 1 and 10,000,000"),
+    (["inference", "--params", "7", "--active-params", "9"], "cannot exceed total"),
+    (["inference", "--params", "7", "--model", "Qwen/Qwen3-8B"], "exactly one of"),
+    (["inference"], "exactly one of"),
+    (["inference", "--model", "nope/x"], "unknown model"),
+    (["inference", "--config", "/does/not/exist.json"], "cannot read"),
+    (["inference", "--params", "7", "--gpu", "tpu"], "unknown GPU"),
+    (["finetune", "--params", "7", "--lora-targets", "zz"], "unknown projection"),
+    (["params", "--config", "/does/not/exist.json"], "cannot read"),
+])
+def test_errors_go_to_stderr_with_exit_code_2(capsys, argv, message):
+    code, out, err = _run(capsys, *argv)
+    assert code == 2 and message in err and out == ""
+
+
+def test_a_bad_config_file_is_exit_code_2(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text('{"model_type": "foo"}')
+    code, _, err = _run(capsys, "params", "--config", str(path))
+    assert code == 2 and "unsupported model_type 'foo'" in err
+
+
+def test_python_dash_m_entry_point_and_argparse_errors_exit_2():
+    ok = subprocess.run([sys.executable, "-m", "estimator", "models", "--json"], capture_output=True, text=True)
+    assert ok.returncode == 0 and len(json.loads(ok.stdout)) >= 40
+    bad = subprocess.run([sys.executable, "-m", "estimator", "inference", "--weights", "int3"], capture_output=True,
+                         text=True)
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
+def test_the_estimator_package_never_imports_streamlit():
+    code = "import sys, estimator, estimator.cli, estimator.hardware; print('streamlit' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"

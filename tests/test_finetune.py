@@ -1,0 +1,114 @@
+"""Detailed fine-tuning: trainable parameters, regimes, optimizers, phases, QLoRA bases and ZeRO."""
+
+import pytest
+
+import estimator as est
+from estimator.finetune import detailed_finetune
+from estimator.training import lora_trainable_params, parse_lora_targets
+
+MIB = 2**20
+
+
+def test_llama_3_8b_lora_r16_all_linear_trains_41_943_040_parameters(llama3_8b):
+    """formulas.md section 6 worked example."""
+    assert lora_trainable_params(llama3_8b, parse_lora_targets("all-linear"), 16) == 41_943_040
+
+
+def test_llama_2_7b_lora_r16_all_linear_trains_39_976_960_parameters(llama2_7b):
+    """REPORT section 3b: 39,976,960 trainable."""
+    assert lora_trainable_params(llama2_7b, parse_lora_targets("all-linear"), 16) == 39_976_960
+
+
+def test_default_lora_targets_are_q_and_v(llama3_8b):
+    assert lora_trainable_params(llama3_8b, parse_lora_targets("q,v"), 8) == 32 * 8 * ((4096 + 4096) + (4096 + 1024))
+
+
+@pytest.mark.parametrize("regime, per_param", [("pure-16bit", 12), ("mixed", 16), ("fp32", 16)])
+def test_adam_model_states_per_parameter(llama3_8b, regime, per_param):
+    row = detailed_finetune(est.FinetuneScenario(llama3_8b, regime=regime), "full")
+    total = est.parameter_counts(llama3_8b).total
+    states = sum(b for phase, b in row.phases if phase == "optimizer step") - row.component("overhead")
+    assert states == per_param * total
+
+
+def test_torch_adamw_on_bf16_keeps_16_bit_states(llama3_8b):
+    row = detailed_finetune(est.FinetuneScenario(llama3_8b, optimizer_state_bits=16), "full")
+    assert row.component("optimizer_states") == 4 * est.parameter_counts(llama3_8b).total
+
+
+def test_eight_bit_adam_stores_2_03_bytes_per_parameter(llama3_8b):
+    row = detailed_finetune(est.FinetuneScenario(llama3_8b, optimizer="adamw-8bit"), "full")
+    assert row.component("optimizer_states") == pytest.approx(2.03125 * est.parameter_counts(llama3_8b).total, abs=1)
+
+
+def test_adafactor_factors_the_second_moment(llama3_8b):
+    row = detailed_finetune(est.FinetuneScenario(llama3_8b, optimizer="adafactor", optimizer_state_bits=32), "full")
+    assert row.component("optimizer_states") < 0.001 * 4 * est.parameter_counts(llama3_8b).total
+
+
+def test_small_llama_full_step_peak_matches_the_measured_715_19_mib(small_llama):
+    """REPORT section 3: full sdpa, torch AdamW (bf16 states), peak at the start of backward."""
+    row = detailed_finetune(est.FinetuneScenario(small_llama, batch_size=2, seq_len=512, optimizer_state_bits=16,
+                                                 overhead_gb=0), "full")
+    assert row.peak_phase == "backward start"
+    assert abs(row.total / MIB - 715.19) / 715.19 < 0.001
+
+
+def test_llama_2_7b_lora_step_peak_matches_the_measured_31_218_mib(llama2_7b):
+    """REPORT section 3b: LoRA r=16 all-linear sdpa, fp32 adapters and states, peak 31,217.53 MiB."""
+    s = est.FinetuneScenario(llama2_7b, technique="lora", lora_targets="all-linear", overhead_gb=0)
+    row = detailed_finetune(s, "lora")
+    assert abs(row.total / MIB - 31_217.53) / 31_217.53 < 0.005
+
+
+def test_llama_2_7b_full_step_peaks_at_the_optimizer_step(llama2_7b):
+    """REPORT: 51,410 MiB of params + grads + bf16 states; a fused AdamW step adds no temporaries."""
+    row = detailed_finetune(est.FinetuneScenario(llama2_7b, optimizer_state_bits=16, overhead_gb=0), "full")
+    assert row.peak_phase == "optimizer step"
+    assert row.component("activations") == 0
+    assert abs(row.total / MIB - 51_410.04) < 0.02  # the report rounds each component to 0.01 MiB
+
+
+def test_breakdown_components_sum_to_the_reported_peak(llama3_8b):
+    for row in est.finetune_table(est.FinetuneScenario(llama3_8b)):
+        assert row.total == max(total for _, total in row.phases)
+
+
+def test_qlora_casts_unquantized_tensors_to_fp32(llama3_8b):
+    """prepare_model_for_kbit_training: embeddings and lm_head (2 x 525M params) become fp32."""
+    row = detailed_finetune(est.FinetuneScenario(llama3_8b, overhead_gb=0), "qlora-4bit")
+    adapters = lora_trainable_params(llama3_8b, ("q_proj", "v_proj"), 16)
+    base = row.component("weights") - 4 * adapters
+    nf4_dq = est.weight_bytes(llama3_8b, "nf4-dq").total
+    non_linear = 2 * 128256 * 4096 + 65 * 4096
+    assert base == nf4_dq + 2 * non_linear
+
+
+def test_zero_stages_shard_more_and_more(llama3_8b):
+    totals = [detailed_finetune(est.FinetuneScenario(llama3_8b, num_gpus=8, zero_stage=z), "full").total
+              for z in range(4)]
+    assert totals[0] > totals[1] >= totals[2] > totals[3]  # stage 2 only helps when gradients are the peak
+
+
+def test_zero_3_on_8_gpus_holds_an_eighth_of_the_model_states(llama3_8b):
+    row = detailed_finetune(est.FinetuneScenario(llama3_8b, num_gpus=8, zero_stage=3, overhead_gb=0), "full")
+    total = est.parameter_counts(llama3_8b).total
+    assert row.component("optimizer_states") == -(-8 * total // 8)
+
+
+def test_optimizer_offload_moves_states_to_cpu(llama3_8b):
+    s = est.FinetuneScenario(llama3_8b, num_gpus=4, zero_stage=2, offload_optimizer=True)
+    row = detailed_finetune(s, "full")
+    assert row.component("optimizer_states") == 0
+    assert row.host_bytes == -(-8 * est.parameter_counts(llama3_8b).total // 4) + \
+        -(-2 * est.parameter_counts(llama3_8b).total // 4)
+
+
+def test_lora_rank_larger_than_the_layer_is_rejected(small_llama):
+    with pytest.raises(ValueError, match="lora_rank must be between 1 and 512"):
+        est.FinetuneScenario(small_llama, technique="lora", lora_rank=1024)
+
+
+def test_unknown_lora_target_is_rejected(small_llama):
+    with pytest.raises(ValueError, match="unknown projection 'w9'"):
+        est.FinetuneScenario(small_llama, lora_targets="q,w9")

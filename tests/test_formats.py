@@ -1,0 +1,80 @@
+"""Weight formats: exact bits per weight, which tensors stay 16-bit, and GGUF sizes against llama.cpp."""
+
+from fractions import Fraction
+
+import pytest
+
+import estimator as est
+from estimator.formats import GGML_TYPES, WEIGHT_FORMATS, gguf_tensor_type, weight_bytes
+
+
+@pytest.mark.parametrize("format_id, bits", [
+    ("fp32", 32), ("bf16", 16), ("fp8", 8), ("int8", 8),
+    ("nf4", Fraction(9, 2)),  # 4 + fp32 absmax / 64
+    ("nf4-dq", Fraction(2113, 512)),  # 4 + 8/64 + 32/(64*256) = 4.126953125 (QLoRA: "0.127 bits")
+    ("gptq-4bit", Fraction(133, 32)), ("awq-4bit", Fraction(133, 32)),  # 4 + 16/128 + 4/128 = 4.15625
+    ("mxfp4", Fraction(17, 4)),  # 17 bytes / 32 weights = 4.25
+    ("nvfp4", Fraction(9, 2)),
+    ("q8_0", Fraction(17, 2)), ("q6_k", Fraction(105, 16)), ("q5_k_m", Fraction(11, 2)),
+    ("q4_k_m", Fraction(9, 2)), ("q4_0", Fraction(9, 2)), ("q3_k_m", Fraction(55, 16)),
+    ("q2_k", Fraction(21, 8)), ("iq4_xs", Fraction(17, 4)),
+])
+def test_bits_per_weight_of_each_format(format_id, bits):
+    assert WEIGHT_FORMATS[format_id].bits == bits
+
+
+def test_ggml_block_sizes_match_ggml_common():
+    assert {name: (t.block, t.block_bytes) for name, t in GGML_TYPES.items() if name in
+            ("Q8_0", "Q6_K", "Q4_K", "Q2_K", "IQ4_XS")} == {
+        "Q8_0": (32, 34), "Q6_K": (256, 210), "Q4_K": (256, 144), "Q2_K": (256, 84), "IQ4_XS": (256, 136)}
+
+
+def test_bnb_int8_adds_one_fp32_statistic_per_output_row(small_llama):
+    linears = [t for t in est.architecture.tensors(small_llama) if t.is_block_linear]
+    quantized = sum(t.numel + 4 * t.rows for t in linears)
+    other = sum(t.numel for t in est.architecture.tensors(small_llama) if not t.is_block_linear)
+    assert weight_bytes(small_llama, "int8").total == quantized + 2 * other
+
+
+def test_embeddings_lm_head_and_norms_stay_16_bit_under_nf4(llama3_8b):
+    embed_and_head = 2 * 128256 * 4096
+    assert weight_bytes(llama3_8b, "nf4").total - weight_bytes(llama3_8b, "bf16").total < 0
+    linear_params = est.parameter_counts(llama3_8b).total - embed_and_head - (2 * 32 + 1) * 4096
+    expected = linear_params * Fraction(9, 2) / 8 + 2 * (embed_and_head + (2 * 32 + 1) * 4096)
+    assert weight_bytes(llama3_8b, "nf4").total == expected
+
+
+def test_llama_3_8b_nf4_double_quant_is_about_5_7_gb(llama3_8b):
+    """formulas.md section 3 worked example: 3.60 GB of linears + 2.10 GB embed/head + norms ~= 5.7 GB."""
+    assert round(weight_bytes(llama3_8b, "nf4-dq").total / 1e9, 1) == 5.7
+
+
+@pytest.mark.parametrize("format_id, gib", [
+    # llama.cpp tools/quantize/quantize.cpp size table for Llama-3-8B (GiB)
+    ("q8_0", 7.96), ("q6_k", 6.14), ("q5_k_m", 5.33), ("q4_k_m", 4.58), ("q4_0", 4.34), ("q3_k_m", 3.74),
+    ("q2_k", 2.96),
+])
+def test_gguf_sizes_match_llama_quantize_table_for_llama_3_8b(llama3_8b, format_id, gib):
+    assert abs(weight_bytes(llama3_8b, format_id).total / 2**30 - gib) <= 0.015  # table rounds to 0.01
+
+
+def test_q4_k_m_gives_more_bits_to_attn_v_and_ffn_down_on_use_more_bits_layers(llama3_8b):
+    tensors = est.architecture.tensors(llama3_8b)
+    v_types = [gguf_tensor_type("q4_k_m", t, llama3_8b) for t in tensors if t.role == "attn_v"]
+    assert v_types[:4] == ["Q6_K"] * 4  # first eighth of 32 layers
+    assert v_types[4:7] == ["Q4_K", "Q4_K", "Q6_K"]  # then every third
+    output = next(t for t in tensors if t.role == "output")
+    assert gguf_tensor_type("q4_k_m", output, llama3_8b) == "Q6_K"
+
+
+def test_mxfp4_quantizes_only_the_experts_of_gpt_oss():
+    a = est.model("openai/gpt-oss-120b").architecture
+    experts = sum(t.numel for t in est.architecture.tensors(a) if t.is_expert and t.is_matrix)
+    rest = est.parameter_counts(a).total - experts
+    assert weight_bytes(a, "mxfp4").total == experts * 17 // 32 + 2 * rest
+    assert round(weight_bytes(a, "mxfp4").total / 1e9, 1) == 65.2  # formulas.md: ~65.2 GB
+
+
+def test_unknown_format_is_a_value_error(llama3_8b):
+    with pytest.raises(ValueError, match="weights must be one of"):
+        weight_bytes(llama3_8b, "int3")

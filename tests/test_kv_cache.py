@@ -1,0 +1,78 @@
+"""KV cache bytes per token for GQA, MHA, MLA and sliding-window models, against hand-computed values."""
+
+import pytest
+
+import estimator as est
+from estimator.kv_cache import kv_cache_bytes
+
+
+def test_llama_3_8b_kv_cache_is_128_kib_per_token(llama3_8b):
+    assert est.kv_bytes_per_token(llama3_8b) == 2 * 32 * 8 * 128 * 2 == 131_072  # K,V x layers x kv x d x 2 B
+
+
+def test_llama_2_7b_mha_kv_cache_is_512_kib_per_token(llama2_7b):
+    assert est.kv_bytes_per_token(llama2_7b) == 524_288
+
+
+def test_llama_3_70b_kv_cache_is_320_kib_per_token():
+    assert est.kv_bytes_per_token(est.model("meta-llama/Meta-Llama-3-70B").architecture) == 327_680
+
+
+def test_deepseek_v3_mla_caches_the_576_element_latent():
+    a = est.model("deepseek-ai/DeepSeek-V3").architecture
+    assert est.kv_bytes_per_token(a) == (512 + 64) * 2 * 61 == 70_272
+
+
+def test_deepseek_v3_decompressed_cache_is_what_transformers_keeps():
+    a = est.model("deepseek-ai/DeepSeek-V3").architecture
+    assert est.kv_bytes_per_token(a, mla_latent=False) == 128 * (128 + 64 + 128) * 2 * 61
+
+
+def test_mla_latent_is_replicated_on_every_tensor_parallel_rank():
+    a = est.model("deepseek-ai/DeepSeek-V3").architecture
+    assert kv_cache_bytes(a, 1000, 1, tp=8) == kv_cache_bytes(a, 1000, 1, tp=1)
+
+
+def test_gqa_heads_split_across_ranks_but_never_below_one(llama3_8b):
+    one = kv_cache_bytes(llama3_8b, 4096, 1)
+    assert kv_cache_bytes(llama3_8b, 4096, 1, tp=2) == one // 2
+    assert kv_cache_bytes(llama3_8b, 4096, 1, tp=16) == one // 8  # 8 kv heads: replicated beyond tp=8
+
+
+def test_gemma_2_9b_sliding_layers_cap_at_the_4096_window():
+    a = est.model("google/gemma-2-9b").architecture
+    per_layer_token = 2 * 8 * 256 * 2  # K,V x 8 kv heads x head_dim 256 x 2 B
+    assert len(a.sliding_layers) == 21 and a.sliding_window == 4096  # even layers of 42
+    assert kv_cache_bytes(a, 8192, 1) == per_layer_token * (21 * 8192 + 21 * 4096)
+    assert kv_cache_bytes(a, 2048, 1) == per_layer_token * 42 * 2048
+
+
+def test_mistral_7b_v0_1_window_applies_to_every_layer():
+    a = est.model("mistralai/Mistral-7B-v0.1").architecture
+    assert kv_cache_bytes(a, 32768, 1) == kv_cache_bytes(a, 4096, 1) == 4096 * 131_072
+
+
+def test_gpt_oss_alternates_128_token_window_layers():
+    a = est.model("openai/gpt-oss-120b").architecture
+    per_layer_token = 2 * 8 * 64 * 2
+    assert kv_cache_bytes(a, 100_000, 1) == per_layer_token * (18 * 100_000 + 18 * 128)
+
+
+def test_gemma_3_uses_five_local_layers_per_global_one():
+    a = est.model("google/gemma-3-27b-it").architecture
+    assert len(a.sliding_layers) == 62 - 62 // 6 and a.sliding_window == 1024
+
+
+@pytest.mark.parametrize("dtype, ratio", [("fp8", 0.5), ("q8_0", 34 / 64), ("q4_0", 18 / 64), ("fp32", 2)])
+def test_kv_dtype_scales_bytes_per_element(llama3_8b, dtype, ratio):
+    assert kv_cache_bytes(llama3_8b, 4096, 2, dtype) == 4096 * 2 * 131_072 * ratio
+
+
+def test_falcon_7b_multi_query_caches_one_kv_head():
+    a = est.model("tiiuae/falcon-7b-instruct").architecture
+    assert est.kv_bytes_per_token(a) == 2 * 32 * 1 * 64 * 2
+
+
+def test_unknown_kv_dtype_is_a_value_error(llama3_8b):
+    with pytest.raises(ValueError, match="kv_dtype must be one of"):
+        kv_cache_bytes(llama3_8b, 10, 1, "int2")

@@ -17,7 +17,7 @@ deepseek_v3,gpt_oss,gpt2,falcon}/modeling_*.py`.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from .validation import require_bool, require_int
 
@@ -145,6 +145,14 @@ class Architecture:
         dense_layers = self.num_layers - len(self.moe_layers)
         if dense_layers and self.intermediate_size < 1:
             raise ValueError("intermediate_size must be at least 1 when some layers have a dense MLP")
+
+    def __hash__(self) -> int:
+        """Hash once: architectures key the per-model caches, and hashing 40 fields on every lookup is slow."""
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, f.name) for f in fields(self) if f.compare))
+            object.__setattr__(self, "_hash", cached)
+        return cached
 
     @property
     def is_mla(self) -> bool:

@@ -7,6 +7,7 @@ which is what `nvidia-smi` and PyTorch report.
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -17,8 +18,9 @@ MiB = 2**20
 UNITS = {"GB": GB, "GiB": GiB}
 
 
+@functools.lru_cache(maxsize=256)
 def bytes_from_gb(gigabytes: float) -> int:
-    """Whole bytes in `gigabytes` decimal GB (rounded to the nearest byte)."""
+    """Whole bytes in `gigabytes` decimal GB, exact for decimal input (1.4 -> 1,400,000,000)."""
     return round(Fraction(str(gigabytes)) * GB)
 
 

@@ -26,7 +26,7 @@ from .quick import quick_finetune
 from .scenarios import FinetuneScenario
 from .sharding import shard_training_states
 from .training import (QLORA_BASE_FORMAT, REGIMES, TECHNIQUE_LABELS, TECHNIQUES, lora_adapter_shapes, optimizer,
-                       optimizer_state_bytes, parse_lora_targets)
+                       optimizer_notes, optimizer_state_bytes, parse_lora_targets)
 from .units import bytes_from_gb
 
 ADAPTER_BYTES = FP32  # PEFT autocast_adapter_dtype=True keeps LoRA weights in fp32 on a 16-bit base
@@ -113,7 +113,7 @@ def detailed_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
         f"Peak at {peak_phase}: " + ("gradients are allocated as backward frees activations"
                                      if at_backward else "activations are freed, gradients complete"),
         f"Runtime overhead: {s.overhead_gb:g} GB per GPU",
-        *shard_notes,
+        *shard_notes, *optimizer_notes(optimizer(s.optimizer)),
     ]
     return make_breakdown(technique, "detailed", components, gpus=s.num_gpus, peak_phase=peak_phase,
                           phases=phases, host_bytes=host, assumptions=tuple(notes))

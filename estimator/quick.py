@@ -21,7 +21,8 @@ from .breakdown import Breakdown, make_breakdown
 from .kv_cache import kv_dtype_bytes
 from .scenarios import FinetuneScenario, InferenceScenario, Model
 from .sharding import shard_training_states
-from .training import QUICK_LORA_TRAINABLE_FRACTION, optimizer, quick_optimizer_bytes_per_param
+from .training import (QUICK_LORA_TRAINABLE_FRACTION, optimizer, optimizer_notes,
+                       quick_optimizer_bytes_per_param)
 from .units import bytes_from_gb
 
 REFERENCE_SHARE = Fraction(1, 10)  # activations (and KV) = 10% of the 16-bit weights at b=1, s=2048
@@ -84,6 +85,6 @@ def quick_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
         f"Activations: 10% of the 16-bit weights of {active:,} active parameters per {REFERENCE_TOKENS} tokens, "
         f"scaled to b x s = {s.batch_size * s.seq_len:,} tokens",
         f"Runtime overhead: {s.overhead_gb:g} GB per GPU",
-        *notes,
+        *notes, *optimizer_notes(opt),
     )
     return make_breakdown(technique, "quick", components, gpus=s.num_gpus, host_bytes=host, assumptions=assumptions)

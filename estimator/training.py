@@ -84,6 +84,14 @@ def optimizer(optimizer_id: str) -> Optimizer:
         raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {optimizer_id!r}") from None
 
 
+def optimizer_notes(opt: Optimizer) -> list[str]:
+    """What the user should know about an optimizer beyond its bytes."""
+    if opt.paged:
+        return ["Paged optimizer: its states live in CUDA unified memory and are evicted to CPU RAM under "
+                "memory pressure, which absorbs spikes; the states still count here"]
+    return []
+
+
 def quick_optimizer_bytes_per_param(opt: Optimizer) -> Fraction:
     """Reference document: states x 4 B (fp32); 8-bit states at their packed size; Adafactor's factored
     states are below 0.1% of the parameters and count as 0 without the architecture."""

@@ -264,12 +264,17 @@ def _gpt_oss(f: _Fields, name: str, model_type: str) -> Architecture:
                         sliding_layers=sliding_layers)
 
 
+def _hidden_and_heads(f: _Fields, hidden_names: tuple[str, ...], head_names: tuple[str, ...]) -> tuple[int, int]:
+    """Width and head count of a family without `head_dim`, which must divide evenly."""
+    hidden, heads = f.need(*hidden_names), f.need(*head_names)
+    if hidden % heads:
+        raise ValueError(f"{hidden_names[-1]} ({hidden}) is not divisible by {head_names[-1]} ({heads})")
+    return hidden, heads
+
+
 def _gpt2(f: _Fields, name: str, model_type: str) -> Architecture:
     # GPT2: Conv1D c_attn (h -> 3h) and c_proj with biases, GeLU MLP of n_inner (default 4h), LayerNorms, tied
-    hidden = f.need("n_embd", "hidden_size")
-    heads = f.need("n_head", "num_attention_heads")
-    if hidden % heads:
-        raise ValueError(f"n_embd ({hidden}) is not divisible by n_head ({heads})")
+    hidden, heads = _hidden_and_heads(f, ("n_embd", "hidden_size"), ("n_head", "num_attention_heads"))
     positions = f.need("n_positions", "max_position_embeddings")
     return Architecture(name=name, model_type=model_type, hidden_size=hidden, num_layers=f.need("n_layer"),
                         vocab_size=f.need("vocab_size"), num_heads=heads, num_kv_heads=heads,
@@ -282,10 +287,7 @@ def _gpt2(f: _Fields, name: str, model_type: str) -> Architecture:
 def _falcon(f: _Fields, name: str, model_type: str) -> Architecture:
     # Falcon: fused qkv of (2 n_kv + n_h) d (new arch), h + 2d (multi_query) or 3h; GeLU MLP; LayerNorm;
     # 1 norm per layer with parallel attention (7B), 2 (ln_attn, ln_mlp) in the new architecture (40B)
-    hidden = f.need("hidden_size", "n_embd")
-    heads = f.need("num_attention_heads", "n_head")
-    if hidden % heads:
-        raise ValueError(f"hidden_size ({hidden}) is not divisible by num_attention_heads ({heads})")
+    hidden, heads = _hidden_and_heads(f, ("n_embd", "hidden_size"), ("n_head", "num_attention_heads"))
     new_arch = f.flag("new_decoder_architecture", False)
     if new_arch:
         kv_heads = f.need("num_kv_heads", "n_head_kv")
@@ -321,9 +323,7 @@ def _opt(f: _Fields, name: str, model_type: str) -> Architecture:
     hidden = f.need("hidden_size")
     if f.get("word_embed_proj_dim", hidden) != hidden:
         raise ValueError("OPT configs with word_embed_proj_dim != hidden_size (OPT-350m) are not supported")
-    heads = f.need("num_attention_heads")
-    if hidden % heads:
-        raise ValueError(f"hidden_size ({hidden}) is not divisible by num_attention_heads ({heads})")
+    _, heads = _hidden_and_heads(f, ("hidden_size",), ("num_attention_heads",))
     positions = f.need("max_position_embeddings")
     return Architecture(name=name, model_type=model_type, hidden_size=hidden, num_layers=f.need("num_hidden_layers"),
                         vocab_size=f.need("vocab_size"), num_heads=heads, num_kv_heads=heads, head_dim=hidden // heads,

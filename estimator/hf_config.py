@@ -91,10 +91,11 @@ class _Fields:
             raise ValueError(f"{name} must be true or false, got {value!r}")
         return value
 
-    def layer_list(self, name: str) -> list:
+    def layer_list(self, name: str, kind: type) -> list:
+        """A per-layer list (`layer_types` strings, `mlp_only_layers` indices); [] when absent."""
         value = self.config.get(name) or []
-        if not isinstance(value, list):
-            raise ValueError(f"{name} must be a list")
+        if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, kind) for v in value):
+            raise ValueError(f"{name} must be a list of {'layer indices' if kind is int else 'strings'}")
         return value
 
 
@@ -119,7 +120,7 @@ def _window_layers(f: _Fields, num_layers: int, default: Callable[[int], bool]) 
     window = f.get("sliding_window", 0)
     if not window:
         return (), 0
-    types = f.layer_list("layer_types")
+    types = f.layer_list("layer_types", str)
     if types:
         if len(types) != num_layers:
             raise ValueError(f"layer_types has {len(types)} entries but num_hidden_layers is {num_layers}")
@@ -202,7 +203,7 @@ def _gemma3(f: _Fields, name: str, model_type: str) -> Architecture:
 def _moe_layers(f: _Fields, num_layers: int) -> tuple[int, ...]:
     """Qwen2-MoE / Qwen3-MoE: sparse iff i not in mlp_only_layers and (i+1) % decoder_sparse_step == 0."""
     step = f.get("decoder_sparse_step", 1) or 1
-    dense_only = set(f.layer_list("mlp_only_layers"))
+    dense_only = set(f.layer_list("mlp_only_layers", int))
     return tuple(i for i in range(num_layers) if i not in dense_only and (i + 1) % step == 0)
 
 

@@ -79,3 +79,18 @@ def test_qwen3_moe_routes_every_layer_and_deepseek_v3_keeps_three_dense_layers()
 def test_gemma_3_text_config_uses_class_defaults_for_omitted_fields():
     a = est.model("google/gemma-3-4b-it").architecture
     assert (a.vocab_size, a.num_heads, a.num_kv_heads, a.head_dim) == (262_208, 8, 4, 256)
+
+
+QWEN3_MOE = {"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144, "num_hidden_layers": 48,
+             "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "vocab_size": 151936,
+             "num_experts": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 768}
+
+
+@pytest.mark.parametrize("config, message", [
+    ({**QWEN3_MOE, "mlp_only_layers": [{}]}, "mlp_only_layers must be a list of layer indices"),
+    ({**QWEN3_MOE, "mlp_only_layers": [1.5]}, "mlp_only_layers must be a list of layer indices"),
+    ({**LLAMA3_8B, "sliding_window": 4096, "layer_types": [[]] * 32}, "layer_types must be a list of strings"),
+])
+def test_malformed_per_layer_lists_are_named(config, message):
+    with pytest.raises(ValueError, match=message):
+        est.architecture_from_config(config)

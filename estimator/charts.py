@@ -1,0 +1,144 @@
+"""Plotly figure builders: plain functions from estimates to figures, with no Streamlit in them.
+
+- `stacked_bar`: one bar per table row (or compared scenario), stacked by memory component, with horizontal
+  lines at GPU capacities, so "does it fit" is visible at a glance.
+- `memory_curve`: total memory against sequence length, concurrency or batch size, one line per row, with
+  the same capacity lines, so users see where they run out.
+Every page colours a component the same way (`COMPONENT_STYLE`). Capacity lines sit at the memory a
+framework can allocate (`Gpu.memory_bytes`, e.g. 24 GiB = 25.8 GB on an "RTX 4090 24 GB"), as the GPU-fit
+table counts it. Labels may be user text (scenario names): they are HTML-escaped, since plotly renders
+a subset of HTML in labels.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+
+from .breakdown import Breakdown
+from .catalog import Gpu
+from .units import in_unit
+
+COMPONENT_STYLE = {  # name -> (label, colour); colour-blind-safe Tableau 10 hues
+    "weights": ("Weights", "#4E79A7"),
+    "master_weights": ("Master weights (fp32)", "#A0CBE8"),
+    "kv_cache": ("KV cache", "#F28E2B"),
+    "activations": ("Activations", "#59A14F"),
+    "logits": ("Logits", "#8CD17D"),
+    "gradients": ("Gradients", "#E15759"),
+    "optimizer_states": ("Optimizer states", "#B07AA1"),
+    "overhead": ("Overhead", "#BAB0AC"),
+}
+ROW_COLOURS = ("#4E79A7", "#F28E2B", "#59A14F", "#E15759", "#B07AA1", "#76B7B2")  # curves, one per row
+COMMON_GPUS = ("rtx-4090", "l40s", "h100-sxm", "h200")  # the 24, 48, 80 and 141 GB classes
+CHOSEN_COLOUR, LINE_COLOUR = "#1C2430", "#8C8C8C"  # the target GPU solid and dark, the others dotted grey
+HEIGHT = 400
+LABEL_MARGIN = 105  # px right of the plot for the capacity-line labels, so they never sit on a bar
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """A horizontal line at a GPU's usable memory."""
+
+    label: str
+    bytes: int
+    chosen: bool = False  # the user's target GPU: drawn solid and dark
+
+
+def short_gpu_name(name: str) -> str:
+    """'NVIDIA H100 SXM 80GB' -> 'H100 SXM': vendor words, capacities and parentheses dropped."""
+    name = re.sub(r"\(.*?\)|\b\d+\s?GB\b|\bNVIDIA\b|\bGeForce\b|\bAMD Instinct\b|\bTesla\b", " ", name)
+    return " ".join(name.split())
+
+
+def capacity_lines(gpus: Sequence[Gpu], chosen_id: str | None = None) -> list[Capacity]:
+    """Lines for the common 24 / 48 / 80 / 141 GB GPUs and the chosen one, lowest first. A common GPU within
+    5% of the chosen one is left out: the two labels would overlap, and the chosen line marks that size."""
+    chosen = next((g for g in gpus if g.id == chosen_id), None)
+
+    def common(g: Gpu) -> bool:
+        return g.id in COMMON_GPUS and (chosen is None or
+                                        abs(g.memory_bytes - chosen.memory_bytes) > 0.05 * chosen.memory_bytes)
+
+    lines = [Capacity(f"{short_gpu_name(g.name)} {g.memory_gb:g} GB", g.memory_bytes) for g in gpus if common(g)]
+    if chosen:
+        lines.append(Capacity(f"{short_gpu_name(chosen.name)} {chosen.memory_gb:g} GB", chosen.memory_bytes, True))
+    return sorted(lines, key=lambda line: line.bytes)
+
+
+def _y_top(highest: float, lines: Sequence[Capacity], unit: str) -> float:
+    """Axis top: the tallest value, the chosen GPU's line and the first line above the tallest value, so
+    lines far above (141 GB over a 10 GB bar) do not flatten the bars; zooming out shows the rest."""
+    above = [in_unit(line.bytes, unit) for line in lines if in_unit(line.bytes, unit) >= highest]
+    chosen = [in_unit(line.bytes, unit) for line in lines if line.chosen]
+    return 1.1 * max(highest, min(above, default=highest), *chosen)
+
+
+def _add_capacity_lines(fig: go.Figure, lines: Sequence[Capacity], unit: str) -> None:
+    for line in lines:
+        fig.add_hline(y=in_unit(line.bytes, unit), line_dash="solid" if line.chosen else "dot",
+                      line_color=CHOSEN_COLOUR if line.chosen else LINE_COLOUR, line_width=2 if line.chosen else 1,
+                      annotation_text=html.escape(line.label), annotation_position="right",
+                      annotation_font_size=11, annotation_font_color=CHOSEN_COLOUR if line.chosen else LINE_COLOUR)
+
+
+def _layout(fig: go.Figure, y_title: str, top: float, x_title: str = "") -> go.Figure:
+    fig.update_layout(height=HEIGHT, margin=dict(l=10, r=LABEL_MARGIN, t=30, b=10), hovermode="closest",
+                      legend=dict(orientation="h", yanchor="top", y=-0.22 if x_title else -0.12, xanchor="left", x=0,
+                                  title_text="", traceorder="normal"))
+    fig.update_yaxes(title_text=y_title, range=[0, top], rangemode="tozero")
+    fig.update_xaxes(title_text=x_title)
+    return fig
+
+
+def stacked_bar(bars: Sequence[tuple[str, Breakdown]], unit: str = "GB", lines: Sequence[Capacity] = ()) -> go.Figure:
+    """One bar per (label, breakdown), stacked by component in the canonical order, totals on top."""
+    labels = [html.escape(label) for label, _ in bars]
+    fig = go.Figure()
+    for name, (label, colour) in COMPONENT_STYLE.items():
+        values = [in_unit(b.component(name), unit) for _, b in bars]
+        if any(values):
+            fig.add_trace(go.Bar(name=label, x=labels, y=values, marker_color=colour,
+                                 hovertemplate=f"%{{x}}<br>{label}: %{{y:,.2f}} {unit}<extra></extra>"))
+    totals = [in_unit(b.total, unit) for _, b in bars]
+    for label, total in zip(labels, totals):
+        fig.add_annotation(x=label, y=total, text=f"{total:,.1f} {unit}", showarrow=False, yanchor="bottom")
+    _add_capacity_lines(fig, lines, unit)
+    fig.update_layout(barmode="stack", bargap=0.35)
+    return _layout(fig, f"Memory per GPU ({unit})", _y_top(max(totals, default=0), lines, unit))
+
+
+def memory_curve(x: Sequence[int], series: Sequence[tuple[str, Sequence[int]]], x_title: str, unit: str = "GB",
+                 lines: Sequence[Capacity] = (), current: int | None = None) -> go.Figure:
+    """Total bytes per GPU against `x` (log scale), one line per (label, totals); `current` (one of `x`) is
+    marked on every line. The axis stops near three times the chosen GPU (or 1.5 x the current value), where
+    the curves cross the capacity lines; far larger values are a zoom-out away."""
+    fig = go.Figure()
+    highest = now = 0.0
+    for i, (label, totals) in enumerate(series):
+        y = [in_unit(t, unit) for t in totals]
+        highest = max([highest, *y])
+        now = max(now, y[list(x).index(current)] if current in x else 0)
+        colour, name = ROW_COLOURS[i % len(ROW_COLOURS)], html.escape(label)
+        fig.add_trace(go.Scatter(x=list(x), y=y, name=name, mode="lines", line=dict(color=colour, width=2),
+                                 hovertemplate=f"{name}<br>{x_title} %{{x:,}}: %{{y:,.1f}} {unit}<extra></extra>"))
+        if current in x:
+            at = y[list(x).index(current)]
+            fig.add_trace(go.Scatter(x=[current], y=[at], mode="markers", showlegend=False, name=f"{name} (current)",
+                                     marker=dict(color=colour, size=10, symbol="diamond"),
+                                     hovertemplate=f"{name}, current {x_title}<br>%{{x:,}}: %{{y:,.1f}} {unit}"
+                                                   "<extra></extra>"))
+    _add_capacity_lines(fig, lines, unit)
+    fig.update_xaxes(type="log", tickvals=list(x), ticktext=[_tick(v) for v in x])
+    chosen = [in_unit(line.bytes, unit) for line in lines if line.chosen]
+    shown = min(highest, max(3 * max(chosen, default=0), 1.5 * now)) or highest  # where the lines cross
+    return _layout(fig, f"Memory per GPU ({unit})", _y_top(shown, lines, unit), x_title)
+
+
+def _tick(value: int) -> str:
+    """Axis text: 131072 -> '128k', 3000 -> '3,000'."""
+    return f"{value // 1024}k" if value >= 1024 and value % 1024 == 0 else f"{value:,}"

@@ -1,0 +1,167 @@
+"""The tables the pages show, shaped as pandas DataFrames, and the rows behind them.
+
+- `table_rows`: the rows of a page's table (16/8/4-bit and an optional extra weight format; or full / LoRA /
+  QLoRA-8 / QLoRA-4), each with the function that recomputes it for any variant of the scenario.
+- `scenario_frame`, `fit_frame`, `comparison_frame`: DataFrames in GB (10^9 B) or GiB, rounded for display:
+  totals to 0.1 as in the reference document, components to 0.01.
+- `sweep_values`, `describe`, `comparison_records`: the x values of the memory curves, a default name for a
+  compared scenario, and the JSON export of the comparison.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from .breakdown import Breakdown
+from .charts import COMPONENT_STYLE, short_gpu_name
+from .finetune import finetune_rows
+from .formats import WEIGHT_FORMATS
+from .hardware import GpuFit
+from .inference import estimate_inference, inference_rows
+from .scenarios import FinetuneScenario, InferenceScenario
+from .training import TECHNIQUE_LABELS
+from .units import in_unit
+
+Scenario = InferenceScenario | FinetuneScenario
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of a page's table."""
+
+    key: str  # "16-bit", "8-bit", "4-bit", "custom"; or "full", "lora", "qlora-8bit", "qlora-4bit"
+    label: str  # what the table shows, e.g. "Inference (16-bit)", "QLoRA (4-bit)"
+    short: str  # what a chart axis shows, e.g. "16-bit", "QLoRA (4-bit)"
+    fn: Callable[[Scenario], Breakdown]  # the row for any variant of the scenario (other length, GPU count)
+
+
+def table_rows(page: str, s: Scenario, extra_weights: str = "") -> tuple[Row, ...]:
+    """The reference document's rows for the page, plus a row for `extra_weights` (a weight format id)."""
+    if page == "finetune":
+        return tuple(Row(key, TECHNIQUE_LABELS[key], TECHNIQUE_LABELS[key], fn) for key, fn in finetune_rows(s))
+    rows = tuple(Row(key, f"Inference ({key})", key, fn) for key, fn in inference_rows(s))
+    if extra_weights:
+        label = WEIGHT_FORMATS[extra_weights].label
+        rows += (Row("custom", f"Inference ({label})", label, estimate_inference),)
+    return rows
+
+
+def selected_row(rows: Sequence[Row], key: str) -> Row:
+    """The row with `key`, or the first one when the table has no such row (e.g. the extra row was removed)."""
+    return next((row for row in rows if row.key == key), rows[0])
+
+
+def _round(num_bytes: int, unit: str, digits: int) -> float:
+    return round(in_unit(num_bytes, unit), digits)
+
+
+def total_column(unit: str) -> str:
+    return f"Required GPU Memory ({unit})"
+
+
+def scenario_frame(rows: Sequence[tuple[str, Breakdown]], unit: str = "GB") -> pd.DataFrame:
+    """The reference document's table "Scenario | Required GPU Memory (GB)", then each component in the same
+    unit (headers kept short so the table fits a narrow column); GPU count, all-GPU total, CPU memory and peak
+    phase only when some row has them."""
+    present = [name for name in COMPONENT_STYLE if any(b.component(name) for _, b in rows)]
+    records = []
+    for label, b in rows:
+        record = {"Scenario": label, total_column(unit): _round(b.total, unit, 1)}
+        record.update({COMPONENT_STYLE[name][0]: _round(b.component(name), unit, 2) for name in present})
+        if any(other.gpus > 1 for _, other in rows):
+            record["GPUs"] = b.gpus
+            record[f"All GPUs ({unit})"] = _round(b.total_all_gpus, unit, 1)
+        if any(other.host_bytes for _, other in rows):
+            record[f"CPU memory ({unit})"] = _round(b.host_bytes, unit, 1)
+        if any(other.peak_phase for _, other in rows):
+            record["Peak phase"] = b.peak_phase
+        records.append(record)
+    return pd.DataFrame.from_records(records)
+
+
+def fit_frame(fits: Sequence[GpuFit], unit: str = "GB") -> pd.DataFrame:
+    """One line per GPU, smallest memory first: GPUs needed (None when even 512 do not fit), headroom."""
+    records = [{
+        "GPU": fit.gpu.name,
+        f"Usable ({unit})": _round(fit.gpu.memory_bytes, unit, 1),
+        "GPUs needed": fit.count,
+        "Fits on one": fit.count == 1,
+        f"Per GPU ({unit})": _round(fit.per_gpu_bytes, unit, 1),
+        f"Headroom ({unit})": _round(fit.headroom_bytes, unit, 1),
+        "Note": fit.note,
+    } for fit in sorted(fits, key=lambda fit: (fit.gpu.memory_bytes, fit.gpu.name))]
+    frame = pd.DataFrame.from_records(records)
+    frame["GPUs needed"] = frame["GPUs needed"].astype("Int64")  # missing when nothing fits
+    return frame
+
+
+def fit_text(fit: GpuFit) -> str:
+    """'1 x H100 SXM', '4 x H100 SXM (with ZeRO-3)' or 'does not fit on H100 SXM'."""
+    name = short_gpu_name(fit.gpu.name)
+    if fit.count is None:
+        return f"does not fit on {name}"
+    return f"{fit.count} x {name}" + (f" ({fit.note})" if fit.note else "")
+
+
+def comparison_frame(entries: Sequence[tuple[str, Breakdown, GpuFit]], unit: str = "GB") -> pd.DataFrame:
+    """Rows = components, totals and GPU fit; columns = scenarios (names made unique). Cells are text, since
+    a column mixes sizes, counts and words."""
+    names = _unique([name for name, _, _ in entries])
+    present = [name for name in COMPONENT_STYLE if any(b.component(name) for _, b, _ in entries)]
+    rows: dict[str, list[str]] = {f"{COMPONENT_STYLE[name][0]} ({unit})": [f"{in_unit(b.component(name), unit):,.2f}"
+                                                                         for _, b, _ in entries] for name in present}
+    rows[f"Total per GPU ({unit})"] = [f"{in_unit(b.total, unit):,.1f}" for _, b, _ in entries]
+    rows["GPUs in the scenario"] = [str(b.gpus) for _, b, _ in entries]
+    rows[f"Total, all GPUs ({unit})"] = [f"{in_unit(b.total_all_gpus, unit):,.1f}" for _, b, _ in entries]
+    if any(b.host_bytes for _, b, _ in entries):
+        rows[f"CPU memory per GPU ({unit})"] = [f"{in_unit(b.host_bytes, unit):,.1f}" for _, b, _ in entries]
+    if entries:
+        gpu = short_gpu_name(entries[0][2].gpu.name)
+        rows[f"GPUs needed ({gpu})"] = [fit_text(fit) for _, _, fit in entries]
+        rows[f"Headroom per {gpu} ({unit})"] = [f"{in_unit(fit.headroom_bytes, unit):,.1f}" for _, _, fit in entries]
+    return pd.DataFrame.from_dict(rows, orient="index", columns=names)
+
+
+def _unique(names: Sequence[str]) -> list[str]:
+    """'a', 'a' -> 'a', 'a (2)': DataFrame columns must differ."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name} ({seen[name]})")
+    return out
+
+
+def comparison_records(entries: Sequence[tuple[str, Breakdown, GpuFit]],
+                       links: Sequence[Mapping[str, str]]) -> list[dict]:
+    """The JSON export: per scenario its name, link parameters, breakdown in bytes, GPU fit and assumptions."""
+    return [{
+        "name": name,
+        "link_params": dict(link),
+        **b.to_dict(),
+        "fit": {"gpu": fit.gpu.id, "gpus_needed": fit.count, "per_gpu_bytes": fit.per_gpu_bytes,
+                "headroom_bytes": fit.headroom_bytes, "note": fit.note},
+        "assumptions": list(b.assumptions),
+    } for (name, b, fit), link in zip(entries, links)]
+
+
+def sweep_values(current: int, low: int, high: int) -> list[int]:
+    """Powers of two from `low` up to `high`, then `high` and `current`: the x values of a memory curve."""
+    values = {current, high}
+    value = low
+    while value <= high:
+        values.add(value)
+        value *= 2
+    return sorted(values)
+
+
+def describe(page: str, model_name: str, state: Mapping, row_label: str) -> str:
+    """A default name for a compared scenario, e.g. 'Llama 3.1 8B · Inference (16-bit) · 8,192 tok x 4'."""
+    if page == "inference":
+        load = f"{state['seq']:,} tok × {state['conc']}"
+    else:
+        load = f"b{state['batch']} × {state['seq']:,} tok"
+    return f"{model_name} · {row_label} · {load}"

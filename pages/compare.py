@@ -1,0 +1,81 @@
+"""Compare: up to six scenarios added from the estimate pages, side by side.
+
+One table (rows = memory components, totals and GPU fit; columns = scenarios) and one stacked bar chart.
+Scenarios can be renamed, opened again on their page, removed, and exported as CSV or JSON.
+"""
+
+import json
+
+import streamlit as st
+
+from estimator import catalog, charts, share, tables
+from ui import chrome, form, results, state
+
+PAGE = "compare"
+PAGE_FILES = {"inference": "pages/inference.py", "finetune": "pages/finetune.py"}
+
+
+def remove(uid: int) -> None:
+    state.compare_items()[:] = [item for item in state.compare_items() if item.uid != uid]
+
+
+def open_on_its_page(item: share.Item) -> None:
+    state.page_state(item.page).update(item.state)
+    st.switch_page(PAGE_FILES[item.page])
+
+
+slot = chrome.header(PAGE, "Compare scenarios", "Scenarios added with \"Add to comparison\" on the Inference and "
+                                                "Fine-tuning pages, side by side; sizes per GPU.")
+items = state.compare_items()
+if not items:
+    st.info("Nothing to compare yet. On the Inference or Fine-tuning page, pick a row and press "
+            "**Add to comparison** (up to six scenarios).", icon=":material/add_chart:")
+    st.page_link(PAGE_FILES["inference"], label="Inference", icon=":material/bolt:")
+    st.page_link(PAGE_FILES["finetune"], label="Fine-tuning", icon=":material/model_training:")
+else:
+    gpu_col, _, unit_col = st.columns([2, 3, 1], vertical_alignment="bottom")
+    with gpu_col:
+        gpu_id = form.target_gpu(PAGE)
+    with unit_col:
+        unit = form.unit(PAGE)
+    rows = [results.compared(item.page, item.state, gpu_id) for item in items]
+    automatic = [tables.describe(item.page, share.model_name(item.state), item.state, label)
+                 for item, (label, _, _) in zip(items, rows)]
+    for item, auto in zip(items, automatic):  # apply renames first, so the table shows them in this run
+        typed = st.session_state.get(f"compare.name.{item.uid}")
+        if typed is not None:
+            item.name = "" if typed.strip() in ("", auto) else share.clean_name(typed)
+    names = [item.name or auto for item, auto in zip(items, automatic)]
+    entries = [(name, b, fit) for name, (_, b, fit) in zip(names, rows)]
+    frame = tables.comparison_frame(entries, unit)
+    st.dataframe(frame, height=35 * (len(frame) + 1) + 3)  # every row visible
+    lines = charts.capacity_lines(catalog.gpus(), gpu_id)
+    st.plotly_chart(charts.stacked_bar([(name, b) for name, b, _ in entries], unit, lines),
+                    config={"displaylogo": False}, key="compare.bars")
+
+    st.subheader("Scenarios")
+    st.caption("Type over a name to rename it (empty: the automatic name). Open loads a scenario's inputs on its "
+               "page, to change them and add it again.")
+    for item, name in zip(items, names):
+        name_col, open_col, remove_col = st.columns([6, 1, 1], vertical_alignment="bottom")
+        key = f"compare.name.{item.uid}"
+        if key not in st.session_state:
+            st.session_state[key] = name
+        name_col.text_input(f"Name of scenario {item.uid}", key=key, max_chars=share.MAX_NAME_CHARS,
+                            label_visibility="collapsed")
+        if open_col.button("Open", key=f"compare.open.{item.uid}", help="Load these inputs on their page",
+                           width="stretch"):
+            open_on_its_page(item)
+        remove_col.button("Remove", key=f"compare.remove.{item.uid}", on_click=remove, args=(item.uid,),
+                          width="stretch")
+
+    links = [share.encode(item.page, item.state, state.view()) for item in items]
+    csv_col, json_col, clear_col = st.columns(3)
+    csv_col.download_button("Download CSV", frame.to_csv(), file_name="comparison.csv", mime="text/csv",
+                            icon=":material/download:", on_click="ignore", width="stretch")
+    json_col.download_button("Download JSON", json.dumps(tables.comparison_records(entries, links), indent=2),
+                             file_name="comparison.json", mime="application/json", icon=":material/download:",
+                             on_click="ignore", width="stretch")
+    clear_col.button("Remove all", on_click=lambda: state.compare_items().clear(), icon=":material/delete:",
+                     width="stretch")
+chrome.footer(PAGE, slot)

@@ -1,0 +1,198 @@
+"""Methodology: every formula the app uses, its symbols, assumptions and sources, so an engineer can check
+any number. Tables of formats, optimizers, regimes, KV dtypes and GPUs, and the worked example, are built
+from the estimator's own constants, so this page cannot drift from the numbers the other pages show."""
+
+import importlib
+
+import pandas as pd
+import streamlit as st
+
+import estimator as est
+from estimator import share, tables
+from estimator.formats import WEIGHT_FORMATS
+from estimator.kv_cache import KV_DTYPE_LABELS
+from estimator.quick import REFERENCE_SHARE, REFERENCE_TOKENS
+from estimator.training import OPTIMIZERS, QUICK_LORA_TRAINABLE_FRACTION, REGIMES, TECHNIQUE_LABELS
+from ui import chrome
+
+PAGE = "methodology"
+MODULES = ("quick", "inference", "finetune", "formats", "kv_cache", "activations", "training", "sharding",
+           "architecture", "hardware", "hf_config", "units")
+
+
+def worked_example() -> pd.DataFrame:
+    """The reference document's example, computed by the estimator: 7 B, concurrency 1, batch 1, 2,048 tokens."""
+    model = est.ParamCount.from_billions(7)
+    rows = [(f"Inference ({b.scenario})", b) for b in est.inference_table(est.InferenceScenario(model))]
+    rows += [(TECHNIQUE_LABELS[b.scenario], b) for b in est.finetune_table(est.FinetuneScenario(model))]
+    return tables.scenario_frame(rows)
+
+
+slot = chrome.header(PAGE, "Methodology", "How every number in this app is computed, with its sources. All "
+                                          "sizes are bytes per GPU; GB = 10^9 bytes, GiB = 2^30 bytes.")
+
+st.markdown("""
+The app has two methods. **Quick** is the reference document's rule of thumb (Alibaba Cloud PAI, *GPU memory
+estimation for LLMs*): it needs only the parameter count. **Detailed** counts every tensor of the architecture,
+read from a catalog model or a pasted Hugging Face `config.json`. A parameter count uses quick; a catalog model or
+a config uses detailed (you can switch back to quick to compare). Every estimate is a sum of named components,
+the same ones in the tables, the bars and the JSON export: weights, master weights, KV cache, activations,
+logits, gradients, optimizer states and overhead.
+
+Symbols: $P$ total parameters, $P_a$ active parameters per token (MoE), $b$ batch size, $s$ sequence length,
+$C$ concurrent requests, $h$ hidden size, $L$ layers, $V$ vocabulary, $n_h$ query heads, $n_{kv}$ KV heads,
+$d$ head dimension, $I$ MLP width, $A$ bytes of an activation (2 for 16-bit), $t = b \\cdot s$ tokens in a step,
+$tp$ tensor-parallel GPUs, $N$ data-parallel GPUs.
+""")
+
+st.header("Quick method (the reference document)")
+st.markdown(f"""
+The reference document measured activations and KV cache at about 10% of the 16-bit weights for a 7 B model at
+batch 1 and {REFERENCE_TOKENS:,} tokens; the app scales that reference $R$ linearly with the tokens.
+""")
+st.latex(rf"R = {float(REFERENCE_SHARE):g} \times 2\,\text{{B}} \times P_a \times \frac{{b\,s}}{{{REFERENCE_TOKENS}}}")
+st.latex(r"\text{weights} = P \times \tfrac{\text{bits}}{8} \qquad \text{activations} = R \times "
+         r"\tfrac{\text{activation bits}}{16} \qquad \text{KV cache} = R \times C \times "
+         r"\tfrac{\text{KV bytes}}{2} \qquad \text{overhead} = 2\ \text{GB}")
+st.markdown(f"""
+Fine-tuning adds, per **trainable** parameter $P_t$ (all $P$ for full fine-tuning,
+{float(QUICK_LORA_TRAINABLE_FRACTION):.0%} of $P$ for LoRA and QLoRA, as the reference document assumes):
+gradients of 2 B (4 B when training in 32-bit), and optimizer states of 4 B each (SGD 0, SGD + momentum 1,
+RMSProp 1, Adam/AdamW 2 states). QLoRA stores the frozen weights at 8 or 4 bits. With tensor parallelism the
+weights, KV cache and activations are divided by $tp$; with ZeRO the states are sharded as in the detailed method
+below. The reference document's example, computed by this app:
+""")
+st.dataframe(worked_example(), hide_index=True)
+
+st.header("Detailed method: inference")
+st.markdown("""
+Per GPU of a tensor-parallel group of $tp$ GPUs, for $C$ requests of $b$ sequences of $s$ tokens:
+
+- **Weights**: every tensor of the architecture in the chosen format. 2-D weights are split over $tp$; norms and
+  biases are replicated. Formats count their scales and zero points (table below). bitsandbytes, GPTQ, AWQ and FP8
+  quantize only the linear layers inside the decoder blocks, so embeddings, `lm_head` and norms stay 16-bit;
+  MXFP4 (gpt-oss) covers only the MoE experts; GGUF follows llama.cpp's per-tensor recipes (`_K_M` mixes give
+  `attn_v` and `ffn_down` more bits on some layers, the output matrix Q6_K).
+- **KV cache** (the rows 16/8/4-bit keep the KV dtype you choose):
+""")
+st.latex(r"\text{KV} = b\,C \times \sum_{\text{layers}} 2 \cdot \max\!\left(1, \left\lfloor \tfrac{n_{kv}}{tp} "
+         r"\right\rfloor\right) \cdot d \cdot \min(s, W_\ell) \cdot \text{bytes}_{kv}")
+st.markdown("""
+  $W_\\ell$ is the sliding window of windowed layers (Mistral v0.1, Gemma 2/3, gpt-oss) and infinite otherwise.
+  MLA models (DeepSeek-V2/V3) cache one latent of $r_{kv} + d_{rope}$ elements per layer and token, replicated on
+  every tensor-parallel GPU, as vLLM, SGLang and llama.cpp do; untick *Cache the MLA latent* for Hugging Face
+  transformers, which caches full K and V per head.
+- **Activations**: the largest working set of one decoder layer while prefilling $b \\times s$ tokens without
+  autograd: the embedding output, layer input and residual ($3Ath$) plus the larger of the attention phase
+  (normed input, q, k, v and output: $Ath + At(2\\,n_h d + 2\\,n_{kv} d + n_h d)/tp$; eager attention adds the
+  fp32 scores and 16-bit probabilities, $(4 + A)\\,n_h\\,t\\,s/tp$) and the MLP phase (normed input and
+  gate, up, product: $Ath + 3AtI/tp$; MoE uses $k \\cdot I_e$ plus the tokens gathered per expert).
+- **Logits**: fp32 logits of the last position of each running sequence, $4\\,b\\,C\\,V$ (sampling).
+- **Overhead**: the CUDA context, allocator caching and kernel workspaces, 2 GB per GPU by default (the
+  reference document's 1-2 GB; measured contexts are 0.3-0.8 GiB before any caching).
+""")
+
+st.header("Detailed method: fine-tuning")
+st.markdown("""
+One training step on a micro-batch of $b \\times s$ tokens. Memory peaks at one of two phases, and the app
+reports the larger one (its components sum to that peak; the table's *Peak phase* column names it):
+
+- **backward start** = weights + master weights + optimizer states + activations + logits (gradients not yet
+  allocated);
+- **optimizer step** = weights + master weights + optimizer states + gradients (activations already freed).
+
+**Weights, gradients, master weights** per parameter, by training regime (*full* fine-tuning):
+""")
+st.table(pd.DataFrame([{"Regime": r.label, "Weights (B)": r.weight_bytes, "Gradients (B)": r.grad_bytes,
+                        "fp32 master (B)": r.master_bytes} for r in REGIMES.values()]))
+st.markdown("""
+**Optimizer states** per trainable parameter (fp32 states unless *Optimizer state precision* says 16-bit, as torch
+AdamW keeps them for bf16 weights; 8-bit optimizers pack uint8 states with one fp32 absmax per 256 values;
+Adafactor keeps rows + columns per matrix):
+""")
+st.table(pd.DataFrame([{"Optimizer": o.label, "States": "factored" if o.factored else str(o.states),
+                        "Bytes per state": f"{float(o.state_bytes):.4g}" if o.state_bytes is not None else "4 (fp32)",
+                        "Source": o.source} for o in OPTIMIZERS.values()]))
+st.markdown("""
+**LoRA / QLoRA.** Each adapted linear of shape $d_{out} \\times d_{in}$ gets $r\\,(d_{in} + d_{out})$ trainable
+parameters (PEFT `lora_A`, `lora_B`), kept in fp32 (PEFT's default), with fp32 gradients and optimizer states.
+The frozen base is 16-bit for LoRA; for QLoRA its linears are INT8 (8-bit) or NF4 with double quantization
+(4.127 bits, 4-bit), and `prepare_model_for_kbit_training` casts the remaining parameters (embeddings, `lm_head`,
+norms) to fp32. Routed MoE experts are not adapted.
+
+**Activations saved for backward**, per layer (flash/sdpa attention, no dropout; measured tensor by tensor):
+""")
+st.latex(r"\underbrace{n_{norm}\,(4th + 4t + 2Ath)}_{\text{RMSNorms}} + "
+         r"\underbrace{At\,(2\,n_h d + 2\,n_{kv} d) + 4\,n_h t}_{\text{attention}} + "
+         r"\underbrace{4\,A\,t\,I}_{\text{gated MLP}}")
+st.markdown("""
+A frozen base (LoRA) saves less (no normalized copies, 3 MLP tensors) but peft keeps an fp32 copy of every
+adapted layer's input. Eager attention adds the $(4 + A)\\,n_h\\,b\\,s^2$ softmax. Gradient checkpointing keeps
+$A\\,t\\,h$ per layer and recomputes one layer at a time. Outside the layers: embedding output and final norm.
+**Logits**: Hugging Face upcasts logits to fp32 for the loss: $12\\,t\\,V$ bytes at the start of backward.
+
+**ZeRO / FSDP** over $N$ data-parallel GPUs: stage 1 shards optimizer states and master weights, stage 2 also
+gradients (FSDP SHARD_GRAD_OP), stage 3 also weights (FSDP FULL_SHARD) plus a buffer for the gathered current and
+prefetched layer ($2 \\times 2\\,\\text{B} \\times$ largest layer). Optimizer offload moves optimizer states, master
+weights and (from stage 2) gradient shards to CPU memory, shown as *CPU memory per GPU*.
+""")
+
+st.header("Formats and KV dtypes")
+st.dataframe(pd.DataFrame([{"Id (link)": f.id, "Format": f.label, "Bits per weight": round(float(f.bits), 4),
+                            "Quantizes": {"all": "every tensor", "linear": "decoder-block linears",
+                                          "experts": "MoE experts", "gguf": "llama.cpp recipe"}[f.scope],
+                            "Source": f.source} for f in WEIGHT_FORMATS.values()]), hide_index=True)
+st.dataframe(pd.DataFrame([{"Id (link)": k, "KV-cache dtype": label,
+                            "Bytes per element": round(float(est.KV_DTYPE_BYTES[k]), 4)}
+                           for k, label in KV_DTYPE_LABELS.items()]), hide_index=True)
+
+st.header("GPU fit")
+st.markdown("""
+A GPU's capacity is what a framework can allocate (`nvidia-smi` total or CUDA's reported total), not the marketed
+number: an "RTX 4090 24 GB" has 24 GiB = 25.8 GB. *GPUs needed* re-runs the estimate at 1, 2, 4, ... GPUs with the
+same sharding as the estimate itself: tensor parallelism for inference (counts that divide the attention heads, as
+vLLM requires), ZeRO-3 for training when the scenario does not shard by itself. It is never total / capacity: a
+70 B model at 16-bit does not fit 2 x 80 GB just because 140 < 160. *Longest sequence* and *most concurrent
+requests* are the largest values whose estimate still fits the target GPU at that count (binary search; memory
+never decreases as they grow).
+""")
+st.dataframe(pd.DataFrame([{"GPU": g.name, "Marketed (GB)": g.memory_gb,
+                            "Usable (GB)": round(g.memory_bytes / est.GB, 2), "Bandwidth (GB/s)": g.bandwidth_gb_s,
+                            "Source": g.source} for g in est.gpus()]), hide_index=True)
+
+st.header("When quick and detailed differ")
+st.markdown("""
+- **KV cache**: quick scales with the parameter count; detailed uses the real heads. Grouped-query attention
+  (Llama 3, Qwen, Mistral) caches 4-8x less than the rule of thumb assumes, MLA far less again, and sliding-window
+  layers stop growing at the window.
+- **Training logits**: the fp32 loss head ($12\\,t\\,V$) is 3 GB for Llama 3 8B at 2,048 tokens; quick has no such term.
+- **LoRA and QLoRA**: detailed counts the real adapter size and the fp32 upcasts, so QLoRA can need more than the
+  4-bit weights suggest, and more than LoRA at long sequences.
+- **Formats**: quick uses exact 16/8/4 bits for every parameter; detailed keeps embeddings and norms 16-bit and
+  adds the formats' scales (NF4 with double quantization is 4.127 bits, AWQ 4.156).
+- **MoE**: both keep every expert in memory; quick's activations use the active parameters, detailed routes each
+  token through $k$ experts.
+""")
+
+st.header("Sources")
+st.markdown("""
+- Reference document: Alibaba Cloud PAI, *GPU memory estimation for LLMs* (the quick method and its example).
+- Rajbhandari et al. 2020, *ZeRO: Memory Optimizations Toward Training Trillion Parameter Models* (model states,
+  stages 1-3); DeepSpeed `stage_1_and_2.py` and `stage3.py` estimators.
+- Korthikanti et al. 2022, *Reducing Activation Recomputation in Large Transformer Models* (activation accounting),
+  adjusted to Hugging Face Llama-family layers as measured with fake tensors.
+- Dettmers et al. 2023, *QLoRA* (NF4, double quantization, paged optimizers); bitsandbytes `functional.py`,
+  `optim/optimizer.py` (8-bit states, block size 256).
+- Hugging Face `transformers` 5.x modeling files (parameter counts per family, `ForCausalLMLoss`), PEFT
+  `lora.Linear` and `prepare_model_for_kbit_training`.
+- vLLM 0.33 (`get_num_kv_heads`, MLA and sliding-window KV specs, FP8/GPTQ/AWQ layouts), llama.cpp
+  (`ggml-common.h` block sizes, `llama-quant.cpp` recipes, `llama-kv-cache.cpp`).
+- GPU specifications: vendor datasheets; each GPU's source is in the table above.
+""")
+with st.expander("The estimator's module notes (the formulas as the code states them)", icon=":material/code:"):
+    for name in MODULES:
+        module = importlib.import_module(f"estimator.{name}")
+        st.markdown(f"**`estimator/{name}.py`**")
+        st.code((module.__doc__ or "").strip(), language=None, wrap_lines=True)
+st.caption(f"Share links are version {share.VERSION}: a link keeps working as long as that version is supported.")
+chrome.footer(PAGE, slot)

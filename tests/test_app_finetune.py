@@ -1,0 +1,119 @@
+"""The Fine-tuning page, driven through Streamlit's AppTest: the reference table, inputs, models, configs."""
+
+import json
+
+import pytest
+from app_helpers import LLAMA3_8B, assert_clean, errors, gb, segmented, start, table, texts, totals
+
+import estimator as est
+
+SEVEN_B = est.ParamCount.from_billions(7)
+LLAMA_31_8B = "meta-llama/Llama-3.1-8B"
+
+
+def detailed(model_id=LLAMA_31_8B, **fields):
+    return est.FinetuneScenario(est.model(model_id).architecture, **fields)
+
+
+def test_default_render_is_the_reference_documents_table():
+    at = start(page="finetune")
+    assert at.title[0].value == "Fine-tuning memory"
+    assert list(table(at)["Scenario"]) == ["Full-parameter", "LoRA", "QLoRA (8-bit)", "QLoRA (4-bit)"]
+    assert totals(at) == [87.4, 18.1, 11.1, 7.6]
+    assert at.query_params == {"v": "1", "p": "finetune"}
+
+
+@pytest.mark.parametrize("key, value, field", [
+    ("finetune.opt", "sgd", "optimizer"), ("finetune.opt", "sgd-momentum", "optimizer"),
+    ("finetune.opt", "rmsprop", "optimizer"), ("finetune.bits", 32, "param_bits"),
+])
+def test_the_reference_forms_choices_give_the_estimators_numbers(key, value, field):
+    at = start(page="finetune")
+    at.selectbox(key=key).set_value(value).run()
+    assert_clean(at)
+    assert totals(at) == gb(est.finetune_table(est.FinetuneScenario(SEVEN_B, **{field: value})))
+
+
+def test_batch_and_sequence_length_scale_activations():
+    at = start(page="finetune")
+    at.number_input(key="finetune.batch").set_value(4)
+    at.number_input(key="finetune.seq").set_value(4096).run()
+    assert totals(at) == gb(est.finetune_table(est.FinetuneScenario(SEVEN_B, batch_size=4, seq_len=4096)))
+
+
+def test_a_catalog_model_uses_the_detailed_method_with_its_peak_phase():
+    at = start(page="finetune")
+    segmented(at, "finetune.src").set_value("catalog").run()
+    at.selectbox(key="finetune.model").set_value(LLAMA_31_8B).run()
+    assert_clean(at)
+    expected = est.finetune_table(detailed())
+    assert totals(at) == gb(expected)
+    assert list(table(at)["Peak phase"]) == [b.peak_phase for b in expected]
+    assert "Detailed method" in texts(at)
+
+
+def test_advanced_training_settings_reach_the_estimate():
+    at = start({"model": LLAMA_31_8B}, page="finetune")
+    at.selectbox(key="finetune.regime").set_value("mixed")
+    at.number_input(key="finetune.rank").set_value(64)
+    at.multiselect(key="finetune.targets").set_value(["q", "k", "v", "o", "gate", "up", "down"])
+    at.toggle(key="finetune.gc").set_value(True)
+    at.number_input(key="finetune.gpus").set_value(8)
+    at.selectbox(key="finetune.zero").set_value(3)
+    at.toggle(key="finetune.offload").set_value(True).run()
+    assert_clean(at)
+    s = detailed(regime="mixed", lora_rank=64, lora_targets="all-linear", gradient_checkpointing=True, num_gpus=8,
+                 zero_stage=3, offload_optimizer=True)
+    expected = est.finetune_table(s)
+    assert totals(at) == gb(expected)
+    assert list(table(at)["CPU memory (GB)"]) == [round(b.host_bytes / 1e9, 1) for b in expected]
+    assert at.query_params["targets"] == "q,k,v,o,gate,up,down"
+
+
+def test_the_quick_methods_precision_is_disabled_for_the_detailed_method():
+    at = start({"model": LLAMA_31_8B}, page="finetune")
+    assert at.selectbox(key="finetune.bits").disabled and not at.selectbox(key="finetune.regime").disabled
+    at = start(page="finetune")
+    assert not at.selectbox(key="finetune.bits").disabled and at.selectbox(key="finetune.regime").disabled
+
+
+def test_a_lora_rank_wider_than_the_model_is_an_error_naming_the_field():
+    at = start({"model": "meta-llama/Llama-3.2-1B"}, page="finetune")
+    at.number_input(key="finetune.rank").set_value(5000).run()
+    assert not at.exception
+    assert "lora_rank must be between 1 and 2,048" in errors(at)[0]
+    assert at.number_input(key="finetune.rank").value == 5000
+
+
+def test_no_lora_target_is_an_error():
+    at = start({"model": LLAMA_31_8B}, page="finetune")
+    at.multiselect(key="finetune.targets").set_value([]).run()
+    assert not at.exception and "lora_targets" in errors(at)[0]
+
+
+def test_a_pasted_config_gives_the_detailed_estimate():
+    at = start(page="finetune")
+    segmented(at, "finetune.src").set_value("config").run()
+    at.text_area(key="finetune.cfg").input(json.dumps(LLAMA3_8B)).run()
+    assert_clean(at)
+    s = est.FinetuneScenario(est.architecture_from_config(LLAMA3_8B))
+    assert totals(at) == gb(est.finetune_table(s))
+
+
+def test_a_bad_config_shows_an_error():
+    at = start(page="finetune")
+    segmented(at, "finetune.src").set_value("config").run()
+    at.text_area(key="finetune.cfg").input(json.dumps({"model_type": "llama", "hidden_size": 4096})).run()
+    assert not at.exception and "config.json is missing" in errors(at)[0]
+
+
+def test_gpu_fit_shows_the_zero_3_count_and_the_longest_sequence():
+    at = start(page="finetune")
+    s = est.FinetuneScenario(SEVEN_B)
+    row = est.finetune.finetune_rows(s)[0][1]
+    placed = est.fit(s, row, est.gpu("rtx-4090"))
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["RTX 4090 needed"] == f"{placed.count} GPUs"
+    spread = est.hardware.with_gpus(s, placed.count)
+    assert metrics["Longest sequence"] == f"{est.max_seq_len(spread, row, est.gpu('rtx-4090').memory_bytes):,} tokens"
+    assert "with ZeRO-3" in texts(at)

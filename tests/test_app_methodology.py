@@ -1,0 +1,32 @@
+"""The Methodology page, through Streamlit's AppTest: it renders, and its numbers are the estimator's."""
+
+from app_helpers import start, texts
+
+import estimator as est
+from estimator.formats import WEIGHT_FORMATS
+
+
+def test_methodology_renders_the_formulas_and_the_worked_example():
+    at = start(page="methodology")
+    assert at.title[0].value == "Methodology"
+    example = at.dataframe[0].value
+    assert list(example["Required GPU Memory (GB)"]) == [18.8, 11.8, 8.3, 87.4, 18.1, 11.1, 7.6]
+    headers = [h.value for h in at.header]
+    assert headers[:3] == ["Quick method (the reference document)", "Detailed method: inference",
+                           "Detailed method: fine-tuning"] and "Sources" in headers
+    assert len(at.get("latex")) >= 4
+
+
+def test_the_format_and_gpu_tables_come_from_the_catalogs():
+    at = start(page="methodology")
+    frames = [d.value for d in at.dataframe]
+    formats = next(f for f in frames if "Bits per weight" in f.columns)
+    assert list(formats["Id (link)"]) == list(WEIGHT_FORMATS)
+    assert dict(zip(formats["Id (link)"], formats["Bits per weight"]))["nf4-dq"] == 4.127
+    gpus = next(f for f in frames if "Usable (GB)" in f.columns)
+    assert len(gpus) == len(est.gpus())
+
+
+def test_the_module_notes_are_the_estimators_docstrings():
+    at = start(page="methodology")
+    assert est.quick.__doc__.strip() in texts(at)

@@ -1,0 +1,161 @@
+"""Input widgets shared by the Inference and Fine-tuning pages.
+
+Each widget is described once, by its `estimator.share.Field` (label, range, choices, default), so the form,
+the link codec and the link's validation cannot disagree. A widget reads and writes the page state through
+`ui.state.bind`; invalid combinations are reported by the page, never by resetting what the user typed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import streamlit as st
+
+from estimator import catalog, parameter_counts, share
+from estimator.training import LORA_ROLES
+from ui import state
+from ui.text import escape
+
+SOURCE_LABELS = {"params": "Parameter count", "catalog": "Catalog model", "config": "config.json"}
+METHOD_LABELS = {"detailed": "Detailed (from the architecture)", "quick": "Quick (reference rule of thumb)"}
+
+
+@st.cache_data(show_spinner=False)
+def catalog_models() -> dict[str, str]:
+    """Catalog model id -> 'name (id)', for the searchable picker."""
+    return {m.id: f"{m.name} ({m.id})" for m in catalog.models()}
+
+
+@st.cache_data(show_spinner=False)
+def catalog_gpus() -> dict[str, str]:
+    """GPU id -> 'name · usable GB', smallest first."""
+    gpus = sorted(catalog.gpus(), key=lambda g: (g.memory_bytes, g.name))
+    return {g.id: f"{g.name} · {g.memory_bytes / 1e9:.1f} GB" for g in gpus}
+
+
+def _store(page: str, key: str, value: object) -> object:
+    state.page_state(page)[key] = value
+    return value
+
+
+def number(page: str, key: str, *, step: float, fmt: str | None = None, help: str | None = None,
+           placeholder: str | None = None) -> object:
+    """A number input with the field's range; floats or whole numbers as the field's default."""
+    f = share.fields(page)[key]
+    kind = int if isinstance(f.default, int) else float
+    value = st.number_input(f.label, min_value=kind(f.low), max_value=kind(f.high), step=kind(step), format=fmt,
+                            help=help, placeholder=placeholder, key=state.bind(page, key))
+    return _store(page, key, value)
+
+
+def choice(page: str, key: str, labels: Mapping | None = None, *, radio: bool = False, help: str | None = None,
+           disabled: bool = False) -> object:
+    """A select box (or horizontal radio) over the field's choices."""
+    f = share.fields(page)[key]
+    show: Callable[[object], str] = (lambda value: labels.get(value, str(value))) if labels else str
+    widget = st.radio if radio else st.selectbox
+    extra = {"horizontal": True} if radio else {}
+    value = widget(f.label, f.choices, format_func=show, help=help, disabled=disabled, key=state.bind(page, key),
+                   **extra)
+    return _store(page, key, value)
+
+
+def flag(page: str, key: str, help: str | None = None) -> bool:
+    f = share.fields(page)[key]
+    return _store(page, key, st.toggle(f.label, help=help, key=state.bind(page, key)))
+
+
+def unit(page: str) -> str:
+    """GB / GiB toggle (a view setting shared by all pages)."""
+    value = st.segmented_control("Unit", ("GB", "GiB"), required=True, key=state.bind(page, "unit"),
+                                 label_visibility="collapsed",
+                                 help="GB = 10^9 bytes (the reference document); GiB = 2^30 bytes (nvidia-smi)")
+    state.view()["unit"] = value
+    return value
+
+
+def target_gpu(page: str) -> str:
+    """The GPU the fit numbers and the solid chart line refer to (a view setting shared by all pages)."""
+    gpus = catalog_gpus()
+    value = st.selectbox("Target GPU", tuple(gpus), format_func=gpus.get, key=state.bind(page, "gpu"),
+                         help="Drawn as a solid line on the charts. Memory is what frameworks can allocate.")
+    state.view()["gpu"] = value
+    return value
+
+
+def lora_targets(page: str) -> str:
+    """The adapted projections, as a multiselect over q, k, v, o, gate, up, down."""
+    short_to_hf = dict(zip(share.LORA_SHORT_NAMES, LORA_ROLES))
+    chosen = st.multiselect("LoRA targets", share.LORA_SHORT_NAMES, format_func=short_to_hf.get,
+                            help="Linear layers that get adapters. PEFT's default for Llama-style models is "
+                                 "q_proj, v_proj; 'all-linear' is all seven.",
+                            key=state.bind(page, "targets", lambda text: text.split(",") if text else []))
+    return _store(page, "targets", ",".join(name for name in share.LORA_SHORT_NAMES if name in chosen))
+
+
+def model_source(page: str) -> None:
+    """Where the model comes from: a parameter count (quick method), a catalog model or a config.json
+    (detailed method), with the inputs of that source."""
+    src = st.segmented_control("Model", share.SOURCES, format_func=SOURCE_LABELS.get, required=True,
+                               key=state.bind(page, "src"),
+                               help="A parameter count uses the reference document's rule of thumb. A catalog "
+                                    "model or a config.json gives the detailed, architecture-aware estimate.")
+    _store(page, "src", src)
+    if src == "params":
+        moe = st.segmented_control("Model type", (False, True), format_func=lambda m: "MoE" if m else "Dense",
+                                   required=True, key=state.bind(page, "moe"))
+        _store(page, "moe", moe)
+        total, active = st.columns(2) if moe else (st.container(), None)
+        with total:
+            number(page, "params", step=1.0, fmt="%.2f", help="All parameters, in billions (7 for a 7B model).")
+        if moe:
+            with active:
+                number(page, "active", step=1.0, fmt="%.2f", placeholder="= total",
+                       help="Parameters used per token, in billions (13 for Mixtral 8x7B). Empty = total.")
+    elif src == "catalog":
+        models = catalog_models()
+        model_id = st.selectbox("Catalog model", tuple(models), format_func=models.get, key=state.bind(page, "model"),
+                                help="Type to search. Values are read from each model's published config.json.")
+        _store(page, "model", model_id)
+        entry = catalog.model(model_id)
+        counts = parameter_counts(entry.architecture)
+        active = f", {counts.active / 1e9:,.2f} B active" if counts.active != counts.total else ""
+        url = entry.source.split()[0]
+        source = f" · [config.json]({url})" if url.startswith("https://") else ""
+        st.caption(f"{counts.total / 1e9:,.2f} B parameters{active} · `{entry.architecture.model_type}`{source}")
+    else:
+        config_text(page)
+    if src != "params":
+        choice(page, "method", METHOD_LABELS, radio=True,
+               help="Detailed counts every tensor of the architecture. Quick applies the reference document's "
+                    "rule of thumb to the parameter count, for comparison.")
+
+
+def config_text(page: str) -> None:
+    """Upload or paste a Hugging Face config.json; an upload fills the text box, which is what counts."""
+    box = state.bind(page, "cfg")
+    upload = st.file_uploader("Upload config.json", type=["json"], key=f"{page}.upload",
+                              help=f"At most {share.MAX_CONFIG_CHARS // 1000} KB. Nothing is downloaded or run.")
+    seen = f"{page}.upload_seen"
+    if upload is not None and st.session_state.get(seen) != upload.file_id:
+        st.session_state[seen] = upload.file_id
+        data = upload.getvalue()
+        if len(data) > share.MAX_CONFIG_CHARS:
+            st.error(f"{len(data):,} bytes is too large for a config.json (the limit is "
+                     f"{share.MAX_CONFIG_CHARS:,}); is this the right file?")
+        else:
+            try:
+                st.session_state[box] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                st.error("config.json must be UTF-8 text")
+    text = st.text_area("...or paste it here", key=box, height=180, max_chars=share.MAX_CONFIG_CHARS,
+                        placeholder='{"model_type": "llama", "hidden_size": 4096, ...}')
+    _store(page, "cfg", text)
+    if text.strip():
+        try:
+            a = share.config_architecture(text)
+        except ValueError:
+            return  # the page shows the error where the results would be
+        counts = parameter_counts(a)
+        st.caption(f"Read as `{a.model_type}` ({escape(a.name)}): {counts.total / 1e9:,.2f} B parameters, "
+                   f"{a.num_layers} layers, {a.num_kv_heads} KV heads")

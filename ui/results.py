@@ -1,0 +1,188 @@
+"""What every estimate shows, on both estimate pages: the scenario table and its stacked bar, "Add to
+comparison", GPU fit with the limits on a target GPU, memory curves, and the assumptions in words.
+
+The estimator calls are cached per inputs (`st.cache_data`), so a rerun that only changes the unit, the
+row or the target GPU recomputes nothing it already has.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from estimator import catalog, charts, fit, fit_table, max_concurrency, max_seq_len, share, sweep, tables
+from estimator.hardware import with_gpus
+from estimator.units import in_unit
+from ui import form, state
+from ui.text import escape
+
+SEQ_SWEEP_FLOOR = 32_768  # curves reach at least this length (or the model's trained context, if longer)
+SEQ_SWEEP_CEILING = 1_048_576
+LOAD_FIELD = {"inference": ("concurrency", "conc", "Concurrency", 64),
+              "finetune": ("batch_size", "batch", "Batch size", 32)}  # field, input key, axis title, x reach
+
+
+def _scenario_rows(page: str, inputs: dict):
+    s = share.scenario(page, inputs)
+    return s, tables.table_rows(page, s, inputs.get("w", ""))
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def estimate(page: str, inputs: dict) -> list[tuple[tables.Row, object]]:
+    """(row, Breakdown) for every row of the page's table; ValueError for invalid inputs."""
+    s, rows = _scenario_rows(page, inputs)
+    return [(row, row.fn(s)) for row in rows]
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def fits(page: str, inputs: dict, row_key: str) -> list:
+    """GpuFit of the row on every catalog GPU."""
+    s, rows = _scenario_rows(page, inputs)
+    return fit_table(s, tables.selected_row(rows, row_key).fn, catalog.gpus())
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def limits(page: str, inputs: dict, row_key: str, gpu_id: str):
+    """(GpuFit on the target GPU, longest sequence, most concurrent requests) at the fewest GPUs that fit."""
+    s, rows = _scenario_rows(page, inputs)
+    row, gpu = tables.selected_row(rows, row_key), catalog.gpu(gpu_id)
+    placed = fit(s, row.fn, gpu)
+    if placed.count is None:
+        return placed, 0, 0
+    spread = with_gpus(s, placed.count)
+    most = max_concurrency(spread, row.fn, gpu.memory_bytes) if page == "inference" else 0
+    return placed, max_seq_len(spread, row.fn, gpu.memory_bytes), most
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def compared(page: str, inputs: dict, gpu_id: str):
+    """(row label, Breakdown, GpuFit on the target GPU) of a compared scenario's selected row."""
+    s, rows = _scenario_rows(page, inputs)
+    row = tables.selected_row(rows, inputs["row"])
+    return row.label, row.fn(s), fit(s, row.fn, catalog.gpu(gpu_id))
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def curves(page: str, inputs: dict) -> dict[str, tuple[list[int], list[tuple[str, list[int]]]]]:
+    """Totals per row against sequence length and against concurrency (inference) or batch size."""
+    s, rows = _scenario_rows(page, inputs)
+    trained = getattr(s.model, "max_position_embeddings", 0)
+    top = min(max(SEQ_SWEEP_FLOOR, 2 * s.seq_len, trained), SEQ_SWEEP_CEILING)
+    field, key, _, reach = LOAD_FIELD[page]
+    out = {}
+    for name, x in (("seq_len", tables.sweep_values(s.seq_len, 256, top)),
+                    (field, tables.sweep_values(inputs[key], 1, max(reach, 2 * inputs[key])))):
+        out[name] = (x, [(row.short, [b.total for b in sweep(s, row.fn, name, x)]) for row in rows])
+    return out
+
+
+def number_columns(frame: pd.DataFrame, unit: str) -> dict:
+    """Fixed decimals for the sizes: totals 0.1, components 0.01 (their headers carry no unit, to stay short)."""
+    config = {col: st.column_config.NumberColumn(format="%.1f") for col in frame.columns if col.endswith(f"({unit})")}
+    config.update({label: st.column_config.NumberColumn(format="%.2f", help=f"{unit} per GPU")
+                   for label, _ in charts.COMPONENT_STYLE.values() if label in frame.columns})
+    return config
+
+
+def render(page: str) -> None:
+    """Everything below the form: table, chart, comparison button, GPU fit, curves, assumptions."""
+    inputs, view = state.page_state(page), state.view()
+    if inputs["src"] == "config" and not inputs["cfg"].strip():
+        st.info("Upload or paste a config.json to estimate from its architecture.", icon=":material/upload_file:")
+        return
+    try:
+        rows = estimate(page, inputs)
+    except ValueError as err:
+        st.error(escape(str(err)), icon=":material/error:")
+        return
+    top_left, top_right = st.columns([4, 1], vertical_alignment="bottom")
+    with top_right:
+        unit = form.unit(page)
+    top_left.caption(_method_note(page, inputs, rows[0][1].method))
+    frame = tables.scenario_frame([(row.label, b) for row, b in rows], unit)
+    st.dataframe(frame, hide_index=True, column_config=number_columns(frame, unit))
+    selected = _controls(page, inputs, [row for row, _ in rows])
+    lines = charts.capacity_lines(catalog.gpus(), view["gpu"])
+    st.plotly_chart(charts.stacked_bar([(row.short, b) for row, b in rows], unit, lines),
+                    config={"displaylogo": False}, key=f"{page}.bars")
+    _gpu_tabs(page, inputs, view, selected, unit, lines)
+    with st.expander("Assumptions", icon=":material/info:"):
+        notes = [*next(b for row, b in rows if row.key == selected).assumptions,
+                 "Sizes are per GPU, in GB = 10^9 bytes (GiB = 2^30 bytes when selected)",
+                 "GPU capacities are the memory a framework can allocate (e.g. 24 GiB = 25.8 GB on a '24 GB' card)"]
+        st.markdown("\n".join(f"- {escape(note)}" for note in notes))
+
+
+def _method_note(page: str, inputs: dict, method: str) -> str:
+    if method == "quick":
+        source = "the parameter count" if inputs["src"] == "params" else escape(share.model_name(inputs))
+        return (f"**Quick method** (the reference document's rule of thumb) for {source}. "
+                "Pick a catalog model or a config.json for the architecture-aware estimate.")
+    return f"**Detailed method** from the architecture of {escape(share.model_name(inputs))}."
+
+
+def _controls(page: str, inputs: dict, rows: list[tables.Row]) -> str:
+    """Row and target GPU pickers and the "Add to comparison" button; the selected row key."""
+    labels = {row.key: row.label for row in rows}
+    if inputs["row"] not in labels:  # e.g. the extra weight-format row was just removed
+        inputs["row"] = next(iter(labels))
+        st.session_state[f"{page}.row"] = inputs["row"]
+    pick_row, pick_gpu, add = st.columns([2, 2, 1.3], vertical_alignment="bottom")
+    with pick_row:
+        row = st.selectbox("Row for GPU fit and comparison", tuple(labels), format_func=labels.get,
+                           key=state.bind(page, "row"))
+        inputs["row"] = row
+    with pick_gpu:
+        form.target_gpu(page)
+    with add:
+        full = len(state.compare_items()) >= share.MAX_COMPARE
+        st.button("Add to comparison", icon=":material/add_chart:", disabled=full, key=f"{page}.add",
+                  on_click=_add_to_compare, args=(page,), width="stretch",
+                  help=f"Compare holds up to {share.MAX_COMPARE} scenarios; remove one there first" if full else
+                  "Adds the selected row with all inputs to the Compare page")
+    return row
+
+
+def _add_to_compare(page: str) -> None:
+    """Button callback: it runs before the page, so the page already shows the new count (and a full list)."""
+    state.add_to_compare(page)
+    st.toast(f"Added to the comparison ({len(state.compare_items())} of {share.MAX_COMPARE}).",
+             icon=":material/check:")
+
+
+def _fit_summary(page: str, inputs: dict, placed, longest: int, most: int, unit: str) -> None:
+    """How many target GPUs the row needs, the headroom, and the longest sequence / most requests that fit."""
+    name = charts.short_gpu_name(placed.gpu.name)
+    if placed.count is None:
+        st.metric(f"{name} needed", "does not fit")
+        st.caption(f"No number of {name} that the estimator tries holds the selected row.")
+        return
+    first, second = st.columns(2), st.columns(2)
+    first[0].metric(f"{name} needed", f"{placed.count} GPU{'s' if placed.count != 1 else ''}")
+    first[1].metric("Headroom per GPU", f"{in_unit(placed.headroom_bytes, unit):,.1f} {unit}")
+    second[0].metric("Longest sequence", f"{longest:,} tokens")
+    if page == "inference":
+        second[1].metric("Most concurrent requests", f"{most:,}")
+    trained = getattr(share.model_of(inputs), "max_position_embeddings", 0)
+    beyond = f" The model was trained for {trained:,} tokens." if 0 < trained < longest else ""
+    st.caption(f"On {tables.fit_text(placed)}, the fewest that hold the selected row, with the other inputs as "
+               f"set.{beyond}")
+
+
+def _gpu_tabs(page: str, inputs: dict, view: dict, row: str, unit: str, lines: list) -> None:
+    field, key, load_title, _ = LOAD_FIELD[page]
+    fit_tab, seq_tab, load_tab = st.tabs(["GPU fit", "Memory vs sequence length", f"Memory vs {load_title.lower()}"])
+    with fit_tab:
+        placed, longest, most = limits(page, inputs, row, view["gpu"])
+        _fit_summary(page, inputs, placed, longest, most, unit)
+        frame = tables.fit_frame(fits(page, inputs, row), unit)
+        st.dataframe(frame, hide_index=True, column_config=number_columns(frame, unit), height=300)
+    data = curves(page, inputs)
+    for tab, name, title, current in ((seq_tab, "seq_len", "Sequence length", inputs["seq"]),
+                                      (load_tab, field, load_title, inputs[key])):
+        with tab:
+            x, series = data[name]
+            st.plotly_chart(charts.memory_curve(x, series, title, unit, lines, current),
+                            config={"displaylogo": False}, key=f"{page}.curve.{name}")
+            st.caption("Per GPU, other inputs as set; the diamonds mark the current value. Double-click the "
+                       "chart to see curves that run above it.")

@@ -1,0 +1,105 @@
+"""Inputs in the Streamlit session, and the share link that mirrors them.
+
+On the first run of a session the URL is decoded (`estimator.share`) into the session: each estimate page's
+inputs, the view settings (unit, target GPU) and the comparison set. Widgets are then bound to that state:
+`bind` seeds a widget from it whenever the widget has no value yet (first render, or back from another page,
+since Streamlit drops the values of widgets it did not render), and the page writes the widget's value back.
+At the end of every run `sync_url` writes the link for what is on screen into the address bar.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from estimator import share
+
+PAGES, VIEW, COMPARE, WARNINGS, SHOWN = "_pages", "_view", "_compare", "_link_warnings", "_shown_page"
+# URL path of each page. They differ from the file names on purpose: with a pages/ folder, the first request
+# a fresh server gets runs a page file whose name matches the path directly, without app.py.
+URL_PATHS = {"inference": "", "finetune": "fine-tuning", "compare": "comparison", "methodology": "how-it-works"}
+VIEW_KEYS = {f.key for f in share.VIEW_FIELDS}
+
+
+def load_link(landing_page: str) -> str:
+    """Read the URL into a new session; the page the link asks for (else `landing_page`)."""
+    ss = st.session_state
+    if PAGES in ss:
+        return landing_page
+    link = share.decode(st.query_params.to_dict(), landing_page)
+    ss[PAGES] = {page: share.defaults(page) for page in share.ESTIMATE_PAGES}
+    if link.state is not None:
+        ss[PAGES][link.page] = link.state
+    ss[VIEW] = link.view
+    ss[COMPARE] = link.compare
+    ss[WARNINGS] = link.warnings
+    return link.page
+
+
+def enter(page: str) -> None:
+    """Start a run of `page`. Coming from another page, drop this page's widget values left from its last
+    visit, so its widgets are seeded again from the saved state (the view settings may have changed since)."""
+    ss = st.session_state
+    if PAGES not in ss:  # a page run without app.py (see URL_PATHS): still read the link
+        load_link(page)
+    if ss.get(SHOWN) != page:
+        for key in [key for key in ss if isinstance(key, str) and key.startswith(f"{page}.")]:
+            del ss[key]
+        ss[SHOWN] = page
+
+
+def page_state(page: str) -> dict:
+    """The inputs of an estimate page ("inference" or "finetune")."""
+    return st.session_state[PAGES][page]
+
+
+def view() -> dict:
+    """Settings shared by every page: unit and target GPU."""
+    return st.session_state[VIEW]
+
+
+def compare_items() -> list[share.Item]:
+    return st.session_state[COMPARE]
+
+
+def add_to_compare(page: str) -> None:
+    """Append a copy of the page's current inputs (its selected row included) to the comparison."""
+    items = compare_items()
+    items.append(share.Item(page, dict(page_state(page)), uid=max((i.uid for i in items), default=0) + 1))
+
+
+def take_warnings() -> list[str]:
+    """The link's warnings, once: they belong to the run that opened the link."""
+    return st.session_state.pop(WARNINGS, [])
+
+
+def bind(page: str, key: str, to_widget: Callable[[object], object] = lambda value: value) -> str:
+    """The widget key for input `key` on `page`, seeded from the saved state: the page's inputs, or the view
+    settings for "unit" and "gpu". Each page has its own widget keys, even for the shared view settings:
+    Streamlit does not carry a widget's value over to a widget with the same key on another page."""
+    widget_key = f"{page}.{key}"
+    if widget_key not in st.session_state:
+        saved = view() if key in VIEW_KEYS else page_state(page)
+        st.session_state[widget_key] = to_widget(saved[key])
+    return widget_key
+
+
+def sync_url(page: str) -> dict[str, str]:
+    """Write the page's link into the address bar (only when it changed); the link's parameters."""
+    inputs = page_state(page) if page in share.ESTIMATE_PAGES else None
+    params = share.encode(page, inputs, view(), compare_items())
+    if st.query_params.to_dict() != params:
+        st.query_params.from_dict(params)
+    return params
+
+
+def share_url(page: str, params: dict[str, str]) -> str:
+    """The full link: the app's root address (when the browser told us) and the query string. The root,
+    not the page's path, because `p` names the page and the root always starts at app.py."""
+    base = st.context.url or ""
+    path = URL_PATHS[page]
+    if path and base.endswith("/" + path):
+        base = base[: -len(path)]
+    return f"{base}?{urlencode(params, safe='/,')}"  # model ids and LoRA targets stay readable

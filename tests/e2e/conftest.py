@@ -1,0 +1,109 @@
+"""Browser tests: a real Streamlit server and Debian's Chromium driven by Playwright.
+
+The session starts `streamlit run app.py` on a free loopback port, waits for `/_stcore/health`, and stops
+the server at the end whatever happens. Without Chromium the tests skip with the command that installs it;
+under CI (CI=true) a missing browser is a failure, because CI installs it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+INSTALL_HINT = "install Chromium to run the browser tests: apt-get update && apt-get install -y chromium"
+
+
+def chromium_path() -> str | None:
+    return next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser")) if p), None)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"streamlit did not become healthy within {timeout:.0f} s")
+
+
+def start_server(port: int) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop_server(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+@pytest.fixture(scope="session")
+def browser_path() -> str:
+    path = chromium_path()
+    if path is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"Chromium is missing in CI; {INSTALL_HINT}")
+        pytest.skip(INSTALL_HINT)
+    return path
+
+
+@pytest.fixture(scope="session")
+def app_url(browser_path) -> str:
+    port = free_port()
+    process = start_server(port)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, process)
+        yield url
+    finally:
+        stop_server(process)
+
+
+@pytest.fixture(scope="session")
+def browser(browser_path):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=browser_path, args=CHROMIUM_FLAGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, request):
+    """A fresh browser context per test; a full-page screenshot is saved after every test, pass or fail."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    page = context.new_page()
+    yield page
+    ARTIFACTS.mkdir(exist_ok=True)
+    try:
+        page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
+    finally:
+        context.close()

@@ -1,0 +1,120 @@
+"""The app in a real browser: what a person types, clicks and reads (issue 4's seven scenarios)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from playwright.sync_api import expect
+
+from estimator.cli import main as cli_main
+from tests.e2e.browser import (choose, open_app, radio, set_number, share_link, table, totals, wait_for_change,
+                               wait_for_totals)
+
+REFERENCE_INFERENCE = {"Inference (16-bit)": "18.8", "Inference (8-bit)": "11.8", "Inference (4-bit)": "8.3"}
+REFERENCE_FINETUNE = {"Full-parameter": "87.4", "LoRA": "18.1", "QLoRA (8-bit)": "11.1", "QLoRA (4-bit)": "7.6"}
+
+
+def test_inference_form_shows_the_reference_table(page, app_url):
+    open_app(page, app_url)
+    set_number(page, "Total parameters (B)", 13)
+    wait_for_totals(page, {"Inference (16-bit)": "33.2"})
+    set_number(page, "Total parameters (B)", 7)
+    set_number(page, "Inference concurrency", 1)
+    set_number(page, "Sequence length", 2048)
+    assert wait_for_totals(page, REFERENCE_INFERENCE) == REFERENCE_INFERENCE
+
+
+def test_finetune_form_shows_the_reference_table(page, app_url):
+    open_app(page, f"{app_url}/?v=1&p=finetune")
+    set_number(page, "Batch size", 2)
+    wait_for_change(page, REFERENCE_FINETUNE)
+    set_number(page, "Total parameters (B)", 7)
+    choose(page, "Optimizer", "Adam / AdamW")
+    set_number(page, "Batch size", 1)
+    set_number(page, "Sequence length", 2048)
+    assert wait_for_totals(page, REFERENCE_FINETUNE) == REFERENCE_FINETUNE
+
+
+def _cli_totals(capsys, *argv) -> list[str]:
+    capsys.readouterr()
+    assert cli_main(["inference", *argv, "--json"]) == 0
+    return [f"{row['total_bytes'] / 1e9:.1f}" for row in json.loads(capsys.readouterr().out)["rows"]]
+
+
+def test_catalog_model_numbers_follow_context_and_kv_dtype_and_equal_the_cli(page, app_url, capsys):
+    open_app(page, app_url)
+    radio(page, "Catalog model")
+    choose(page, "Catalog model", "meta-llama/Llama-3.1-8B")
+    first = wait_for_totals(page, dict(zip(REFERENCE_INFERENCE, _cli_totals(capsys, "--model", "meta-llama/Llama-3.1-8B"))))
+    set_number(page, "Sequence length", 32768)
+    second = wait_for_change(page, first)
+    page.get_by_text("Advanced", exact=True).click()
+    choose(page, "KV-cache dtype", "FP8")
+    third = wait_for_change(page, second)
+    expected = _cli_totals(capsys, "--model", "meta-llama/Llama-3.1-8B", "--seq-len", "32768", "--kv-dtype", "fp8")
+    assert list(third.values()) == expected
+    assert first != second != third
+
+
+def test_a_share_link_reproduces_inputs_and_numbers_in_a_new_browser(page, app_url, browser):
+    open_app(page, app_url)
+    radio(page, "Catalog model")
+    choose(page, "Catalog model", "Qwen/Qwen3-8B")
+    before = wait_for_change(page, REFERENCE_INFERENCE)
+    set_number(page, "Inference concurrency", 16)
+    set_number(page, "Sequence length", 8192)
+    shown = wait_for_change(page, before)
+    link = share_link(page)
+    assert "conc=16" in link and "seq=8192" in link
+    fresh = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        other = fresh.new_page()
+        open_app(other, link)
+        assert wait_for_totals(other, shown) == shown
+        expect(other.get_by_role("spinbutton", name="Inference concurrency")).to_have_value("16")
+        expect(other.get_by_role("spinbutton", name="Sequence length")).to_have_value("8192")
+    finally:
+        fresh.close()
+
+
+def test_two_scenarios_in_compare_download_as_csv(page, app_url):
+    open_app(page, app_url)
+    page.get_by_role("button", name="Add to comparison").click()
+    set_number(page, "Sequence length", 8192)
+    wait_for_change(page, REFERENCE_INFERENCE)
+    page.get_by_role("button", name="Add to comparison").click()
+    page.get_by_role("link", name="Compare").click()
+    page.wait_for_selector("[data-testid='stDataFrame'] td", state="attached", timeout=30_000)
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download CSV").click()
+    rows = list(csv.reader(io.StringIO(download.value.path().read_text())))
+    header, *body = rows
+    assert len(header) == 3  # the component column + two scenarios
+    by_name = {row[0]: row[1:] for row in body}
+    total_row = next(values for name, values in by_name.items() if name.startswith("Total per GPU"))
+    assert [round(float(v), 1) for v in total_row] == [18.8, round(14 + 5.6 + 5.6 + 2, 1)]
+
+
+def test_a_broken_config_shows_a_readable_error_and_the_page_still_works(page, app_url):
+    open_app(page, app_url)
+    radio(page, "config.json")
+    box = page.get_by_label("...or paste it here")
+    box.fill('{"model_type": "llama", "hidden_size": 4096}')
+    box.press("Control+Enter")
+    expect(page.get_by_text("config.json is missing num_attention_heads").first).to_be_visible(timeout=20_000)
+    assert page.locator("[data-testid='stException']").count() == 0
+    radio(page, "Parameter count")
+    assert wait_for_totals(page, REFERENCE_INFERENCE) == REFERENCE_INFERENCE
+
+
+def test_the_stacked_bar_chart_has_one_bar_per_row_and_component(page, app_url):
+    open_app(page, app_url)
+    chart = page.locator("[data-testid='stPlotlyChart']").first
+    expect(chart.locator("svg.main-svg").first).to_be_visible(timeout=20_000)
+    header = table(page)[0]
+    components = len(header) - 2  # scenario and total columns
+    assert chart.locator(".barlayer .trace").count() == components
+    assert chart.locator(".barlayer .trace .point").count() == 3 * components
+    assert totals(page) == REFERENCE_INFERENCE

@@ -1,0 +1,161 @@
+"""Fake-tensor traces of real Hugging Face model code against the detailed estimate (issue 5).
+
+Runs the fast subset of the validation matrix (small dimensions, about a second per case) once per session
+and asserts the tolerances of the issue: weights, gradients, optimizer states and KV cache within 0.5% of the
+measured bytes; activations and the training peak within 10%; the inference peak within 10%. Cases where the
+traces show the estimator is still off are marked xfail with the measured reason (non-strict: they pass once
+the estimator is calibrated). Skipped when torch, transformers or peft are not installed
+(pip install -r requirements-validation.txt).
+"""
+
+import time
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("peft")
+
+from validation import compare, matrix, trace  # noqa: E402
+from validation.tracker import ACTIVATIONS, MemoryTracker  # noqa: E402
+
+import torch  # noqa: E402
+from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
+
+TOLERANCE_PCT = {"weights": 0.5, "gradients": 0.5, "optimizer_states": 0.5, "kv_cache": 0.5,
+                 ("training", "activations"): 10, ("training", "peak"): 10, ("inference", "peak"): 10}
+
+# What the traces show the estimator still gets wrong (validation/FINDINGS.md has the numbers and fixes).
+KNOWN_GAPS = {
+    ("llama-full-sdpa-gc", "activations"): "GC: the recomputed layer is counted at backward start (finding 1)",
+    ("mixtral-full-sdpa-gc", "activations"): "GC: the recomputed layer is counted at backward start (finding 1)",
+    ("llama-lora-qv-gc", "activations"): "GC: the recomputed layer is counted at backward start (finding 1)",
+    ("mistral-full-sdpa", "activations"): "sliding window < seq: sdpa gets a mask, k/v repeated + mask (finding 4)",
+    ("gemma2-full-eager", "activations"): "Gemma2 soft-capping tanh and fp32 norm products (finding 7)",
+    ("gemma2-full-eager", "peak"): "Gemma2 soft-capping and final-logit tanh (finding 7)",
+    ("gpt_oss-full-eager", "activations"): "gpt-oss eager softmax is bf16 with sinks, no fp32 copy (finding 8)",
+    ("qwen3_moe-full-sdpa", "activations"): "grouped_mm experts save the down output too; q/k norms (findings 9, 9b)",
+    ("qwen3_moe-lora-all-sdpa", "weights"): "peft 0.21 all-linear adapts routed experts and router (finding 10)",
+    ("qwen3_moe-lora-all-sdpa", "gradients"): "peft 0.21 all-linear adapts routed experts and router (finding 10)",
+    ("qwen3_moe-lora-all-sdpa", "optimizer_states"): "peft 0.21 all-linear adapts routed experts (finding 10)",
+    ("qwen3_moe-lora-all-sdpa", "activations"): "peft adapts experts; grouped_mm extras (findings 9, 10)",
+    ("qwen3_moe-lora-all-sdpa", "peak"): "peft 0.21 all-linear adapts routed experts and router (finding 10)",
+    ("deepseek_v3-full-eager", "activations"): "MLA latent projections and norms, fp32 router input (finding 11)",
+    ("gemma2-infer", "peak"): "eager inference: fp32 softmax input copy + mask + soft-capping (findings 5, 7)",
+    ("llama-infer-eager", "peak"): "eager inference: fp32 softmax input copy + mask + repeated k/v (finding 5)",
+}
+
+FAST_CASES = [c for c in matrix.cases(fast=True)]
+COMPONENTS = {"inference": ("weights", "kv_cache", "peak"),
+              "training": ("weights", "gradients", "optimizer_states", "activations", "peak")}
+ASSERTED = [(c.name, comp) for c in FAST_CASES if not c.variant for comp in COMPONENTS[c.kind]]
+
+
+@pytest.fixture(scope="session")
+def fast_results():
+    """{case name: (case, rows by component, measurement)} for the fast subset, traced once (timed)."""
+    t0 = time.perf_counter()
+    out = {}
+    for case in FAST_CASES:
+        rows, measured = matrix.run_case(case)
+        out[case.name] = (case, {r["component"]: r for r in rows}, measured)
+    out["_wall_s"] = time.perf_counter() - t0
+    return out
+
+
+def _tolerance(kind: str, component: str) -> float:
+    return TOLERANCE_PCT.get(component, TOLERANCE_PCT.get((kind, component)))
+
+
+@pytest.mark.parametrize("case_name, component", [
+    pytest.param(n, c, id=f"{n}:{c}",
+                 marks=[pytest.mark.xfail(reason=KNOWN_GAPS[(n, c)], strict=False)] if (n, c) in KNOWN_GAPS else [])
+    for n, c in ASSERTED])
+def test_estimate_matches_trace(fast_results, case_name, component):
+    case, rows, _ = fast_results[case_name]
+    row = rows[component]
+    limit = _tolerance(case.kind, component)
+    assert abs(row["error_pct"]) <= limit, (
+        f"{case.scenario}: {component} estimate {row['estimate_bytes']:,} B vs measured {row['measured_bytes']:,} B "
+        f"({row['error_pct']:+.2f}%, limit {limit}%)")
+
+
+def test_fast_subset_runs_in_time(fast_results):
+    assert fast_results["_wall_s"] < 150, f"fast subset took {fast_results['_wall_s']:.0f} s"
+
+
+# --- the tracer itself ----------------------------------------------------------------------------------
+
+def test_tracker_counts_storages_once_and_frees_them():
+    tr = MemoryTracker()
+    with FakeTensorMode(), tr:
+        with tr.phase("p"):
+            a = torch.empty(1000, dtype=torch.bfloat16)
+            view = a[10:20]  # a view costs nothing and keeps the whole storage
+            assert tr.current == 2000 and view.untyped_storage().nbytes() == 2000
+            b = a * 2
+            assert tr.current == 4000 and tr.live_bytes(ACTIVATIONS) == 4000
+            tr.retag(b, "gradients")
+            assert tr.live_bytes("gradients") == 2000 and tr.live_bytes(ACTIVATIONS) == 2000
+            del a, view
+            assert tr.current == 2000
+        del b
+    assert tr.current == 0 and tr.peaks["p"].total == 4000
+
+
+def test_training_trace_identities():
+    cfg = dict(matrix.SMALL_CONFIGS["llama"], num_hidden_layers=2, vocab_size=8000)
+    m = trace.trace_training(cfg, batch=1, seq=128)
+    params = m["trainable_params"]
+    assert m["weights"] == 2 * params and m["gradients"] == 2 * params
+    n_tensors = 2 * 9 + 3  # per layer: 4 attention + 3 MLP + 2 norms; embedding, final norm, lm_head
+    assert m["optimizer_states"] == 2 * 2 * params + 4 * n_tensors  # bf16 exp_avg, exp_avg_sq + fp32 step
+    assert m["optimizer_step_temporaries"] == 0  # fused AdamW
+    # fp32 log-softmax + int64 shifted labels + a few fp32 scalars (nll output and weight, the loss)
+    assert 0 <= m["logits_saved"] - (4 * 128 * 8000 + 8 * 128) <= 64
+    assert m["peak"] == max(m["phases"].values())
+
+
+def test_optimizer_implementations_temporaries():
+    cfg = dict(matrix.SMALL_CONFIGS["llama"], num_hidden_layers=2, vocab_size=8000)
+    foreach = trace.trace_training(cfg, batch=1, seq=64, optimizer_impl="foreach")
+    single = trace.trace_training(cfg, batch=1, seq=64, optimizer_impl="single-tensor")
+    assert foreach["optimizer_step_temporaries"] == foreach["weights"]  # one param-sized buffer per tensor
+    extra = single["optimizer_step_temporaries"] - 2 * 2 * 8000 * 512  # 2 x the largest tensor (embedding)
+    assert 0 <= extra <= 4096  # + a few scalar temporaries
+
+
+def test_kv_cache_is_exact_and_sliding_layers_hold_the_window():
+    llama = dict(matrix.SMALL_CONFIGS["llama"], num_hidden_layers=2)
+    m = trace.trace_inference(llama, batch=2, prefill_len=100, decode_steps=4)
+    assert m["kv_cache_after_prefill"] == 2 * 2 * 2 * 64 * 100 * 2 * 2
+    assert m["kv_cache"] == 2 * 2 * 2 * 64 * 104 * 2 * 2
+    mistral = dict(matrix.SMALL_CONFIGS["mistral"], num_hidden_layers=2, sliding_window=64)
+    w = trace.trace_inference(mistral, batch=1, prefill_len=100, decode_steps=2)
+    assert w["kv_cache_after_prefill"] == 2 * 2 * 2 * 64 * 100 * 2  # a view of the whole prompt's k/v
+    assert w["kv_cache"] == 2 * 2 * 2 * 64 * 64 * 2  # after a decode step: window-sized storage
+
+
+def test_scaled_trace_extrapolates_exactly():
+    cfg = dict(matrix.SMALL_CONFIGS["llama"], num_hidden_layers=4, vocab_size=8000)
+    direct = trace.trace_training(cfg, batch=1, seq=128)
+    scaled = trace.trace_scaled(trace.trace_training, cfg, (2, 3), batch=1, seq=128)
+    for key in ("weights", "gradients", "optimizer_states", "activations", "peak"):
+        assert scaled[key] == direct[key], key
+    assert scaled["phases"] == direct["phases"]
+
+
+def test_lora_adapter_dtypes():
+    cfg = dict(matrix.SMALL_CONFIGS["llama"], num_hidden_layers=2, vocab_size=8000)
+    fp32 = trace.trace_training(cfg, batch=1, seq=64, technique="lora")
+    bf16 = trace.trace_training(cfg, batch=1, seq=64, technique="lora", lora_dtype="base")
+    r, h, kv = 16, 512, 128
+    adapters = 2 * ((r * h + h * r) + (r * h + kv * r))  # q and v adapters (A: r x in, B: out x r) in 2 layers
+    assert fp32["trainable_params"] == bf16["trainable_params"] == adapters
+    assert fp32["gradients"] == 4 * adapters and bf16["gradients"] == 2 * adapters
+
+
+def test_estimates_use_the_same_config():
+    e = compare.estimate_training(matrix.SMALL_CONFIGS["llama"], batch=2, seq=512)
+    m = trace.trace_training(matrix.SMALL_CONFIGS["llama"], batch=2, seq=512)
+    assert e["weights"] == m["weights"] and e["optimizer_states"] <= m["optimizer_states"] < e["optimizer_states"] + 200

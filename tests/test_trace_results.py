@@ -1,0 +1,62 @@
+"""The committed validation results and the harness's torch-free helpers (no torch needed)."""
+
+import math
+
+import pytest
+
+import validation
+from validation import compare, matrix
+
+REQUIRED_FAMILIES = {"llama", "qwen2", "mistral", "gemma2", "phi3", "mixtral", "qwen3_moe", "deepseek_v3", "gpt_oss"}
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return validation.load_results()
+
+
+def test_results_file_has_the_columns_and_typed_values(rows):
+    assert rows, "validation/results.csv is empty: run python -m validation"
+    for r in rows:
+        assert set(r) == set(matrix.COLUMNS)
+        assert isinstance(r["estimate_bytes"], int) and isinstance(r["measured_bytes"], int)
+        assert r["measured_bytes"] >= 0 and r["estimate_bytes"] >= 0
+        expected = compare.error_pct(r["estimate_bytes"], r["measured_bytes"])
+        assert math.isinf(expected) or r["error_pct"] == pytest.approx(expected, abs=1e-3)
+
+
+def test_results_cover_every_family_and_scenario_kind(rows):
+    assert {r["family"] for r in rows} >= REQUIRED_FAMILIES
+    scenarios = " | ".join(r["scenario"] for r in rows)
+    for needle in ("inference", "training full", "LoRA r=16 on q,v", "LoRA r=16 on all-linear", "grad ckpt",
+                   "sdpa", "eager", "extrapolated"):
+        assert needle in scenarios
+
+
+def test_results_match_the_matrix_definition(rows):
+    """Every case of the full matrix is in the committed file (re-run python -m validation after editing it)."""
+    assert {r["case"] for r in rows} == {c.name for c in matrix.cases()}
+
+
+def test_summary_reports_median_and_worst_per_component(rows):
+    s = validation.summary(rows)
+    assert {"weights", "gradients", "optimizer_states", "kv_cache", "activations (training)", "peak (training)",
+            "peak (inference)"} <= set(s)
+    for stats in s.values():
+        assert stats["median_abs_error_pct"] <= abs(stats["worst_error_pct"]) + 1e-9
+    table = validation.summary_markdown(rows)
+    assert table.startswith("| component |") and "weights" in table
+
+
+def test_install_hint_names_the_requirements_file():
+    hint = validation.install_hint(["torch"])
+    assert "torch" in hint and "requirements-validation.txt" in hint
+    assert isinstance(validation.missing_dependencies(), list)
+
+
+def test_estimates_need_no_torch():
+    e = compare.estimate_training(matrix.SMALL_CONFIGS["llama"], batch=2, seq=512)
+    assert e["weights"] == 2 * 43_848_192 and e["gradients"] == e["weights"]
+    assert e["peak"] == max(e["phase: backward"], e["phase: optimizer step"])
+    i = compare.estimate_inference(matrix.SMALL_CONFIGS["llama"], batch=2, prefill_len=512, decode_steps=16)
+    assert i["kv_cache"] == 2 * 4 * 2 * 64 * 528 * 2 * 2

@@ -1,0 +1,250 @@
+"""The validation matrix: architectures x scenarios, traced and compared with the detailed estimate.
+
+Small cases use each family's real structure at small dimensions (hidden 512, 4 layers, vocabulary 32k):
+about a second each, the `fast` ones run in CI. Real-width cases take a catalog model's own config, trace
+two reduced layer counts and extrapolate to its depth (`trace.trace_scaled`).
+
+Variants the estimator has no input for (AdamW foreach / single-tensor, bf16 LoRA adapters) are traced
+too and compared with the estimator's assumption (fused AdamW, fp32 adapters): their rows show the gap.
+"""
+
+from __future__ import annotations
+
+import csv
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import compare
+
+RESULTS_CSV = Path(__file__).with_name("results.csv")
+COLUMNS = ("case", "family", "scenario", "component", "estimate_bytes", "measured_bytes", "error_pct")
+
+_SMALL = dict(hidden_size=512, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2, vocab_size=32000,
+              max_position_embeddings=4096, tie_word_embeddings=False)
+
+# Each family's structure at small dimensions (field names and values as in the published config.json files).
+SMALL_CONFIGS = {
+    "llama": dict(_SMALL, model_type="llama", intermediate_size=1376),  # GQA 8:2
+    "qwen2": dict(_SMALL, model_type="qwen2", intermediate_size=1376),  # q/k/v biases
+    "mistral": dict(_SMALL, model_type="mistral", intermediate_size=1376, sliding_window=256),  # window < seq
+    "gemma2": dict(_SMALL, model_type="gemma2", intermediate_size=1376, head_dim=64, num_key_value_heads=4,
+                   sliding_window=256, query_pre_attn_scalar=64, attn_logit_softcapping=50.0,
+                   final_logit_softcapping=30.0, hidden_activation="gelu_pytorch_tanh",
+                   tie_word_embeddings=True),  # 4 norms, tied, alternating window, soft-capping
+    "phi3": dict(_SMALL, model_type="phi3", intermediate_size=1376, vocab_size=32064),  # fused qkv / gate_up
+    "mixtral": dict(_SMALL, model_type="mixtral", intermediate_size=768, num_local_experts=8, num_experts_per_tok=2),
+    "qwen3_moe": dict(_SMALL, model_type="qwen3_moe", head_dim=64, intermediate_size=1376, moe_intermediate_size=256,
+                      num_experts=16, num_experts_per_tok=4, decoder_sparse_step=1, norm_topk_prob=True,
+                      mlp_only_layers=[]),
+    "deepseek_v3": dict(_SMALL, model_type="deepseek_v3", num_key_value_heads=8, intermediate_size=1024,
+                        moe_intermediate_size=256, n_routed_experts=16, num_experts_per_tok=4, n_shared_experts=1,
+                        n_group=4, topk_group=2, first_k_dense_replace=1, q_lora_rank=192, kv_lora_rank=128,
+                        qk_nope_head_dim=64, qk_rope_head_dim=32, v_head_dim=64, rope_scaling=None),  # MLA + MoE
+    "gpt_oss": dict(_SMALL, model_type="gpt_oss", head_dim=64, intermediate_size=512, num_local_experts=8,
+                    num_experts_per_tok=2, experts_per_token=2, sliding_window=128, rope_scaling=None,
+                    layer_types=["sliding_attention", "full_attention"] * 2),  # sinks, biases, alternating window
+}
+EAGER_ONLY = {"gemma2", "gpt_oss"}  # transformers 5 refuses sdpa for these (soft-capping / sinks)
+# CPU sdpa runs its math kernel when the value head dim differs from the query/key head dim (MLA: 96 vs 64
+# here, 192 vs 128 in DeepSeek-V3): fp32 q, k and s x s softmax that CUDA's memory-efficient kernel never
+# materialises. Eager is the device-neutral reference for these; their sdpa cases are flagged as variants.
+CPU_MATH_SDPA = {"deepseek_v3"}
+CPU_MATH_NOTE = "CPU sdpa falls back to its math kernel for MLA (v head dim != q/k head dim): fp32 s^2 softmax"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    family: str
+    kind: str  # "inference" or "training"
+    params: dict = field(default_factory=dict)  # keyword arguments of trace_inference / trace_training
+    model: str = ""  # catalog id for a real-width case ("" = the family's small config)
+    layers: tuple[int, int] | None = None  # real width: the two layer counts traced
+    fast: bool = False  # part of the CI subset
+    variant: str = ""  # a setting the estimator has no input for (its rows show the gap)
+
+    @property
+    def config(self) -> dict:
+        if not self.model:
+            return dict(SMALL_CONFIGS[self.family])
+        from estimator.catalog import _read
+
+        return next(dict(m["config"]) for m in _read("models.json")["models"] if m["id"] == self.model)
+
+    @property
+    def scenario(self) -> str:
+        p = self.params
+        if self.kind == "inference":
+            text = (f"inference b={p.get('batch', 1)} C={p.get('concurrency', 1)} prefill {p.get('prefill_len', 512)}"
+                    f" + {p.get('decode_steps', 16)} decode, {p.get('attn_impl', 'sdpa')}")
+        else:
+            technique = p.get("technique", "full")
+            if technique == "lora":
+                technique = f"LoRA r={p.get('lora_rank', 16)} on {p.get('lora_targets', 'q,v')}"
+            text = (f"training {technique} b={p.get('batch', 1)} s={p.get('seq', 512)}, {p.get('attn_impl', 'sdpa')}"
+                    + (", grad ckpt" if p.get("gradient_checkpointing") else "")
+                    + f", AdamW {p.get('optimizer_impl', 'fused')}")
+            if p.get("lora_dtype") == "base":
+                text += ", bf16 adapters"
+        if self.layers:
+            text += f" (traced {self.layers[0]} and {self.layers[1]} layers, extrapolated)"
+        return text + (f" [variant: {self.variant}]" if self.variant else "")
+
+
+def _small_cases() -> list[Case]:
+    cases: list[Case] = []
+    train = dict(batch=2, seq=512)
+    for fam in SMALL_CONFIGS:
+        attn = "eager" if fam in EAGER_ONLY else "sdpa"
+        math = CPU_MATH_NOTE if fam in CPU_MATH_SDPA else ""
+        cases.append(Case(f"{fam}-infer", fam, "inference",
+                          dict(batch=2, prefill_len=512, decode_steps=16, attn_impl=attn), fast=not math,
+                          variant=math))
+        cases.append(Case(f"{fam}-full-{attn}", fam, "training", dict(train, attn_impl=attn), fast=not math,
+                          variant=math))
+        cases.append(Case(f"{fam}-full-{attn}-gc", fam, "training", dict(train, attn_impl=attn,
+                                                                          gradient_checkpointing=True),
+                          fast=fam in ("llama", "mixtral")))
+        cases.append(Case(f"{fam}-lora-qv-{attn}", fam, "training", dict(train, attn_impl=attn, technique="lora"),
+                          fast=fam in ("llama", "qwen2", "mistral"), variant=math))
+        cases.append(Case(f"{fam}-lora-all-{attn}", fam, "training",
+                          dict(train, attn_impl=attn, technique="lora", lora_targets="all-linear"),
+                          fast=fam in ("llama", "qwen3_moe"), variant=math))
+        if attn == "sdpa":
+            cases.append(Case(f"{fam}-full-eager", fam, "training", dict(train, attn_impl="eager"),
+                              fast=fam in ("llama", "qwen2", "deepseek_v3")))
+            cases.append(Case(f"{fam}-infer-eager", fam, "inference",
+                              dict(batch=2, prefill_len=512, decode_steps=16, attn_impl="eager"),
+                              fast=fam in ("llama", "deepseek_v3")))
+    cases += [
+        Case("llama-infer-c4", "llama", "inference", dict(batch=1, concurrency=4, prefill_len=256, decode_steps=16),
+             fast=True),
+        Case("llama-lora-qv-gc", "llama", "training", dict(train, technique="lora", gradient_checkpointing=True),
+             fast=True),
+        Case("llama-full-foreach", "llama", "training", dict(train, optimizer_impl="foreach"), fast=True,
+             variant="foreach AdamW (CUDA default); the estimator assumes fused"),
+        Case("llama-full-single", "llama", "training", dict(train, optimizer_impl="single-tensor"),
+             variant="single-tensor AdamW (CPU default); the estimator assumes fused"),
+        Case("llama-lora-all-bf16", "llama", "training",
+             dict(train, technique="lora", lora_targets="all-linear", lora_dtype="base"), fast=True,
+             variant="bf16 adapters (autocast_adapter_dtype=False); the estimator assumes fp32 adapters"),
+        Case("llama-lora-qv-bf16", "llama", "training", dict(train, technique="lora", lora_dtype="base"),
+             variant="bf16 adapters (autocast_adapter_dtype=False); the estimator assumes fp32 adapters"),
+    ]
+    return cases
+
+
+def _real_cases() -> list[Case]:
+    """Catalog models at real width: 2-3 layers traced, extrapolated to the full depth."""
+    t1 = dict(batch=1, seq=2048)
+    return [
+        Case("llama3-8b-infer", "llama", "inference", dict(batch=1, prefill_len=4096, decode_steps=8),
+             model="meta-llama/Meta-Llama-3-8B", layers=(2, 3)),
+        Case("llama3-8b-full", "llama", "training", t1, model="meta-llama/Meta-Llama-3-8B", layers=(2, 3)),
+        Case("llama3-8b-full-gc", "llama", "training", dict(t1, gradient_checkpointing=True),
+             model="meta-llama/Meta-Llama-3-8B", layers=(2, 3)),
+        Case("llama3-8b-lora-qv", "llama", "training", dict(t1, technique="lora"),
+             model="meta-llama/Meta-Llama-3-8B", layers=(2, 3)),
+        Case("llama3-8b-lora-all", "llama", "training", dict(t1, technique="lora", lora_targets="all-linear"),
+             model="meta-llama/Meta-Llama-3-8B", layers=(2, 3)),
+        Case("llama3-8b-full-eager", "llama", "training", dict(t1, attn_impl="eager"),
+             model="meta-llama/Meta-Llama-3-8B", layers=(2, 3)),
+        Case("llama3-8b-full-foreach", "llama", "training", dict(t1, optimizer_impl="foreach"),
+             model="meta-llama/Meta-Llama-3-8B", layers=(2, 3),
+             variant="foreach AdamW (CUDA default); the estimator assumes fused"),
+        Case("qwen2.5-7b-full", "qwen2", "training", t1, model="Qwen/Qwen2.5-7B", layers=(2, 3)),
+        Case("qwen2.5-7b-infer-c8", "qwen2", "inference", dict(batch=1, concurrency=8, prefill_len=2048,
+                                                               decode_steps=8),
+             model="Qwen/Qwen2.5-7B", layers=(2, 3)),
+        Case("mistral-7b-infer", "mistral", "inference", dict(batch=1, prefill_len=8192, decode_steps=8),
+             model="mistralai/Mistral-7B-v0.1", layers=(2, 3)),
+        Case("mistral-7b-full", "mistral", "training", t1, model="mistralai/Mistral-7B-v0.1", layers=(2, 3)),
+        Case("gemma2-9b-full", "gemma2", "training", dict(t1, attn_impl="eager"), model="google/gemma-2-9b",
+             layers=(2, 4)),
+        Case("gemma2-9b-infer", "gemma2", "inference", dict(batch=1, prefill_len=4096, decode_steps=8,
+                                                            attn_impl="eager"),
+             model="google/gemma-2-9b", layers=(2, 4)),
+        Case("phi3-mini-full", "phi3", "training", t1, model="microsoft/Phi-3-mini-4k-instruct", layers=(2, 3)),
+        Case("mixtral-8x7b-full", "mixtral", "training", t1, model="mistralai/Mixtral-8x7B-v0.1", layers=(2, 3)),
+        Case("qwen3-30b-a3b-full", "qwen3_moe", "training", t1, model="Qwen/Qwen3-30B-A3B", layers=(2, 3)),
+        Case("qwen3-30b-a3b-lora-all", "qwen3_moe", "training", dict(t1, technique="lora", lora_targets="all-linear"),
+             model="Qwen/Qwen3-30B-A3B", layers=(2, 3)),
+        Case("qwen3-30b-a3b-infer", "qwen3_moe", "inference", dict(batch=1, prefill_len=4096, decode_steps=8),
+             model="Qwen/Qwen3-30B-A3B", layers=(2, 3)),
+        Case("deepseek-v3-infer", "deepseek_v3", "inference", dict(batch=1, prefill_len=2048, decode_steps=8,
+                                                                   attn_impl="eager"),
+             model="deepseek-ai/DeepSeek-V3", layers=(4, 5)),
+        Case("deepseek-v3-infer-sdpa", "deepseek_v3", "inference", dict(batch=1, prefill_len=2048, decode_steps=8),
+             model="deepseek-ai/DeepSeek-V3", layers=(4, 5), variant=CPU_MATH_NOTE),
+        Case("deepseek-v3-full", "deepseek_v3", "training", dict(batch=1, seq=1024, attn_impl="eager"),
+             model="deepseek-ai/DeepSeek-V3", layers=(4, 5)),
+        Case("gpt-oss-20b-full", "gpt_oss", "training", dict(t1, attn_impl="eager"), model="openai/gpt-oss-20b",
+             layers=(2, 4)),
+        Case("gpt-oss-20b-infer", "gpt_oss", "inference", dict(batch=1, prefill_len=4096, decode_steps=8,
+                                                               attn_impl="eager"),
+             model="openai/gpt-oss-20b", layers=(2, 4)),
+    ]
+
+
+def cases(fast: bool = False) -> list[Case]:
+    """The whole matrix, or its CI subset."""
+    small = _small_cases()
+    return [c for c in small if c.fast] if fast else small + _real_cases()
+
+
+def measure(case: Case) -> dict:
+    """Trace one case (needs torch, transformers, peft)."""
+    from . import trace
+
+    fn = trace.trace_inference if case.kind == "inference" else trace.trace_training
+    if case.layers:
+        return trace.trace_scaled(fn, case.config, case.layers, **case.params)
+    return fn(case.config, **case.params)
+
+
+def estimate(case: Case) -> dict:
+    """The estimator's detailed estimate for one case (the estimator's own inputs: no variant)."""
+    keys = {"inference": ("batch", "concurrency", "prefill_len", "decode_steps", "attn_impl"),
+            "training": ("batch", "seq", "technique", "lora_rank", "lora_targets", "gradient_checkpointing",
+                         "attn_impl")}[case.kind]
+    params = {k: v for k, v in case.params.items() if k in keys}
+    fn = compare.estimate_inference if case.kind == "inference" else compare.estimate_training
+    return fn(case.config, **params)
+
+
+def run_case(case: Case) -> tuple[list[dict], dict]:
+    """(rows, measurement) of one case."""
+    measured = measure(case)
+    return compare.rows(case.name, case.family, case.scenario, case.kind, estimate(case), measured), measured
+
+
+def run_matrix(fast: bool = False, write: bool | str | Path | None = None,
+               only: Iterable[str] = (), log=None) -> list[dict]:
+    """Trace every case of the matrix (or its fast CI subset) and return the comparison rows.
+
+    write: a path, True (validation/results.csv) or False; by default the full matrix writes results.csv
+    and the fast subset writes nothing. `only`: case names to run. `log(text)` is called per case.
+    """
+    selected = [c for c in cases(fast) if not only or c.name in set(only)]
+    out: list[dict] = []
+    for case in selected:
+        t0 = time.perf_counter()
+        case_rows, _ = run_case(case)
+        out += case_rows
+        if log:
+            log(f"{case.name}: {time.perf_counter() - t0:.1f} s")
+    if write is None:
+        write = not fast and not only
+    if write:
+        write_results(out, RESULTS_CSV if write is True else Path(write))
+    return out
+
+
+def write_results(result_rows: list[dict], path: Path = RESULTS_CSV) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
+        w.writeheader()
+        for r in result_rows:
+            w.writerow({k: r[k] for k in COLUMNS})

@@ -54,21 +54,33 @@ def layer_kinds(a: Architecture) -> tuple[tuple[int, int], ...]:
     return tuple((layers[0], len(layers)) for layers in (dense, sorted(moe)) if layers)
 
 
+def _rope_bytes(a: Architecture, tokens: int, A: int) -> int:
+    """RoPE cos and sin for every position of the step (none with learned absolute positions)."""
+    return 0 if a.learned_positions else 2 * A * tokens * (a.qk_rope_head_dim if a.is_mla else a.head_dim)
+
+
 def inference_layer_peak(a: Architecture, batch: int, query_len: int, context: int, *, act_bytes: int = 2,
                          flash_attention: bool = True, tp: int = 1) -> int:
     """Largest working set of one decoder layer processing `batch` x `query_len` tokens without autograd,
-    attending to `context` tokens (the eager s^2 score matrix), on one of `tp` tensor-parallel ranks."""
+    attending to `context` tokens, on one of `tp` tensor-parallel ranks (validation/FINDINGS.md 5, 9)."""
     A, t, h = act_bytes, batch * query_len, a.hidden_size
-    held = 3 * A * t * h  # embedding output (held by the model's forward), layer input, residual
-    normed = A * t * h
-    attn = normed + A * t * (2 * a.q_width + _kv_width(a) + _attn_out_width(a)) // tp
-    if not flash_attention:
-        attn += (FP32 + A) * max(1, a.num_heads // tp) * t * context  # fp32 scores + 16-bit probabilities
+    base = 3 * A * t * h + _rope_bytes(a, t, A)  # embedding output (held by the model), layer input, normed
+    if flash_attention:
+        attn = base + A * t * (2 * a.q_width + _kv_width(a) + _attn_out_width(a)) // tp
+    else:  # fp32 copy of the scores, fp32 softmax, 16-bit probabilities, additive mask
+        heads = max(1, a.num_heads // tp)
+        repeated_kv = 2 * A * t * a.q_width // tp if a.num_kv_heads < a.num_heads else 0
+        attn = (base + A * t * a.q_width // tp + repeated_kv + A * t * context
+                + (A + 2 * FP32 + (A if a.softcap_attention else 0)) * heads * t * context)
     mlp = 0
     for layer, _ in layer_kinds(a):
-        width, routed_copies = _mlp_widths(a, layer)
-        mlp = max(mlp, normed + A * t * (3 * width // tp + routed_copies * h))  # + tokens gathered per expert
-    return held + max(attn, mlp)
+        if layer in a.moe_layers:  # tokens gathered per expert, fused gate_up output, SiLU, product
+            routed = a.experts_per_token * t
+            work = A * routed * (h + 4 * a.moe_intermediate_size // tp) + 3 * A * t * a.shared_expert_intermediate_size // tp
+        else:
+            work = 3 * A * t * a.intermediate_size // tp
+        mlp = max(mlp, base + A * t * h + work)  # + the residual after attention
+    return max(attn, mlp)
 
 
 def sampling_logits_bytes(a: Architecture, sequences: int) -> int:
@@ -110,44 +122,92 @@ def lora_input_widths(a: Architecture) -> dict[str, int]:
     return {name: groups[group] for name, group in LORA_INPUT_GROUP.items()}
 
 
+def _attention_saved(a: Architecture, batch: int, seq: int, layer: int, A: int, flash_attention: bool) -> int:
+    """What one attention block saves for backward (FINDINGS 3, 4, 7, 8, 9b, 11)."""
+    t, heads = batch * seq, a.num_heads
+    if a.is_mla:  # q and k expanded over heads, v, output; q_a/kv_a norms and the latent copy feeding kv_b
+        qk, v = a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim
+        saved = A * t * heads * (2 * qk + 2 * v) + (4 + A) * t * a.kv_lora_rank + 4 * t + A * t * a.kv_lora_rank
+        if a.q_lora_rank:
+            saved += (4 + 2 * A) * t * a.q_lora_rank + 4 * t
+    elif flash_attention:
+        saved = A * t * (2 * a.q_width + _kv_width(a))
+        if layer in a.sliding_layers and seq > a.sliding_window:
+            # HF sdpa gets an explicit mask: k and v repeated to every head, and the 16-bit mask saved
+            saved += A * t * (2 * a.q_width - _kv_width(a)) + A * batch * seq * seq
+    else:
+        saved = 4 * A * t * a.q_width  # q, repeated k and v, o_proj input
+    if flash_attention:
+        saved += FP32 * heads * t  # logsumexp
+    elif a.attention_sinks:  # gpt-oss: softmax over s + 1 columns in 16-bit, int64 index of the max
+        saved += A * heads * t * (seq + 1) + 8 * heads * t
+    else:  # fp32 softmax and its 16-bit copy (+ the tanh of soft-capping)
+        saved += (FP32 + A + (A if a.softcap_attention else 0)) * heads * t * seq
+    if a.qk_norm_params:  # RMSNorm on q and k: fp32 copy, normalized 16-bit input, rsqrt
+        saved += (FP32 + A) * t * (a.q_width + a.num_kv_heads * a.head_dim) + FP32 * t * (heads + a.num_kv_heads)
+    return saved
+
+
+def _mlp_saved(a: Architecture, batch: int, seq: int, layer: int, A: int, frozen: bool) -> int:
+    """What one MLP or MoE block saves for backward (FINDINGS 9, 11 for MoE with grouped experts)."""
+    t, h = batch * seq, a.hidden_size
+    gated = (3 if frozen else 4) if a.gated_mlp else (1 if frozen else 2)
+    if layer not in a.moe_layers:
+        return A * t * gated * a.intermediate_size
+    routed = t * a.experts_per_token
+    saved = (A * routed * (2 * h + a.expert_saved_tensors * a.moe_intermediate_size)  # inputs, expert tensors,
+             + 24 * routed + FP32 * routed  # down output; int64 sort/permutation indices; routing weights
+             + FP32 * t * a.num_experts + 12 * t * a.experts_per_token + FP32 * t)  # router softmax and top-k
+    saved += A * t * gated * a.shared_expert_intermediate_size
+    if a.router_fp32:
+        saved += FP32 * t * h + FP32 * t * a.num_experts
+    return saved
+
+
 def training_layer_bytes(a: Architecture, batch: int, seq: int, layer: int = 0, *, act_bytes: int = 2,
                          flash_attention: bool = True, frozen_base: bool = False, lora_targets: tuple[str, ...] = (),
                          lora_rank: int = 0, adapter_bytes: int = FP32) -> int:
     """Activations one decoder layer saves for backward (no checkpointing)."""
     A, t, h = act_bytes, batch * seq, a.hidden_size
     norms = a.norms_per_layer * _norm_bytes(t, h, A, frozen_base)
-    if flash_attention:
-        attn = A * t * (2 * a.q_width + _kv_width(a)) + FP32 * a.num_heads * t
-    else:
-        attn = 4 * A * t * a.q_width + (FP32 + A) * a.num_heads * batch * seq * seq
-        if a.num_kv_heads < a.num_heads and not a.is_mla:
-            attn += A * t * _kv_width(a)  # the DynamicCache built because use_cache stays on (GQA only)
-    width, routed_copies = _mlp_widths(a, layer)
-    mlp_tensors = (3 if frozen_base else 4) if a.gated_mlp else (1 if frozen_base else 2)
-    mlp = A * t * (mlp_tensors * width + routed_copies * h)
-    if layer in a.moe_layers:
-        mlp += FP32 * t * a.num_experts  # router probabilities
+    if a.fp32_norm_weight and not frozen_base:
+        norms += 2 * A * t * h  # the fp32 x * w product and the 16-bit casts of the pre-norm outputs
     lora = _lora_inputs_bytes(a, t, A, lora_targets, lora_rank, adapter_bytes) if lora_targets else 0
-    return norms + attn + mlp + lora
+    return (norms + _attention_saved(a, batch, seq, layer, A, flash_attention)
+            + _mlp_saved(a, batch, seq, layer, A, frozen_base) + lora)
 
 
 def training_activation_bytes(a: Architecture, batch: int, seq: int, *, act_bytes: int = 2,
                               flash_attention: bool = True, gradient_checkpointing: bool = False,
                               frozen_base: bool = False, lora_targets: tuple[str, ...] = (), lora_rank: int = 0,
                               adapter_bytes: int = FP32) -> int:
-    """Activations saved by one training micro-batch at the end of the forward pass (loss head excluded)."""
+    """Activations alive when backward starts (loss head excluded). With gradient checkpointing only the
+    layer inputs are; `recompute_bytes` is the one layer rebuilt later in backward."""
     A, t, h = act_bytes, batch * seq, a.hidden_size
-    per_kind = [(training_layer_bytes(a, batch, seq, layer, act_bytes=A, flash_attention=flash_attention,
-                                      frozen_base=frozen_base, lora_targets=lora_targets, lora_rank=lora_rank,
-                                      adapter_bytes=adapter_bytes), count) for layer, count in layer_kinds(a)]
     if gradient_checkpointing:
-        layers = A * t * h * a.num_layers + max(size for size, _ in per_kind)  # inputs kept + one recomputed
+        layers = A * t * h * a.num_layers
     else:
-        layers = sum(size * count for size, count in per_kind)
-    outside = A * t * h + FP32 * t * h + FP32 * t + (0 if frozen_base else A * t * h)  # embedding out, final norm
-    return layers + outside
+        layers = sum(count * training_layer_bytes(a, batch, seq, layer, act_bytes=A, flash_attention=flash_attention,
+                                                  frozen_base=frozen_base, lora_targets=lora_targets,
+                                                  lora_rank=lora_rank, adapter_bytes=adapter_bytes)
+                     for layer, count in layer_kinds(a))
+    final_norm = FP32 * t * h + FP32 * t
+    if not frozen_base:
+        outside = A * t * h + final_norm + A * t * h  # embedding output; final norm's fp32 copy and output
+    elif gradient_checkpointing:
+        outside = A * t * h + final_norm  # enable_input_require_grads keeps the embedding output
+    else:  # the frozen embedding saves nothing, and layer 0's input norm saves nothing (its input needs no
+        outside = 0  # grad), which offsets the final norm's fp32 copy exactly
+    return layers + outside + _rope_bytes(a, t, A)
 
 
-def loss_head_bytes(a: Architecture, batch: int, seq: int) -> int:
-    """fp32 logits buffers at the start of backward (HF ForCausalLMLoss upcasts to fp32): 12 x t x V."""
-    return LOSS_HEAD_BYTES_PER_LOGIT * batch * seq * a.vocab_size
+def recompute_bytes(a: Architecture, batch: int, seq: int, **layer_options) -> int:
+    """Gradient checkpointing: the largest layer's activations, rebuilt during backward."""
+    return max(training_layer_bytes(a, batch, seq, layer, **layer_options) for layer, _ in layer_kinds(a))
+
+
+def loss_head_bytes(a: Architecture, batch: int, seq: int, act_bytes: int = 2) -> int:
+    """fp32 logits buffers at the start of backward (HF ForCausalLMLoss upcasts to fp32): 12 x t x V, plus the
+    saved tanh of final-logit soft-capping (Gemma 2)."""
+    per_logit = LOSS_HEAD_BYTES_PER_LOGIT + (act_bytes if a.softcap_logits else 0)
+    return per_logit * batch * seq * a.vocab_size

@@ -105,6 +105,12 @@ class Architecture:
     sliding_window: int = 0  # W, tokens a windowed layer attends to (0 = none)
     sliding_layers: tuple[int, ...] = ()  # indices of the windowed layers
     max_position_embeddings: int = 0  # the context length the model was trained for (0 = unknown)
+    # Implementation details that change the saved activations (validation/FINDINGS.md)
+    softcap_attention: bool = False  # tanh soft-capping of attention scores (Gemma 2)
+    softcap_logits: bool = False  # tanh soft-capping of the final logits (Gemma 2)
+    fp32_norm_weight: bool = False  # RMSNorm multiplies its weight in fp32 and saves that product (Gemma, gpt-oss)
+    router_fp32: bool = False  # the MoE router runs in fp32 (DeepSeek)
+    expert_saved_tensors: int = 4  # expert-width tensors each routed token saves (7 for gpt-oss' clamped SwiGLU)
     source: str = field(default="", compare=False)  # where the numbers come from
 
     def __post_init__(self) -> None:
@@ -123,8 +129,10 @@ class Architecture:
                      "max_position_embeddings"):
             require_int(name, getattr(self, name), 0, MAX_WIDTH if name != "max_position_embeddings" else 10**9)
         require_int("num_experts", self.num_experts, 0, MAX_EXPERTS)
+        require_int("expert_saved_tensors", self.expert_saved_tensors, 1, 16)
         require_int("experts_per_token", self.experts_per_token, 0, max(self.num_experts, 0))
-        for name in ("gated_mlp", "qkv_bias", "o_bias", "mlp_bias", "norm_bias", "tie_word_embeddings", "lm_head_bias", "attention_sinks", "shared_expert_gate", "router_bias", "expert_bias"):
+        for name in ("gated_mlp", "qkv_bias", "o_bias", "mlp_bias", "norm_bias", "tie_word_embeddings", "lm_head_bias", "softcap_attention", "softcap_logits", "fp32_norm_weight",
+                     "router_fp32", "attention_sinks", "shared_expert_gate", "router_bias", "expert_bias"):
             require_bool(name, getattr(self, name))
         if self.num_heads % self.num_kv_heads:
             raise ValueError(f"num_attention_heads ({self.num_heads}) must be a multiple of "

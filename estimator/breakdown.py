@@ -13,6 +13,7 @@ COMPONENTS = {
     "logits": "Logits: fp32 buffers of the loss head (training) or of sampling (inference)",
     "gradients": "Gradients of the trainable parameters",
     "optimizer_states": "Optimizer states (e.g. Adam's two moments)",
+    "optimizer_step": "Temporaries of the optimizer step (foreach / single-tensor implementations)",
     "overhead": "Runtime overhead: CUDA context, allocator caching and fragmentation, kernel workspaces",
 }
 

@@ -65,6 +65,12 @@ def model(model_id: str) -> CatalogModel:
     return found
 
 
+def raw_config(model_id: str) -> dict:
+    """The published config.json fields of a catalog model, as stored (for tools that need the HF config)."""
+    wanted = model(model_id).id
+    return next(dict(entry["config"]) for entry in _read("models.json")["models"] if entry["id"] == wanted)
+
+
 @functools.lru_cache(maxsize=1)
 def gpus() -> tuple[Gpu, ...]:
     """Every catalog GPU, in file order."""

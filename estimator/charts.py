@@ -31,6 +31,7 @@ COMPONENT_STYLE = {  # name -> (label, colour); colour-blind-safe Tableau 10 hue
     "logits": ("Logits", "#8CD17D"),
     "gradients": ("Gradients", "#E15759"),
     "optimizer_states": ("Optimizer states", "#B07AA1"),
+    "optimizer_step": ("Optimizer step buffers", "#FF9DA7"),
     "overhead": ("Overhead", "#BAB0AC"),
 }
 ROW_COLOURS = ("#4E79A7", "#F28E2B", "#59A14F", "#E15759", "#B07AA1", "#76B7B2")  # curves, one per row

@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from . import catalog
@@ -22,7 +23,7 @@ from .hf_config import MAX_CONFIG_CHARS, architecture_from_config, parse_config_
 from .inference import estimate_inference, inference_rows
 from .kv_cache import KV_DTYPE_BYTES, kv_bytes_per_token
 from .scenarios import DEFAULT_OVERHEAD_GB, METHODS, FinetuneScenario, InferenceScenario, Model, ParamCount
-from .training import OPTIMIZERS, REGIMES, TECHNIQUES
+from .training import OPTIMIZER_IMPLS, OPTIMIZERS, REGIMES, TECHNIQUES
 from .units import GB
 
 
@@ -70,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
     ft.add_argument("--param-bits", type=int, choices=(32, 16, 8, 4), default=16, help="quick: weight precision")
     ft.add_argument("--regime", choices=list(REGIMES), default="pure-16bit")
     ft.add_argument("--optimizer-state-bits", type=int, choices=(32, 16), default=32)
+    ft.add_argument("--optimizer-impl", choices=OPTIMIZER_IMPLS, default="fused",
+                    help="torch optimizer step: fused (no temporaries), foreach (CUDA default), single-tensor")
+    ft.add_argument("--adapter-bits", type=int, choices=(32, 16), default=32,
+                    help="LoRA weights in fp32 (peft's default) or 16-bit")
     ft.add_argument("--lora-rank", type=int, default=16)
     ft.add_argument("--lora-targets", default="q,v", help="q,v | attention | all-linear | NAMES")
     ft.add_argument("--grad-checkpointing", action="store_true")
@@ -82,20 +87,50 @@ def build_parser() -> argparse.ArgumentParser:
     params.add_argument("--config", metavar="PATH")
     params.add_argument("--json", action="store_true")
 
+    tr = sub.add_parser("trace", help="measure a scenario by running the real HF model code with fake tensors "
+                                      "(needs requirements-validation.txt)")
+    tr.add_argument("kind", choices=("inference", "training"))
+    tr.add_argument("--model", metavar="ID")
+    tr.add_argument("--config", metavar="PATH")
+    tr.add_argument("--batch", type=int, default=1)
+    tr.add_argument("--seq-len", type=int, default=512, help="training sequence or inference prompt length")
+    tr.add_argument("--concurrency", type=int, default=1)
+    tr.add_argument("--decode-steps", type=int, default=16)
+    tr.add_argument("--technique", choices=("full", "lora"), default="full")
+    tr.add_argument("--lora-rank", type=int, default=16)
+    tr.add_argument("--lora-targets", default="q,v")
+    tr.add_argument("--grad-checkpointing", action="store_true")
+    tr.add_argument("--attn", choices=("sdpa", "eager"), default="sdpa")
+    tr.add_argument("--layers", metavar="LO,HI", help="trace LO and HI layers at full width and extrapolate "
+                                                        "(for large models, e.g. 2,3)")
+    tr.add_argument("--json", action="store_true")
+
+    val = sub.add_parser("validate", help="run the validation matrix and print its summary")
+    val.add_argument("--fast", action="store_true", help="only the small CI subset")
+    val.add_argument("--summary", action="store_true", help="summarise the committed results without tracing")
+
     for name, text in (("models", "the model catalog"), ("gpus", "the GPU catalog")):
         sub.add_parser(name, help=f"list {text}").add_argument("--json", action="store_true")
     return parser
 
 
 def _read_config(path: str) -> Architecture:
+    return architecture_from_config(_read_config_dict(path), Path(path).parent.name or Path(path).stem)
+
+
+def _read_config_dict(path: str) -> dict:
     file = Path(path)
+    too_large = UsageError(f"{path}: config.json is too large (limit {MAX_CONFIG_CHARS:,} bytes)")
     try:
         if file.stat().st_size > MAX_CONFIG_CHARS:
-            raise UsageError(f"{path}: config.json is too large (limit {MAX_CONFIG_CHARS:,} bytes)")
-        text = file.read_bytes()
+            raise too_large
+        with file.open("rb") as handle:  # at most the limit + 1 byte: devices and pipes report no size
+            text = handle.read(MAX_CONFIG_CHARS + 1)
     except OSError as err:
         raise UsageError(f"cannot read {path}: {err.strerror}") from None
-    return architecture_from_config(parse_config_text(text), file.parent.name or file.stem)
+    if len(text) > MAX_CONFIG_CHARS:
+        raise too_large
+    return parse_config_text(text)
 
 
 def _model(args: argparse.Namespace) -> Model:
@@ -119,13 +154,17 @@ def _inference_scenario(args: argparse.Namespace) -> InferenceScenario:
 
 
 def _finetune_scenario(args: argparse.Namespace) -> FinetuneScenario:
-    return FinetuneScenario(
+    s = FinetuneScenario(
         model=_model(args), technique=args.technique or "full", optimizer=args.optimizer, param_bits=args.param_bits,
-        regime=args.regime, optimizer_state_bits=args.optimizer_state_bits, batch_size=args.batch,
+        regime=args.regime, optimizer_state_bits=args.optimizer_state_bits, optimizer_impl=args.optimizer_impl,
+        adapter_bits=args.adapter_bits, batch_size=args.batch,
         seq_len=args.seq_len, lora_rank=args.lora_rank, lora_targets=args.lora_targets,
         gradient_checkpointing=args.grad_checkpointing, flash_attention=not args.no_flash_attention,
         num_gpus=args.gpus, zero_stage=args.zero, offload_optimizer=args.offload_optimizer,
         overhead_gb=args.overhead_gb, method=args.method)
+    if not args.technique:
+        replace(s, technique="lora")  # the table has LoRA rows whatever the technique: check the rank for them
+    return s
 
 
 def scenario_inputs(s: InferenceScenario | FinetuneScenario) -> dict:
@@ -223,9 +262,61 @@ def _list(args: argparse.Namespace) -> None:
     print(json.dumps(items, indent=2) if args.json else "\n".join(lines))
 
 
+def _validation():
+    """The optional validation package, or a UsageError saying how to install what it needs."""
+    import validation
+
+    if validation.missing_dependencies():
+        raise UsageError(validation.install_hint())
+    return validation
+
+
+def _trace(args: argparse.Namespace) -> None:
+    if (args.model is None) == (args.config is None):
+        raise UsageError("give exactly one of --model or --config")
+    config = catalog.raw_config(args.model) if args.model else _read_config_dict(args.config)
+    architecture_from_config(config)  # a clear error before any tracing
+    _validation()
+    from validation import compare, trace
+
+    if args.kind == "inference":
+        options = dict(batch=args.batch, concurrency=args.concurrency, prefill_len=args.seq_len,
+                       decode_steps=args.decode_steps, attn_impl=args.attn)
+        measure, estimate = trace.trace_inference, compare.estimate_inference(config, **options)
+    else:
+        options = dict(batch=args.batch, seq=args.seq_len, technique=args.technique, lora_rank=args.lora_rank,
+                       lora_targets=args.lora_targets, gradient_checkpointing=args.grad_checkpointing,
+                       attn_impl=args.attn)
+        measure, estimate = trace.trace_training, compare.estimate_training(config, **options)
+    if args.layers:
+        low, high = (int(n) for n in args.layers.split(","))
+        measured = trace.trace_scaled(measure, config, (low, high), **options)
+    else:
+        measured = measure(config, **options)
+    rows = compare.rows("cli", str(config.get("model_type")), args.kind, args.kind, estimate, measured)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return
+    print(f"{'component':<24}{'estimate (B)':>18}{'measured (B)':>18}{'error':>10}")
+    for row in rows:
+        print(f"{row['component']:<24}{row['estimate_bytes']:>18,}{row['measured_bytes']:>18,}"
+              f"{row['error_pct']:>+9.2f}%")
+
+
+def _validate(args: argparse.Namespace) -> None:
+    import validation
+
+    if args.summary:
+        print(validation.summary_markdown(validation.load_results()))
+        return
+    rows = _validation().run_matrix(fast=args.fast, log=lambda line: print(line, file=sys.stderr, flush=True))
+    print(validation.summary_markdown(rows))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handler = {"inference": _estimate, "finetune": _estimate, "params": _params, "models": _list, "gpus": _list}
+    handler = {"inference": _estimate, "finetune": _estimate, "params": _params, "models": _list, "gpus": _list,
+               "trace": _trace, "validate": _validate}
     try:
         handler[args.command](args)
     except (ValueError, UsageError) as err:

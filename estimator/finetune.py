@@ -16,9 +16,10 @@ The breakdown shows the components at the larger phase, so it sums to the report
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
-from .activations import FP32, loss_head_bytes, training_activation_bytes
+from .activations import FP32, loss_head_bytes, recompute_bytes, training_activation_bytes
 from .architecture import Architecture, parameter_counts, tensors
 from .breakdown import Breakdown, make_breakdown
 from .formats import BF16_BYTES, weight_bytes
@@ -26,11 +27,8 @@ from .quick import quick_finetune
 from .scenarios import FinetuneScenario
 from .sharding import shard_training_states
 from .training import (QLORA_BASE_FORMAT, REGIMES, TECHNIQUE_LABELS, TECHNIQUES, lora_adapter_shapes, optimizer,
-                       optimizer_notes, optimizer_state_bytes, parse_lora_targets)
+                       optimizer_notes, optimizer_state_bytes, parse_lora_targets, step_temporary_bytes)
 from .units import bytes_from_gb
-
-ADAPTER_BYTES = FP32  # PEFT autocast_adapter_dtype=True keeps LoRA weights in fp32 on a 16-bit base
-
 
 def _qlora_base_bytes(a: Architecture, format_id: str) -> int:
     """Quantized linears plus every other tensor in fp32: `prepare_model_for_kbit_training` casts the
@@ -40,7 +38,17 @@ def _qlora_base_bytes(a: Architecture, format_id: str) -> int:
     return linear_bytes + other_params * FP32
 
 
-def _model_states(s: FinetuneScenario, technique: str) -> tuple[dict[str, int], list[str]]:
+@dataclass(frozen=True)
+class ModelStates:
+    """Training state of the whole model before sharding, and what the optimizer step works on."""
+
+    states: dict[str, int]  # weights, master_weights, gradients, optimizer_states
+    trainable_bytes: int  # bytes of the trained parameters (what a foreach step copies)
+    largest_trainable_bytes: int  # bytes of the largest trained tensor (what a single-tensor step copies twice)
+    notes: list[str]
+
+
+def _model_states(s: FinetuneScenario, technique: str) -> ModelStates:
     """Weights, master weights, gradients and optimizer states of the whole model (before sharding)."""
     a: Architecture = s.model
     opt = optimizer(s.optimizer)
@@ -55,10 +63,12 @@ def _model_states(s: FinetuneScenario, technique: str) -> tuple[dict[str, int], 
                  f"{regime.grad_bytes} B gradients" + (f", {regime.master_bytes} B fp32 master copy"
                                                         if regime.master_bytes else "")
                  + f"; {opt.label} states in {s.optimizer_state_bits}-bit"]
-        return states, notes
+        largest = max(t.numel for t in tensors(a)) * regime.weight_bytes
+        return ModelStates(states, states["weights"], largest, notes)
     targets = parse_lora_targets(s.lora_targets)
     shapes = lora_adapter_shapes(a, targets, s.lora_rank)
     adapters = sum(r * c * n for r, c, n in shapes)
+    adapter_bytes = s.adapter_bits // 8
     if technique == "lora":
         base = total * (FP32 if s.regime == "fp32" else BF16_BYTES)
         base_note = f"frozen base in {'fp32' if s.regime == 'fp32' else '16-bit'}"
@@ -66,14 +76,17 @@ def _model_states(s: FinetuneScenario, technique: str) -> tuple[dict[str, int], 
         base = _qlora_base_bytes(a, QLORA_BASE_FORMAT[technique])
         base_note = (f"frozen base linears in {'INT8' if technique == 'qlora-8bit' else 'NF4 + double quantization'};"
                      " embeddings, lm_head and norms cast to fp32 by prepare_model_for_kbit_training")
-    states = {"weights": base + adapters * ADAPTER_BYTES, "gradients": adapters * ADAPTER_BYTES,
-              "optimizer_states": optimizer_state_bytes(opt, shapes, 32)}
+    states = {"weights": base + adapters * adapter_bytes, "gradients": adapters * adapter_bytes,
+              "optimizer_states": optimizer_state_bytes(opt, shapes, s.adapter_bits)}
     notes = [f"{TECHNIQUE_LABELS[technique]}: rank {s.lora_rank} on {', '.join(targets)} = {adapters:,} trainable "
-             f"parameters ({adapters / total:.3%}), fp32 adapters (PEFT default); {base_note}; "
-             f"{opt.label} states in fp32"]
+             f"parameters ({adapters / total:.3%}), {s.adapter_bits}-bit adapters"
+             + (" (peft's default)" if s.adapter_bits == 32 else "") + f"; {base_note}; "
+             f"{opt.label} states in the adapters' dtype"]
     if a.is_moe:
-        notes.append("Routed experts are not adapted (transformers stores them as fused 3-D parameters)")
-    return states, notes
+        notes.append("Routed experts are not adapted (transformers stores them as fused 3-D parameters; "
+                     "peft 0.21's all-linear does adapt them, which this estimate does not model)")
+    largest = max(r * c * n for r, c, n in shapes) * adapter_bytes
+    return ModelStates(states, adapters * adapter_bytes, largest, notes)
 
 
 def _largest_layer_params(a: Architecture) -> int:
@@ -83,40 +96,78 @@ def _largest_layer_params(a: Architecture) -> int:
     return max(sizes.values())
 
 
+def _tied_embedding_grad_bytes(s: FinetuneScenario, technique: str) -> int:
+    """With tied embeddings, the embedding's dense gradient and its sum with the lm_head gradient are two
+    extra V x h buffers at the end of backward (measured: validation, Llama 3.2 1B and Qwen2.5 1.5B)."""
+    a: Architecture = s.model
+    if technique != "full" or not a.tie_word_embeddings:
+        return 0
+    return 2 * a.vocab_size * a.hidden_size * REGIMES[s.regime].grad_bytes
+
+
+def _step_temporaries(s: FinetuneScenario, model: ModelStates) -> int:
+    """The optimizer step's temporaries on one GPU: none when the CPU runs the step (offload); a ZeRO rank
+    updates only its shard of the states."""
+    if s.offload_optimizer:
+        return 0
+    world = s.num_gpus if s.zero_stage >= 1 else 1
+    return step_temporary_bytes(s.optimizer_impl, -(-model.trainable_bytes // world), model.largest_trainable_bytes)
+
+
 def detailed_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
     a: Architecture = s.model
-    states, notes = _model_states(s, technique)
+    model = _model_states(s, technique)
     gather = 2 * BF16_BYTES * _largest_layer_params(a)  # ZeRO-3: current + prefetched layer, 16-bit
-    sharded, host, shard_notes = shard_training_states(states, s, gather)
+    sharded, host, shard_notes = shard_training_states(model.states, s, gather)
     frozen = technique != "full"
-    targets = parse_lora_targets(s.lora_targets) if frozen else ()
-    activations = training_activation_bytes(a, s.batch_size, s.seq_len, act_bytes=s.activation_bits // 8,
-                                            flash_attention=s.flash_attention,
-                                            gradient_checkpointing=s.gradient_checkpointing, frozen_base=frozen,
-                                            lora_targets=targets, lora_rank=s.lora_rank, adapter_bytes=ADAPTER_BYTES)
-    logits = loss_head_bytes(a, s.batch_size, s.seq_len)
-    overhead = bytes_from_gb(s.overhead_gb)
-    persistent = sharded["weights"] + sharded.get("master_weights", 0) + sharded["optimizer_states"] + overhead
-    phases = (("backward start", persistent + activations + logits),
-              ("optimizer step", persistent + sharded["gradients"]))
+    layer_options = dict(act_bytes=s.activation_bits // 8, flash_attention=s.flash_attention, frozen_base=frozen,
+                         lora_targets=parse_lora_targets(s.lora_targets) if frozen else (), lora_rank=s.lora_rank,
+                         adapter_bytes=s.adapter_bits // 8)
+    activations = training_activation_bytes(a, s.batch_size, s.seq_len,
+                                            gradient_checkpointing=s.gradient_checkpointing, **layer_options)
+    logits = loss_head_bytes(a, s.batch_size, s.seq_len, s.activation_bits // 8)
+    step = _step_temporaries(s, model)
+    recompute = recompute_bytes(a, s.batch_size, s.seq_len, **layer_options) if s.gradient_checkpointing else 0
+    persistent = {"weights": sharded["weights"], "master_weights": sharded.get("master_weights", 0),
+                  "optimizer_states": sharded["optimizer_states"], "overhead": bytes_from_gb(s.overhead_gb)}
+    at_phase = {  # the components alive at each phase
+        "backward start": {**persistent, "activations": activations, "logits": logits},
+        "optimizer step": {**persistent, "gradients": sharded["gradients"], "optimizer_step": step},
+    }
+    tied_grad = _tied_embedding_grad_bytes(s, technique)
+    if tied_grad:
+        at_phase["backward end"] = {**persistent, "gradients": sharded["gradients"] + tied_grad}
+    if recompute:
+        at_phase["backward recompute"] = {**persistent, "gradients": sharded["gradients"], "activations": recompute}
+    phases = tuple((name, sum(parts.values())) for name, parts in at_phase.items())
     peak_phase = max(phases, key=lambda phase: phase[1])[0]
-    at_backward = peak_phase == "backward start"
-    components = {**sharded, "activations": activations if at_backward else 0, "logits": logits if at_backward else 0,
-                  "gradients": 0 if at_backward else sharded["gradients"], "overhead": overhead}
-    if not sharded.get("master_weights"):
-        components.pop("master_weights", None)
-    notes += [
+    components = {name: 0 for name in ("activations", "logits", "gradients", "optimizer_step")}
+    components.update(at_phase[peak_phase])
+    if not components["master_weights"]:
+        del components["master_weights"]
+    if s.optimizer_impl == "fused" and not components["optimizer_step"]:
+        del components["optimizer_step"]
+    notes = model.notes + [
         f"Activations for b x s = {s.batch_size} x {s.seq_len:,} tokens, "
         + ("FlashAttention/sdpa" if s.flash_attention else "eager attention (s x s scores)")
-        + (", gradient checkpointing (layer inputs kept, one layer recomputed)" if s.gradient_checkpointing else ""),
+        + (", gradient checkpointing (layer inputs kept; one layer rebuilt at a time in backward)"
+           if s.gradient_checkpointing else ""),
         f"Loss head: fp32 logits buffers 12 B x b x s x vocab ({a.vocab_size:,})",
-        f"Peak at {peak_phase}: " + ("gradients are allocated as backward frees activations"
-                                     if at_backward else "activations are freed, gradients complete"),
+        f"Optimizer step: {s.optimizer_impl} implementation" + (f", {step:,} B of temporaries" if step else ""),
+        f"Peak at {peak_phase}: " + PHASE_NOTES[peak_phase],
         f"Runtime overhead: {s.overhead_gb:g} GB per GPU",
         *shard_notes, *optimizer_notes(optimizer(s.optimizer)),
     ]
     return make_breakdown(technique, "detailed", components, gpus=s.num_gpus, peak_phase=peak_phase,
                           phases=phases, host_bytes=host, assumptions=tuple(notes))
+
+
+PHASE_NOTES = {
+    "backward start": "activations and the loss head are alive; gradients appear as backward frees activations",
+    "optimizer step": "activations are freed and every gradient exists",
+    "backward end": "every gradient exists, plus the tied embedding's gradient being summed into lm_head's",
+    "backward recompute": "gradient checkpointing rebuilds a layer while the gradients are nearly complete",
+}
 
 
 def estimate_finetune(s: FinetuneScenario) -> Breakdown:

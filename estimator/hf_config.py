@@ -12,10 +12,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .architecture import Architecture
-from .validation import require_int
 
 MAX_CONFIG_CHARS = 1_000_000  # a config.json is a few KB; larger text is refused before parsing
 MAX_CONFIG_DEPTH = 20  # nesting deeper than any published config
+MAX_FIELD_VALUE = 10**9  # largest integer any config field may hold
+MAX_NAME_CHARS = 80
 
 Config = Mapping[str, Any]
 
@@ -37,6 +38,10 @@ def parse_config_text(text: str | bytes) -> dict:
         raise ValueError("config.json is nested too deeply") from err
     except json.JSONDecodeError as err:
         raise ValueError(f"config.json is not valid JSON: {err.msg} (line {err.lineno}, column {err.colno})") from err
+    except ValueError as err:  # NaN/Infinity (ours), or an integer longer than Python's 4,300-digit limit
+        if str(err).startswith("config.json"):
+            raise
+        raise ValueError("config.json contains a number with too many digits") from err
     if not isinstance(config, dict):
         raise ValueError(f"config.json must be a JSON object ({{...}}), not a {type(config).__name__}")
     if _depth(config) > MAX_CONFIG_DEPTH:
@@ -46,6 +51,20 @@ def parse_config_text(text: str | bytes) -> dict:
 
 def _reject_constant(name: str) -> None:
     raise ValueError(f"config.json contains {name}, which is not a valid number")
+
+
+def _shown(value: Any) -> str:
+    """A config value as an error message quotes it: at most about 40 characters, whatever was pasted."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}" if abs(value) < 10**24 else f"a {len(str(abs(value)))}-digit number"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def clean_name(text: str) -> str:
+    """A model name as the app and the CLI show it: printable characters only (no control, format or lone
+    surrogate characters, which cannot be sent to a browser or a terminal), at most MAX_NAME_CHARS."""
+    return "".join(ch for ch in text if ch.isprintable()).strip()[:MAX_NAME_CHARS]
 
 
 def _depth(value: Any) -> int:
@@ -80,7 +99,10 @@ class _Fields:
 
     def integer(self, name: str) -> int:
         value = self.config[name]
-        require_int(name, value, 0, 10**9)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{name} must be a whole number between 0 and {MAX_FIELD_VALUE:,}, got {_shown(value)}")
+        if not 0 <= value <= MAX_FIELD_VALUE:
+            raise ValueError(f"{name} must be between 0 and {MAX_FIELD_VALUE:,}, got {_shown(value)}")
         return value
 
     def flag(self, name: str, default: bool) -> bool:
@@ -88,7 +110,7 @@ class _Fields:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise ValueError(f"{name} must be true or false, got {value!r}")
+            raise ValueError(f"{name} must be true or false, got {_shown(value)}")
         return value
 
     def layer_list(self, name: str, kind: type) -> list:
@@ -131,7 +153,8 @@ def _window_layers(f: _Fields, num_layers: int, default: Callable[[int], bool]) 
 
 
 def _llama_like(f: _Fields, name: str, model_type: str, *, qkv_bias: bool | None = None, qk_norm: str = "",
-                norms: int = 2, tie: bool = False, window_rule: Callable[[int], bool] = lambda i: True) -> Architecture:
+                norms: int = 2, tie: bool = False, window_rule: Callable[[int], bool] = lambda i: True,
+                **quirks: bool) -> Architecture:
     """Llama, Mistral, Qwen2/3, Gemma 1/2/3, Phi-3, Granite, Yi, SmolLM, OLMo 2: gated MLP, RMSNorm, GQA.
     `qk_norm`: "head" = RMSNorm(head_dim) on q and k, "full" = RMSNorm over all q (and all k) heads."""
     base = _common(f, name, model_type)
@@ -143,7 +166,7 @@ def _llama_like(f: _Fields, name: str, model_type: str, *, qkv_bias: bool | None
                         qkv_bias=attention_bias if qkv_bias is None else qkv_bias,
                         o_bias=attention_bias, mlp_bias=f.flag("mlp_bias", False), qk_norm_params=qk_norm_params,
                         norms_per_layer=norms, tie_word_embeddings=f.flag("tie_word_embeddings", tie),
-                        sliding_window=window, sliding_layers=sliding_layers)
+                        sliding_window=window, sliding_layers=sliding_layers, **quirks)
 
 
 def _llama(f: _Fields, name: str, model_type: str) -> Architecture:
@@ -175,12 +198,24 @@ def _olmo2(f: _Fields, name: str, model_type: str) -> Architecture:
 
 
 def _gemma(f: _Fields, name: str, model_type: str) -> Architecture:
-    return _llama_like(f, name, model_type, tie=True)
+    # Gemma RMSNorm computes x * (1 + w) in fp32
+    return _llama_like(f, name, model_type, tie=True, fp32_norm_weight=True)
 
 
 def _gemma2(f: _Fields, name: str, model_type: str) -> Architecture:
     # Gemma2: 4 norms per layer; even layers (i+1) % 2 use the window
-    return _llama_like(f, name, model_type, norms=4, tie=True, window_rule=lambda i: (i + 1) % 2 == 1)
+    return _llama_like(f, name, model_type, norms=4, tie=True, window_rule=lambda i: (i + 1) % 2 == 1,
+                       fp32_norm_weight=True, softcap_attention=_softcap(f, "attn_logit_softcapping", True),
+                       softcap_logits=_softcap(f, "final_logit_softcapping", True))
+
+
+def _softcap(f: _Fields, name: str, default: bool) -> bool:
+    """Whether a soft-capping value is on: a positive number; null turns it off; absent = the class default
+    (Gemma2Config: 50.0 and 30.0; Gemma3TextConfig: None)."""
+    if name not in f.config:
+        return default
+    value = f.config[name]
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
 
 
 GEMMA3_TEXT_DEFAULTS = {  # Gemma3TextConfig class defaults, which published text_configs rely on
@@ -197,7 +232,9 @@ def _gemma3(f: _Fields, name: str, model_type: str) -> Architecture:
     text = _Fields({**GEMMA3_TEXT_DEFAULTS, **config})
     pattern = text.get("sliding_window_pattern", 6) or 1
     return _llama_like(text, name, model_type, qk_norm="head", norms=4, tie=True,
-                       window_rule=lambda i: (i + 1) % pattern != 0)
+                       window_rule=lambda i: (i + 1) % pattern != 0, fp32_norm_weight=True,
+                       softcap_attention=_softcap(text, "attn_logit_softcapping", False),
+                       softcap_logits=_softcap(text, "final_logit_softcapping", False))
 
 
 def _moe_layers(f: _Fields, num_layers: int) -> tuple[int, ...]:
@@ -248,7 +285,7 @@ def _deepseek(f: _Fields, name: str, model_type: str) -> Architecture:
                         num_experts=experts, experts_per_token=f.get("num_experts_per_tok", 0) if experts else 0,
                         moe_intermediate_size=f.get("moe_intermediate_size", 0) if experts else 0,
                         shared_expert_intermediate_size=f.get("n_shared_experts", 0) * f.get("moe_intermediate_size", 0)
-                        if experts else 0, moe_layers=moe_layers)
+                        if experts else 0, moe_layers=moe_layers, router_fp32=bool(experts))
 
 
 def _gpt_oss(f: _Fields, name: str, model_type: str) -> Architecture:
@@ -262,7 +299,7 @@ def _gpt_oss(f: _Fields, name: str, model_type: str) -> Architecture:
                         experts_per_token=f.need("num_experts_per_tok", "experts_per_token"),
                         moe_intermediate_size=f.need("intermediate_size"), router_bias=True, expert_bias=True,
                         moe_layers=tuple(range(base["num_layers"])), sliding_window=window,
-                        sliding_layers=sliding_layers)
+                        sliding_layers=sliding_layers, fp32_norm_weight=True, expert_saved_tensors=7)
 
 
 def _hidden_and_heads(f: _Fields, hidden_names: tuple[str, ...], head_names: tuple[str, ...]) -> tuple[int, int]:
@@ -353,15 +390,17 @@ def architecture_from_config(config: Config, name: str = "") -> Architecture:
     if not isinstance(config, Mapping):
         raise ValueError("config.json must be a JSON object")
     model_type = config.get("model_type")
-    if not isinstance(model_type, str) or not model_type:
+    if model_type is not None and not isinstance(model_type, str):
+        raise ValueError(f"model_type must be a string, got {_shown(model_type)}")
+    if not model_type:
         raise ValueError("config.json is missing model_type")
     reader = READERS.get(model_type)
     if reader is None:
         shown = model_type if len(model_type) <= 40 else model_type[:40] + "..."
         raise ValueError(f"unsupported model_type {shown!r}; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
-    return reader(_Fields(config), name or _default_name(config, model_type), model_type)
+    return reader(_Fields(config), clean_name(name) or _default_name(config, model_type), model_type)
 
 
 def _default_name(config: Config, model_type: str) -> str:
     path = config.get("_name_or_path")
-    return path[:80] if isinstance(path, str) and path else f"custom {model_type}"
+    return (clean_name(path) if isinstance(path, str) else "") or f"custom {model_type}"

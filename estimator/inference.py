@@ -57,7 +57,7 @@ def _assumptions(s: InferenceScenario, format_id: str) -> tuple[str, ...]:
     per_token = kv_bytes_per_token(a, s.kv_dtype, s.mla_latent_cache)
     if a.is_mla:
         cache = (f"MLA latent of {a.kv_lora_rank} + {a.qk_rope_head_dim} per layer" if s.mla_latent_cache
-                 else "decompressed K and V per head (as Hugging Face transformers caches MLA)")
+                 else "decompressed K and V per head (engines without MLA support)")
     else:
         cache = f"{a.num_kv_heads} KV heads x {a.head_dim} head_dim x 2 (K and V)"
     notes = [
@@ -69,6 +69,7 @@ def _assumptions(s: InferenceScenario, format_id: str) -> tuple[str, ...]:
         f"Activations: one prefill forward of {s.batch_size} x {_prefill_tokens(s):,} tokens"
         + (" (chunked prefill)" if _prefill_tokens(s) < s.seq_len else "") + ", "
         + ("FlashAttention (no s x s scores)" if s.flash_attention else "eager attention (s x s scores)"),
+        "Logits: fp32 last-position logits of every running sequence, as a vLLM-style sampler keeps them",
         f"Runtime overhead: {s.overhead_gb:g} GB per GPU",
     ]
     if a.sliding_layers:

@@ -12,7 +12,8 @@ from typing import Union
 from .architecture import Architecture
 from .formats import WEIGHT_FORMATS
 from .kv_cache import KV_DTYPE_BYTES
-from .training import LORA_TARGET_PRESETS, OPTIMIZERS, REGIMES, TECHNIQUES, parse_lora_targets
+from .training import (LORA_TARGET_PRESETS, OPTIMIZER_IMPLS, OPTIMIZERS, REGIMES, TECHNIQUES,
+                       parse_lora_targets)
 from .validation import require_bool, require_choice, require_int, require_number
 
 BILLION = 10**9
@@ -58,6 +59,13 @@ class ParamCount:
 Model = Union[Architecture, ParamCount]
 
 
+def _require_bits(field: str, value: object, choices: tuple[int, ...]) -> None:
+    """A precision in bits: one of `choices`, as an integer (16.0 and True are not bit widths)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value not in choices:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise ValueError(f"{field} must be one of {', '.join(map(str, choices))}; got {shown}")
+
+
 def _check_common(s: InferenceScenario | FinetuneScenario) -> None:
     if not isinstance(s.model, (Architecture, ParamCount)):
         raise ValueError("model must be an Architecture or a ParamCount")
@@ -65,7 +73,7 @@ def _check_common(s: InferenceScenario | FinetuneScenario) -> None:
     require_int("seq_len", s.seq_len, 1, MAX_SEQ_LEN)
     require_number("overhead_gb", s.overhead_gb, 0, MAX_OVERHEAD_GB)
     require_bool("flash_attention", s.flash_attention)
-    require_choice("activation_bits", s.activation_bits, (16, 32))
+    _require_bits("activation_bits", s.activation_bits, (16, 32))
     require_choice("method", s.method, METHODS)
     if s.method == "detailed" and not isinstance(s.model, Architecture):
         raise ValueError("method 'detailed' needs the architecture: choose a catalog model or a config.json")
@@ -85,7 +93,7 @@ class InferenceScenario:
     tensor_parallel: int = 1  # GPUs the model is split over
     overhead_gb: float = DEFAULT_OVERHEAD_GB  # runtime overhead per GPU
     activation_bits: int = 16  # activation precision (quick method scales by it / 16)
-    mla_latent_cache: bool = True  # MLA models cache the latent (vLLM/SGLang) vs. decompressed K/V (HF)
+    mla_latent_cache: bool = True  # MLA: cache the latent (vLLM, SGLang, llama.cpp, transformers 5) or full K/V
     prefill_chunk: int = 0  # tokens per prefill forward (vLLM max_num_batched_tokens); 0 = the whole sequence
     method: str = "auto"  # "auto" = detailed when the architecture is known
 
@@ -113,10 +121,12 @@ class FinetuneScenario:
     param_bits: int = 16  # precision of the weights being trained (quick method; 16 = bf16)
     regime: str = "pure-16bit"  # detailed: pure-16bit (12 B/param with Adam), mixed (16 B/param), fp32
     optimizer_state_bits: int = 32  # fp32 states (reference document, DeepSpeed) or 16 (torch AdamW on bf16)
+    optimizer_impl: str = "fused"  # torch step: fused (no temporaries), foreach (CUDA default), single-tensor
     batch_size: int = 1
     seq_len: int = 2048
     lora_rank: int = 16  # r of each adapter (detailed)
     lora_targets: str = "q,v"  # q,v | attention | all-linear | comma-separated projection names
+    adapter_bits: int = 32  # LoRA weights in fp32 (peft's autocast_adapter_dtype default) or 16-bit
     gradient_checkpointing: bool = False
     flash_attention: bool = True
     num_gpus: int = 1  # data-parallel GPUs (ZeRO shards states over them)
@@ -130,16 +140,18 @@ class FinetuneScenario:
         _check_common(self)
         require_choice("technique", self.technique, TECHNIQUES)
         require_choice("optimizer", self.optimizer, OPTIMIZERS)
-        require_choice("param_bits", self.param_bits, (32, 16, 8, 4))
+        _require_bits("param_bits", self.param_bits, (32, 16, 8, 4))
         require_choice("regime", self.regime, REGIMES)
-        require_choice("optimizer_state_bits", self.optimizer_state_bits, (32, 16))
+        _require_bits("optimizer_state_bits", self.optimizer_state_bits, (32, 16))
+        require_choice("optimizer_impl", self.optimizer_impl, OPTIMIZER_IMPLS)
+        _require_bits("adapter_bits", self.adapter_bits, (32, 16))
         require_int("lora_rank", self.lora_rank, 1, 65_536)
         parse_lora_targets(self.lora_targets)
         require_bool("gradient_checkpointing", self.gradient_checkpointing)
         require_int("num_gpus", self.num_gpus, 1, MAX_GPUS)
         require_int("zero_stage", self.zero_stage, 0, 3)
         require_bool("offload_optimizer", self.offload_optimizer)
-        if isinstance(self.model, Architecture) and self.technique != "full":
+        if isinstance(self.model, Architecture):  # whatever the technique: the table always has LoRA rows
             largest = max(self.model.hidden_size, self.model.q_width)
             if self.lora_rank > largest:
                 raise ValueError(f"lora_rank must be between 1 and {largest:,} (the model's layer width), "

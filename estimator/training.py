@@ -57,6 +57,14 @@ OPTIMIZERS = {o.id: o for o in (
     Optimizer("lion", "Lion", 1, source="Lion (Chen et al. 2023): one momentum buffer"),
 )}
 QUICK_OPTIMIZERS = ("sgd", "sgd-momentum", "rmsprop", "adamw")  # the reference document's four
+# torch.optim step implementations and the temporaries their step allocates (validation/FINDINGS.md 16)
+OPTIMIZER_IMPLS = ("fused", "foreach", "single-tensor")
+
+
+def step_temporary_bytes(impl: str, trainable_bytes: int, largest_tensor_bytes: int) -> int:
+    """Extra bytes during optimizer.step(): fused 0; foreach (the CUDA default) one copy of every trainable
+    parameter; single-tensor (the CPU default) two copies of the largest parameter tensor."""
+    return {"fused": 0, "foreach": trainable_bytes, "single-tensor": 2 * largest_tensor_bytes}[impl]
 
 
 @dataclass(frozen=True)

@@ -113,3 +113,26 @@ def test_the_estimator_package_never_imports_streamlit():
     code = "import sys, estimator, estimator.cli, estimator.hardware; print('streamlit' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_trace_measures_a_catalog_model_and_prints_the_comparison(capsys):
+    pytest.importorskip("torch")
+    code, out, _ = _run(capsys, "trace", "training", "--model", "meta-llama/Llama-3.2-1B", "--layers", "2,3",
+                        "--seq-len", "256", "--json")
+    rows = {row["component"]: row for row in json.loads(out)}
+    assert code == 0
+    assert rows["weights"]["measured_bytes"] == rows["weights"]["estimate_bytes"] == 2 * 1_235_814_400
+    assert abs(rows["peak"]["error_pct"]) < 5
+
+
+def test_trace_without_the_optional_packages_says_how_to_install_them(capsys, monkeypatch):
+    import validation
+
+    monkeypatch.setattr(validation, "missing_dependencies", lambda: ["torch"])
+    code, _, err = _run(capsys, "trace", "training", "--model", "meta-llama/Llama-3.2-1B")
+    assert code == 2 and "pip install -r requirements-validation.txt" in err
+
+
+def test_validate_summary_reads_the_committed_results(capsys):
+    code, out, _ = _run(capsys, "validate", "--summary")
+    assert code == 0 and "| kv_cache |" in out

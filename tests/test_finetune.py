@@ -112,3 +112,36 @@ def test_lora_rank_larger_than_the_layer_is_rejected(small_llama):
 def test_unknown_lora_target_is_rejected(small_llama):
     with pytest.raises(ValueError, match="unknown projection 'w9'"):
         est.FinetuneScenario(small_llama, lora_targets="q,w9")
+
+
+@pytest.mark.parametrize("impl, extra", [("fused", 0), ("foreach", 1), ("single-tensor", None)])
+def test_optimizer_step_temporaries_follow_the_implementation(llama3_8b, impl, extra):
+    """validation/FINDINGS.md 16: fused +0, foreach + every trainable byte, single-tensor + 2 x largest tensor."""
+    row = detailed_finetune(est.FinetuneScenario(llama3_8b, optimizer_impl=impl), "full")
+    step = dict(row.phases)["optimizer step"] - dict(detailed_finetune(
+        est.FinetuneScenario(llama3_8b), "full").phases)["optimizer step"]
+    weights = 2 * est.parameter_counts(llama3_8b).total
+    expected = {0: 0, 1: weights, None: 2 * 2 * 128256 * 4096}[extra]
+    assert step == expected
+
+
+def test_sixteen_bit_adapters_halve_the_adapter_states_and_share_inputs(llama3_8b):
+    fp32 = detailed_finetune(est.FinetuneScenario(llama3_8b, lora_targets="all-linear"), "lora")
+    bf16 = detailed_finetune(est.FinetuneScenario(llama3_8b, lora_targets="all-linear", adapter_bits=16), "lora")
+    assert bf16.component("optimizer_states") * 2 == fp32.component("optimizer_states")
+    assert bf16.component("activations") < 0.75 * fp32.component("activations")
+
+
+def test_tied_embeddings_add_two_gradient_buffers_at_the_end_of_backward():
+    """Measured on Llama 3.2 1B: the backward peak is the optimizer-step total + 2 x V x h x 2 B."""
+    a = est.model("meta-llama/Llama-3.2-1B").architecture
+    row = detailed_finetune(est.FinetuneScenario(a, seq_len=256, optimizer_state_bits=16, overhead_gb=0), "full")
+    phases = dict(row.phases)
+    assert phases["backward end"] - phases["optimizer step"] == 2 * 128256 * 2048 * 2
+    assert row.peak_phase == "backward end" and row.total == phases["backward end"]
+
+
+def test_gradient_checkpointing_rebuilds_one_layer_in_a_later_phase(llama3_8b):
+    row = detailed_finetune(est.FinetuneScenario(llama3_8b, gradient_checkpointing=True, seq_len=8192,
+                                                 batch_size=8), "lora")
+    assert "backward recompute" in dict(row.phases)

@@ -65,7 +65,7 @@ def estimate_training(config: Mapping, batch: int = 1, seq: int = 512, technique
         "activations": phases["backward start"] - persistent - logits,
         "logits": logits,
         "activations_per_layer": per_layer if not gradient_checkpointing else a.hidden_size * batch * seq * 2,
-        "phase: backward": phases["backward start"],
+        "phase: backward": max(total for name, total in phases.items() if name != "optimizer step"),
         "phase: optimizer step": phases["optimizer step"],
         "peak": b.total,
         "peak_phase": b.peak_phase,

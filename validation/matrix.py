@@ -69,9 +69,9 @@ class Case:
     def config(self) -> dict:
         if not self.model:
             return dict(SMALL_CONFIGS[self.family])
-        from estimator.catalog import _read
+        from estimator.catalog import raw_config
 
-        return next(dict(m["config"]) for m in _read("models.json")["models"] if m["id"] == self.model)
+        return raw_config(self.model)
 
     @property
     def scenario(self) -> str:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from . import catalog
@@ -154,7 +154,7 @@ def _inference_scenario(args: argparse.Namespace) -> InferenceScenario:
 
 
 def _finetune_scenario(args: argparse.Namespace) -> FinetuneScenario:
-    s = FinetuneScenario(
+    return FinetuneScenario(
         model=_model(args), technique=args.technique or "full", optimizer=args.optimizer, param_bits=args.param_bits,
         regime=args.regime, optimizer_state_bits=args.optimizer_state_bits, optimizer_impl=args.optimizer_impl,
         adapter_bits=args.adapter_bits, batch_size=args.batch,
@@ -162,9 +162,6 @@ def _finetune_scenario(args: argparse.Namespace) -> FinetuneScenario:
         gradient_checkpointing=args.grad_checkpointing, flash_attention=not args.no_flash_attention,
         num_gpus=args.gpus, zero_stage=args.zero, offload_optimizer=args.offload_optimizer,
         overhead_gb=args.overhead_gb, method=args.method)
-    if not args.technique:
-        replace(s, technique="lora")  # the table has LoRA rows whatever the technique: check the rank for them
-    return s
 
 
 def scenario_inputs(s: InferenceScenario | FinetuneScenario) -> dict:
@@ -322,4 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, UsageError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`... | head`): stop quietly, as `cat` does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush cannot fail again
+        return 1
     return 0

@@ -143,3 +143,26 @@ def memory_curve(x: Sequence[int], series: Sequence[tuple[str, Sequence[int]]], 
 def _tick(value: int) -> str:
     """Axis text: 131072 -> '128k', 3000 -> '3,000'."""
     return f"{value // 1024}k" if value >= 1024 and value % 1024 == 0 else f"{value:,}"
+
+
+def validation_scatter(rows: list[dict]) -> go.Figure:
+    """Estimated against measured bytes for every traced component (validation/results.csv), log-log, with
+    the line where they are equal. Rows are dicts with component, estimate_bytes, measured_bytes, case."""
+    fig = go.Figure()
+    shown = [r for r in rows if r["estimate_bytes"] > 0 and r["measured_bytes"] > 0]
+    for i, name in enumerate(sorted({r["component"] for r in shown})):
+        points = [r for r in shown if r["component"] == name]
+        fig.add_trace(go.Scatter(
+            x=[r["measured_bytes"] / 1e9 for r in points], y=[r["estimate_bytes"] / 1e9 for r in points],
+            mode="markers", name=html.escape(name), marker=dict(size=7, color=ROW_COLOURS[i % len(ROW_COLOURS)]),
+            text=[html.escape(r["case"]) for r in points],
+            hovertemplate="%{text}<br>measured %{x:.4g} GB<br>estimate %{y:.4g} GB<extra></extra>"))
+    if shown:
+        low = min(min(r["estimate_bytes"], r["measured_bytes"]) for r in shown) / 1e9
+        high = max(max(r["estimate_bytes"], r["measured_bytes"]) for r in shown) / 1e9
+        fig.add_trace(go.Scatter(x=[low, high], y=[low, high], mode="lines", name="estimate = measured",
+                                 line=dict(color=LINE_COLOUR, dash="dot"), hoverinfo="skip"))
+    fig.update_layout(height=HEIGHT + 100, xaxis=dict(type="log", title="Measured (GB)"),
+                      yaxis=dict(type="log", title="Estimated (GB)"), margin=dict(t=20, r=20),
+                      legend=dict(orientation="h", y=-0.2))
+    return fig

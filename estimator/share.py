@@ -22,7 +22,7 @@ import functools
 import math
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from . import catalog
 from .formats import WEIGHT_FORMATS
@@ -30,7 +30,7 @@ from .hf_config import architecture_from_config, parse_config_text
 from .kv_cache import KV_DTYPE_BYTES
 from .scenarios import (MAX_BATCH, MAX_CONCURRENCY, MAX_GPUS, MAX_OVERHEAD_GB, MAX_PARAMS_B, MAX_SEQ_LEN,
                         FinetuneScenario, InferenceScenario, ParamCount)
-from .training import LORA_ROLES, OPTIMIZERS, REGIMES, TECHNIQUES, parse_lora_targets
+from .training import LORA_ROLES, OPTIMIZER_IMPLS, OPTIMIZERS, REGIMES, TECHNIQUES, parse_lora_targets
 
 VERSION = "1"
 PAGES = ("inference", "finetune", "compare", "methodology")
@@ -167,6 +167,7 @@ FIELDS = {
         Field("kv", "KV-cache dtype", "bf16", choices=tuple(KV_DTYPE_BYTES)),
         Field("tp", "Tensor parallel GPUs", 1, 1, 512),
         Field("mla", "Cache the MLA latent", True),
+        Field("chunk", "Prefill chunk (tokens)", 0, 0, MAX_SEQ_LEN),
         Field("row", "Selected row", "16-bit", choices=INFERENCE_ROWS),
     ),
     "finetune": MODEL_FIELDS + COMMON_FIELDS + (
@@ -174,6 +175,8 @@ FIELDS = {
         Field("opt", "Optimizer", "adamw", choices=tuple(OPTIMIZERS)),
         Field("regime", "Training regime", "pure-16bit", choices=tuple(REGIMES)),
         Field("osb", "Optimizer state precision (bits)", 32, choices=(32, 16)),
+        Field("impl", "Optimizer step", "fused", choices=OPTIMIZER_IMPLS),
+        Field("abits", "LoRA adapter precision (bits)", 32, choices=(32, 16)),
         Field("rank", "LoRA rank", 16, 1, 65_536),
         Field("targets", "LoRA targets", "q,v", check=_lora_targets),
         Field("gc", "Gradient checkpointing", False),
@@ -239,13 +242,12 @@ def scenario(page: str, state: Mapping) -> InferenceScenario | FinetuneScenario:
     if page == "inference":
         return InferenceScenario(**common, weights=state["w"] or "bf16", kv_dtype=state["kv"],
                                  concurrency=state["conc"], tensor_parallel=state["tp"],
-                                 mla_latent_cache=state["mla"])
-    s = FinetuneScenario(**common, technique=state["row"], optimizer=state["opt"], param_bits=state["bits"],
-                         regime=state["regime"], optimizer_state_bits=state["osb"], lora_rank=state["rank"],
-                         lora_targets=state["targets"], gradient_checkpointing=state["gc"],
-                         num_gpus=state["gpus"], zero_stage=state["zero"], offload_optimizer=state["offload"])
-    replace(s, technique="lora")  # the page shows the LoRA rows whatever the selected row: check the rank
-    return s
+                                 mla_latent_cache=state["mla"], prefill_chunk=state["chunk"])
+    return FinetuneScenario(**common, technique=state["row"], optimizer=state["opt"], param_bits=state["bits"],
+                            regime=state["regime"], optimizer_state_bits=state["osb"], optimizer_impl=state["impl"],
+                            lora_rank=state["rank"], lora_targets=state["targets"], adapter_bits=state["abits"],
+                            gradient_checkpointing=state["gc"], num_gpus=state["gpus"], zero_stage=state["zero"],
+                            offload_optimizer=state["offload"])
 
 
 @dataclass

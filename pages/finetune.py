@@ -14,6 +14,7 @@ from ui import chrome, form, results, state
 PAGE = "finetune"
 BITS_LABELS = {32: "32-bit (FP32)", 16: "16-bit (BF16 / FP16)", 8: "8-bit", 4: "4-bit"}
 OPTIMIZER_LABELS = {k: o.label + ("" if k in QUICK_OPTIMIZERS else " (detailed)") for k, o in OPTIMIZERS.items()}
+IMPL_LABELS = {"fused": "fused", "foreach": "foreach (CUDA default)", "single-tensor": "single-tensor"}
 ZERO_LABELS = {0: "0: none (DDP, FSDP NO_SHARD)", 1: "1: optimizer states", 2: "2: + gradients (FSDP SHARD_GRAD_OP)",
                3: "3: + weights (FSDP FULL_SHARD)"}
 
@@ -39,6 +40,11 @@ with inputs:
                     help="Detailed method: bytes of weights, gradients and master weights per parameter.")
         form.choice(PAGE, "osb", {32: "32-bit (fp32)", 16: "16-bit (torch AdamW on bf16 weights)"}, radio=True,
                     disabled=quick)
+        form.choice(PAGE, "impl", IMPL_LABELS, disabled=quick,
+                    help="torch's optimizer step: fused adds nothing, foreach (the CUDA default) a copy of every "
+                         "trained parameter, single-tensor two copies of the largest tensor.")
+        form.choice(PAGE, "abits", {32: "fp32 (peft's default)", 16: "16-bit"}, radio=True, disabled=quick,
+                    help="LoRA adapter weights. fp32 adapters also save an fp32 copy of each adapted layer's input.")
         left, right = st.columns(2)
         with left:
             form.number(PAGE, "rank", step=8, help="r of each LoRA adapter (detailed method).")

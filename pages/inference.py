@@ -30,13 +30,16 @@ with inputs:
                                                    "bitsandbytes, FP8...).")
         form.choice(PAGE, "kv", KV_DTYPE_LABELS)
         form.number(PAGE, "tp", step=1, help="GPUs the model is split over; sizes are per GPU.")
+        form.number(PAGE, "chunk", step=2048, help="Tokens per prefill forward (vLLM's max_num_batched_tokens, "
+                                                   "e.g. 8192); 0 = the whole sequence in one forward, as HF "
+                                                   "generate() does.")
         form.number(PAGE, "oh", step=0.5, fmt="%.1f", help="CUDA context, allocator caching, workspaces: "
                                                             "the reference document says 1-2 GB.")
         form.choice(PAGE, "act", {16: "16-bit", 32: "32-bit"}, radio=True)
         form.flag(PAGE, "fa", help="Off: eager attention materialises the s x s score matrix.")
         if state.page_state(PAGE)["src"] != "params":
-            form.flag(PAGE, "mla", help="DeepSeek MLA models: vLLM and SGLang cache the compressed latent; "
-                                        "Hugging Face transformers caches full K and V.")
+            form.flag(PAGE, "mla", help="DeepSeek MLA models: vLLM, SGLang, llama.cpp and transformers 5 cache the "
+                                        "compressed latent; engines without MLA support cache full K and V.")
 with outputs:
     results.render(PAGE)
 chrome.footer(PAGE, slot)

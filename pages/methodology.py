@@ -8,16 +8,18 @@ import pandas as pd
 import streamlit as st
 
 import estimator as est
-from estimator import share, tables
+from estimator import charts, share, tables
 from estimator.formats import WEIGHT_FORMATS
 from estimator.kv_cache import KV_DTYPE_LABELS
 from estimator.quick import REFERENCE_SHARE, REFERENCE_TOKENS
 from estimator.training import OPTIMIZERS, QUICK_LORA_TRAINABLE_FRACTION, REGIMES, TECHNIQUE_LABELS
 from ui import chrome
+from validation import load_results, summary
 
 PAGE = "methodology"
 MODULES = ("quick", "inference", "finetune", "formats", "kv_cache", "activations", "training", "sharding",
            "architecture", "hardware", "hf_config", "units")
+load_results = st.cache_data(show_spinner=False)(load_results)  # the committed validation/results.csv
 
 
 def worked_example() -> pd.DataFrame:
@@ -94,12 +96,17 @@ st.markdown("""
 
 st.header("Detailed method: fine-tuning")
 st.markdown("""
-One training step on a micro-batch of $b \\times s$ tokens. Memory peaks at one of two phases, and the app
-reports the larger one (its components sum to that peak; the table's *Peak phase* column names it):
+One training step on a micro-batch of $b \\times s$ tokens. Memory peaks at one of these phases, and the app
+reports the largest (its components sum to that peak; the table's *Peak phase* column names it):
 
 - **backward start** = weights + master weights + optimizer states + activations + logits (gradients not yet
   allocated);
-- **optimizer step** = weights + master weights + optimizer states + gradients (activations already freed).
+- **optimizer step** = weights + master weights + optimizer states + gradients + the step's temporaries (fused
+  AdamW: none; foreach, the CUDA default: a copy of every trained parameter; single-tensor: two copies of the
+  largest tensor);
+- **backward end** (tied embeddings, full fine-tuning) = all gradients + two $V \\times h$ buffers while the
+  embedding's gradient is summed into the `lm_head` gradient;
+- **backward recompute** (gradient checkpointing) = all gradients + one layer's activations rebuilt.
 
 **Weights, gradients, master weights** per parameter, by training regime (*full* fine-tuning):
 """)
@@ -126,16 +133,36 @@ st.latex(r"\underbrace{n_{norm}\,(4th + 4t + 2Ath)}_{\text{RMSNorms}} + "
          r"\underbrace{At\,(2\,n_h d + 2\,n_{kv} d) + 4\,n_h t}_{\text{attention}} + "
          r"\underbrace{4\,A\,t\,I}_{\text{gated MLP}}")
 st.markdown("""
-A frozen base (LoRA) saves less (no normalized copies, 3 MLP tensors) but peft keeps an fp32 copy of every
-adapted layer's input. Eager attention adds the $(4 + A)\\,n_h\\,b\\,s^2$ softmax. Gradient checkpointing keeps
-$A\\,t\\,h$ per layer and recomputes one layer at a time. Outside the layers: embedding output and final norm.
-**Logits**: Hugging Face upcasts logits to fp32 for the loss: $12\\,t\\,V$ bytes at the start of backward.
+A frozen base (LoRA) saves less (no normalized copies, 3 MLP tensors, nothing for the frozen embedding) but
+peft's fp32 adapters keep an fp32 copy of every adapted layer's input (16-bit adapters share the inputs).
+Eager attention adds the $(4 + A)\\,n_h\\,b\\,s^2$ softmax; sliding-window layers under sdpa get an explicit
+mask ($A\\,b\\,s^2$) and repeated K and V. Gradient checkpointing keeps $A\\,t\\,h$ per layer at backward start
+and rebuilds one layer at a time later. MoE layers save, per routed token, the gathered input, four expert-width
+tensors and the expert output, plus the router's probabilities and indices. Family details measured by the
+traces are modelled too: Qwen3 / Gemma 3 q-k norms, Gemma's fp32 norm products and soft-capping, gpt-oss'
+attention sinks and clamped experts, DeepSeek's MLA norms and fp32 router.
+**Logits**: Hugging Face upcasts logits to fp32 for the loss: $12\\,t\\,V$ bytes at the start of backward
+($14\\,t\\,V$ with Gemma 2's final soft-capping).
 
 **ZeRO / FSDP** over $N$ data-parallel GPUs: stage 1 shards optimizer states and master weights, stage 2 also
 gradients (FSDP SHARD_GRAD_OP), stage 3 also weights (FSDP FULL_SHARD) plus a buffer for the gathered current and
 prefetched layer ($2 \\times 2\\,\\text{B} \\times$ largest layer). Optimizer offload moves optimizer states, master
 weights and (from stage 2) gradient shards to CPU memory, shown as *CPU memory per GPU*.
 """)
+
+st.header("Validated against real model code")
+st.markdown("""
+`python -m estimator validate` runs the Hugging Face model code of every scenario below with fake tensors on
+the CPU (no weights, no GPU), measures every live tensor by category and compares it with the detailed
+estimate; large models are traced at full width with 2-3 layers and extrapolated per layer. What does not match
+yet is listed in `validation/FINDINGS.md`. Trace your own config with `python -m estimator trace`.
+""")
+validation_rows = load_results()
+st.dataframe(pd.DataFrame([{"Component": name, "Cases": v["cases"],
+                            "Median |error| (%)": round(v["median_abs_error_pct"], 2),
+                            "Worst error (%)": round(v["worst_error_pct"], 2), "Worst case": v["worst_case"]}
+                           for name, v in summary(validation_rows).items()]), hide_index=True)
+st.plotly_chart(charts.validation_scatter(validation_rows), config={"displaylogo": False})
 
 st.header("Formats and KV dtypes")
 st.dataframe(pd.DataFrame([{"Id (link)": f.id, "Format": f.label, "Bits per weight": round(float(f.bits), 4),

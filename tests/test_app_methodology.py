@@ -30,3 +30,16 @@ def test_the_format_and_gpu_tables_come_from_the_catalogs():
 def test_the_module_notes_are_the_estimators_docstrings():
     at = start(page="methodology")
     assert est.quick.__doc__.strip() in texts(at)
+
+
+def test_the_validation_summary_and_scatter_come_from_the_committed_results():
+    from validation import load_results, summary
+
+    at = start(page="methodology")
+    frames = [d.value for d in at.dataframe]
+    table = next(f for f in frames if "Median |error| (%)" in f.columns)
+    expected = summary(load_results())
+    assert list(table["Component"]) == list(expected)
+    assert table.set_index("Component").loc["kv_cache", "Median |error| (%)"] == round(
+        expected["kv_cache"]["median_abs_error_pct"], 2)
+    assert "Validated against real model code" in [h.value for h in at.header]

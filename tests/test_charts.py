@@ -119,3 +119,15 @@ def test_user_text_in_labels_is_html_escaped():
 ])
 def test_short_gpu_names(name, short):
     assert charts.short_gpu_name(name) == short
+
+
+def test_validation_scatter_has_one_trace_per_component_and_the_identity_line():
+    rows = [{"case": "a", "component": "weights", "estimate_bytes": 10**9, "measured_bytes": 10**9},
+            {"case": "b", "component": "weights", "estimate_bytes": 2 * 10**9, "measured_bytes": 2 * 10**9},
+            {"case": "a", "component": "kv_cache", "estimate_bytes": 5 * 10**8, "measured_bytes": 4 * 10**8},
+            {"case": "c", "component": "logits", "estimate_bytes": 0, "measured_bytes": 0}]
+    fig = charts.validation_scatter(rows)
+    names = [trace.name for trace in fig.data]
+    assert names == ["kv_cache", "weights", "estimate = measured"]
+    assert list(fig.data[1].x) == [1.0, 2.0] and list(fig.data[0].y) == [0.5]
+    assert fig.layout.xaxis.type == "log" and list(fig.data[2].x) == [0.4, 2.0]

@@ -111,6 +111,7 @@ class Architecture:
     fp32_norm_weight: bool = False  # RMSNorm multiplies its weight in fp32 and saves that product (Gemma, gpt-oss)
     router_fp32: bool = False  # the MoE router runs in fp32 (DeepSeek)
     expert_saved_tensors: int = 4  # expert-width tensors each routed token saves (7 for gpt-oss' clamped SwiGLU)
+    lora_reaches_experts: bool = True  # peft's all-linear adapts the experts and router (not gpt-oss' modules)
     source: str = field(default="", compare=False)  # where the numbers come from
 
     def __post_init__(self) -> None:
@@ -132,7 +133,7 @@ class Architecture:
         require_int("expert_saved_tensors", self.expert_saved_tensors, 1, 16)
         require_int("experts_per_token", self.experts_per_token, 0, max(self.num_experts, 0))
         for name in ("gated_mlp", "qkv_bias", "o_bias", "mlp_bias", "norm_bias", "tie_word_embeddings", "lm_head_bias", "softcap_attention", "softcap_logits", "fp32_norm_weight",
-                     "router_fp32", "attention_sinks", "shared_expert_gate", "router_bias", "expert_bias"):
+                     "router_fp32", "lora_reaches_experts", "attention_sinks", "shared_expert_gate", "router_bias", "expert_bias"):
             require_bool(name, getattr(self, name))
         if self.num_heads % self.num_kv_heads:
             raise ValueError(f"num_attention_heads ({self.num_heads}) must be a multiple of "

@@ -79,38 +79,48 @@ def _y_top(highest: float, lines: Sequence[Capacity], unit: str) -> float:
     return 1.1 * max(highest, min(above, default=highest), *chosen)
 
 
-def _add_capacity_lines(fig: go.Figure, lines: Sequence[Capacity], unit: str) -> None:
+def _capacity_layout(lines: Sequence[Capacity], unit: str) -> tuple[list[dict], list[dict]]:
+    """(shapes, labels): each line across the plot and its label right of it. Built as plain layout dicts and
+    handed to plotly once: `add_hline` and `add_annotation` re-validate the figure on every call, which made
+    the figures most of a page rerun (benchmarks/RESULTS.md)."""
+    shapes, labels = [], []
     for line in lines:
-        fig.add_hline(y=in_unit(line.bytes, unit), line_dash="solid" if line.chosen else "dot",
-                      line_color=CHOSEN_COLOUR if line.chosen else LINE_COLOUR, line_width=2 if line.chosen else 1,
-                      annotation_text=html.escape(line.label), annotation_position="right",
-                      annotation_font_size=11, annotation_font_color=CHOSEN_COLOUR if line.chosen else LINE_COLOUR)
+        y, colour = in_unit(line.bytes, unit), CHOSEN_COLOUR if line.chosen else LINE_COLOUR
+        shapes.append(dict(type="line", xref="x domain", x0=0, x1=1, yref="y", y0=y, y1=y,
+                           line=dict(color=colour, width=2 if line.chosen else 1,
+                                     dash="solid" if line.chosen else "dot")))
+        labels.append(dict(xref="x domain", x=1, xanchor="left", yref="y", y=y, yanchor="middle", showarrow=False,
+                           text=html.escape(line.label), font=dict(size=11, color=colour)))
+    return shapes, labels
 
 
-def _layout(fig: go.Figure, y_title: str, top: float, x_title: str = "") -> go.Figure:
-    fig.update_layout(height=HEIGHT, margin=dict(l=10, r=LABEL_MARGIN, t=30, b=10), hovermode="closest",
-                      legend=dict(orientation="h", yanchor="top", y=-0.22 if x_title else -0.12, xanchor="left", x=0,
-                                  title_text="", traceorder="normal"))
-    fig.update_yaxes(title_text=y_title, range=[0, top], rangemode="tozero")
-    fig.update_xaxes(title_text=x_title)
-    return fig
+def _figure(traces: list[dict], lines: Sequence[Capacity], unit: str, top: float, x_title: str = "",
+            annotations: Sequence[dict] = (), xaxis: dict | None = None, **layout) -> go.Figure:
+    """One figure from trace dicts, the capacity lines and the shared layout, validated by plotly once."""
+    shapes, labels = _capacity_layout(lines, unit)
+    return go.Figure(data=traces, layout=dict(
+        height=HEIGHT, margin=dict(l=10, r=LABEL_MARGIN, t=30, b=10), hovermode="closest",
+        legend=dict(orientation="h", yanchor="top", y=-0.22 if x_title else -0.12, xanchor="left", x=0,
+                    title_text="", traceorder="normal"),
+        yaxis=dict(title_text=f"Memory per GPU ({unit})", range=[0, top], rangemode="tozero"),
+        xaxis=dict(title_text=x_title, **(xaxis or {})), shapes=shapes, annotations=[*annotations, *labels],
+        **layout))
 
 
 def stacked_bar(bars: Sequence[tuple[str, Breakdown]], unit: str = "GB", lines: Sequence[Capacity] = ()) -> go.Figure:
     """One bar per (label, breakdown), stacked by component in the canonical order, totals on top."""
     labels = [html.escape(label) for label, _ in bars]
-    fig = go.Figure()
+    traces = []
     for name, (label, colour) in COMPONENT_STYLE.items():
         values = [in_unit(b.component(name), unit) for _, b in bars]
         if any(values):
-            fig.add_trace(go.Bar(name=label, x=labels, y=values, marker_color=colour,
-                                 hovertemplate=f"%{{x}}<br>{label}: %{{y:,.2f}} {unit}<extra></extra>"))
+            traces.append(dict(type="bar", name=label, x=labels, y=values, marker=dict(color=colour),
+                               hovertemplate=f"%{{x}}<br>{label}: %{{y:,.2f}} {unit}<extra></extra>"))
     totals = [in_unit(b.total, unit) for _, b in bars]
-    for label, total in zip(labels, totals):
-        fig.add_annotation(x=label, y=total, text=f"{total:,.1f} {unit}", showarrow=False, yanchor="bottom")
-    _add_capacity_lines(fig, lines, unit)
-    fig.update_layout(barmode="stack", bargap=0.35)
-    return _layout(fig, f"Memory per GPU ({unit})", _y_top(max(totals, default=0), lines, unit))
+    on_top = [dict(x=label, y=total, text=f"{total:,.1f} {unit}", showarrow=False, yanchor="bottom")
+              for label, total in zip(labels, totals)]
+    return _figure(traces, lines, unit, _y_top(max(totals, default=0), lines, unit), annotations=on_top,
+                   barmode="stack", bargap=0.35)
 
 
 def memory_curve(x: Sequence[int], series: Sequence[tuple[str, Sequence[int]]], x_title: str, unit: str = "GB",
@@ -118,26 +128,25 @@ def memory_curve(x: Sequence[int], series: Sequence[tuple[str, Sequence[int]]], 
     """Total bytes per GPU against `x` (log scale), one line per (label, totals); `current` (one of `x`) is
     marked on every line. The axis stops near three times the chosen GPU (or 1.5 x the current value), where
     the curves cross the capacity lines; far larger values are a zoom-out away."""
-    fig = go.Figure()
+    traces = []
     highest = now = 0.0
     for i, (label, totals) in enumerate(series):
         y = [in_unit(t, unit) for t in totals]
         highest = max([highest, *y])
         now = max(now, y[list(x).index(current)] if current in x else 0)
         colour, name = ROW_COLOURS[i % len(ROW_COLOURS)], html.escape(label)
-        fig.add_trace(go.Scatter(x=list(x), y=y, name=name, mode="lines", line=dict(color=colour, width=2),
-                                 hovertemplate=f"{name}<br>{x_title} %{{x:,}}: %{{y:,.1f}} {unit}<extra></extra>"))
+        traces.append(dict(type="scatter", x=list(x), y=y, name=name, mode="lines", line=dict(color=colour, width=2),
+                           hovertemplate=f"{name}<br>{x_title} %{{x:,}}: %{{y:,.1f}} {unit}<extra></extra>"))
         if current in x:
             at = y[list(x).index(current)]
-            fig.add_trace(go.Scatter(x=[current], y=[at], mode="markers", showlegend=False, name=f"{name} (current)",
-                                     marker=dict(color=colour, size=10, symbol="diamond"),
-                                     hovertemplate=f"{name}, current {x_title}<br>%{{x:,}}: %{{y:,.1f}} {unit}"
-                                                   "<extra></extra>"))
-    _add_capacity_lines(fig, lines, unit)
-    fig.update_xaxes(type="log", tickvals=list(x), ticktext=[_tick(v) for v in x])
+            traces.append(dict(type="scatter", x=[current], y=[at], mode="markers", showlegend=False,
+                               name=f"{name} (current)", marker=dict(color=colour, size=10, symbol="diamond"),
+                               hovertemplate=f"{name}, current {x_title}<br>%{{x:,}}: %{{y:,.1f}} {unit}"
+                                             "<extra></extra>"))
     chosen = [in_unit(line.bytes, unit) for line in lines if line.chosen]
     shown = min(highest, max(3 * max(chosen, default=0), 1.5 * now)) or highest  # where the lines cross
-    return _layout(fig, f"Memory per GPU ({unit})", _y_top(shown, lines, unit), x_title)
+    return _figure(traces, lines, unit, _y_top(shown, lines, unit), x_title,
+                   xaxis=dict(type="log", tickvals=list(x), ticktext=[_tick(v) for v in x]))
 
 
 def _tick(value: int) -> str:

@@ -27,7 +27,8 @@ from .quick import quick_finetune
 from .scenarios import FinetuneScenario
 from .sharding import shard_training_states
 from .training import (QLORA_BASE_FORMAT, REGIMES, TECHNIQUE_LABELS, TECHNIQUES, lora_adapter_shapes, optimizer,
-                       optimizer_notes, optimizer_state_bytes, parse_lora_targets, step_temporary_bytes)
+                       moe_targets, optimizer_notes, optimizer_state_bytes, parse_lora_targets,
+                       step_temporary_bytes)
 from .units import bytes_from_gb
 
 def _qlora_base_bytes(a: Architecture, format_id: str) -> int:
@@ -83,8 +84,9 @@ def _model_states(s: FinetuneScenario, technique: str) -> ModelStates:
              + (" (peft's default)" if s.adapter_bits == 32 else "") + f"; {base_note}; "
              f"{opt.label} states in the adapters' dtype"]
     if a.is_moe:
-        notes.append("Routed experts are not adapted (transformers stores them as fused 3-D parameters; "
-                     "peft 0.21's all-linear does adapt them, which this estimate does not model)")
+        notes.append("Routed experts: adapted through peft's ParamWrapper, which keeps a merged copy of every "
+                     "expert for backward" if "experts" in moe_targets(a, targets) else
+                     "Routed experts are not adapted (only all-linear reaches transformers' fused 3-D experts)")
     largest = max(r * c * n for r, c, n in shapes) * adapter_bytes
     return ModelStates(states, adapters * adapter_bytes, largest, notes)
 

@@ -299,7 +299,8 @@ def _gpt_oss(f: _Fields, name: str, model_type: str) -> Architecture:
                         experts_per_token=f.need("num_experts_per_tok", "experts_per_token"),
                         moe_intermediate_size=f.need("intermediate_size"), router_bias=True, expert_bias=True,
                         moe_layers=tuple(range(base["num_layers"])), sliding_window=window,
-                        sliding_layers=sliding_layers, fp32_norm_weight=True, expert_saved_tensors=7)
+                        sliding_layers=sliding_layers, fp32_norm_weight=True, expert_saved_tensors=7,
+                        lora_reaches_experts=False)
 
 
 def _hidden_and_heads(f: _Fields, hidden_names: tuple[str, ...], head_names: tuple[str, ...]) -> tuple[int, int]:

@@ -122,13 +122,16 @@ def optimizer_state_bytes(opt: Optimizer, shapes: list[tuple[int, int, int]], st
 LORA_TARGET_PRESETS = {
     "q,v": ("q_proj", "v_proj"),  # PEFT's default for Llama, Mistral, Qwen, Gemma
     "attention": ("q_proj", "k_proj", "v_proj", "o_proj"),
-    "all-linear": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+    # PEFT's all-linear: every Linear, and (peft 0.21 on transformers 5) the fused 3-D expert weights
+    "all-linear": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "experts", "router"),
 }
 LORA_ROLES = {  # projection name -> tensor roles it adapts (MLA: q_a/q_b, kv_a/kv_b; MoE: shared expert)
     "q_proj": ("attn_q", "attn_q_a", "attn_q_b"), "k_proj": ("attn_k", "attn_kv_a"),
     "v_proj": ("attn_v", "attn_kv_b"), "o_proj": ("attn_output",),
     "gate_proj": ("ffn_gate", "shared_gate"), "up_proj": ("ffn_up", "shared_up"),
     "down_proj": ("ffn_down", "shared_down"),
+    "experts": (),  # routed experts: peft's ParamWrapper adapters, shaped by `_expert_adapter_shapes`
+    "router": ("router",),
 }
 _SHORT_NAMES = {name.split("_")[0]: name for name in LORA_ROLES}
 
@@ -154,15 +157,34 @@ def parse_lora_targets(text: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _expert_adapter_shapes(a: Architecture, rank: int) -> list[tuple[int, int, int]]:
+    """peft 0.21's ParamWrapper adapters on one MoE layer's fused experts, as measured (validation/FINDINGS.md
+    10): gate_up A (2 E r x h), B (2 I_e x 2 E r); down A (E r x I_e), B (h x E r)."""
+    er, h, width = a.num_experts * rank, a.hidden_size, a.moe_intermediate_size
+    up = 2 if a.gated_mlp else 1
+    return [(up * er, h, 1), (up * width, up * er, 1), (er, width, 1), (h, er, 1)]
+
+
 def lora_adapter_shapes(a: Architecture, targets: tuple[str, ...], rank: int) -> list[tuple[int, int, int]]:
-    """(rows, cols, copies) of every lora_A (r x d_in) and lora_B (d_out x r) matrix. Routed experts are not
-    adapted: transformers 5 stores them as fused 3-D parameters, which PEFT's Linear targets do not match."""
+    """(rows, cols, copies) of every lora_A (r x d_in) and lora_B (d_out x r) matrix. Routed experts (fused
+    3-D parameters in transformers 5) are adapted only by the "experts" target, which all-linear includes."""
+    targets = moe_targets(a, targets)
     roles = {role for name in targets for role in LORA_ROLES[name]}
     shapes = []
     for t in tensors(a):
         if t.role in roles:
             shapes += [(rank, t.cols, t.copies), (t.rows, rank, t.copies)]
+    if "experts" in targets:
+        shapes += _expert_adapter_shapes(a, rank) * len(a.moe_layers)
     return shapes
+
+
+def moe_targets(a: Architecture, targets: tuple[str, ...]) -> tuple[str, ...]:
+    """The targets peft reaches: gpt-oss' router and experts are custom modules that all-linear does not
+    adapt (measured, validation/results.csv), so "experts" and "router" drop out there."""
+    if a.lora_reaches_experts:
+        return targets
+    return tuple(name for name in targets if name not in ("experts", "router"))
 
 
 def lora_trainable_params(a: Architecture, targets: tuple[str, ...], rank: int) -> int:

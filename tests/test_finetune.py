@@ -145,3 +145,15 @@ def test_gradient_checkpointing_rebuilds_one_layer_in_a_later_phase(llama3_8b):
     row = detailed_finetune(est.FinetuneScenario(llama3_8b, gradient_checkpointing=True, seq_len=8192,
                                                  batch_size=8), "lora")
     assert "backward recompute" in dict(row.phases)
+
+
+def test_all_linear_on_moe_adapts_experts_and_router_as_peft_0_21_does():
+    """validation/FINDINGS.md 10 (measured shapes): gate_up A 2Er x h, B 2I_e x 2Er; down A Er x I_e, B h x Er;
+    the router r (h + E); q, k, v, o as usual. Routed experts stay frozen under any other target list."""
+    a = est.model("Qwen/Qwen3-30B-A3B").architecture
+    r, E, h, width = 16, 128, 2048, 768
+    attention = r * ((h + 32 * 128) + 2 * (h + 4 * 128) + (32 * 128 + h))
+    experts = 2 * E * r * h + 2 * width * 2 * E * r + E * r * width + h * E * r
+    per_layer = attention + r * (h + E) + experts
+    assert lora_trainable_params(a, parse_lora_targets("all-linear"), r) == 48 * per_layer
+    assert lora_trainable_params(a, parse_lora_targets("q,k,v,o,gate,up,down"), r) == 48 * attention

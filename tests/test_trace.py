@@ -2,9 +2,7 @@
 
 Runs the fast subset of the validation matrix (small dimensions, about a second per case) once per session
 and asserts the tolerances of the issue: weights, gradients, optimizer states and KV cache within 0.5% of the
-measured bytes; activations and the training peak within 10%; the inference peak within 10%. The one case the
-estimator does not model (peft 0.21 adapting MoE experts under all-linear) is a strict xfail with the measured
-reason, so it fails loudly once the estimator models it. Skipped when torch, transformers or peft are not installed
+measured bytes; activations and the training peak within 10%; the inference peak within 10%. Skipped when torch, transformers or peft are not installed
 (pip install -r requirements-validation.txt).
 """
 
@@ -24,13 +22,6 @@ from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 
 TOLERANCE_PCT = {"weights": 0.5, "gradients": 0.5, "optimizer_states": 0.5, "kv_cache": 0.5,
                  ("training", "activations"): 10, ("training", "peak"): 10, ("inference", "peak"): 10}
-
-# What the traces show the estimator still gets wrong (validation/FINDINGS.md has the numbers and fixes).
-KNOWN_GAPS = {  # strict: the day the estimator models it, these fail and must be removed from here
-    ("qwen3_moe-lora-all-sdpa", "weights"): "peft 0.21 all-linear adapts routed experts and router (finding 10)",
-    ("qwen3_moe-lora-all-sdpa", "gradients"): "peft 0.21 all-linear adapts routed experts and router (finding 10)",
-    ("qwen3_moe-lora-all-sdpa", "optimizer_states"): "peft 0.21 all-linear adapts routed experts (finding 10)",
-}
 
 FAST_CASES = [c for c in matrix.cases(fast=True)]
 COMPONENTS = {"inference": ("weights", "kv_cache", "peak"),
@@ -54,10 +45,7 @@ def _tolerance(kind: str, component: str) -> float:
     return TOLERANCE_PCT.get(component, TOLERANCE_PCT.get((kind, component)))
 
 
-@pytest.mark.parametrize("case_name, component", [
-    pytest.param(n, c, id=f"{n}:{c}",
-                 marks=[pytest.mark.xfail(reason=KNOWN_GAPS[(n, c)], strict=True)] if (n, c) in KNOWN_GAPS else [])
-    for n, c in ASSERTED])
+@pytest.mark.parametrize("case_name, component", ASSERTED, ids=[f"{n}:{c}" for n, c in ASSERTED])
 def test_estimate_matches_trace(fast_results, case_name, component):
     case, rows, _ = fast_results[case_name]
     row = rows[component]

@@ -59,13 +59,6 @@ class ParamCount:
 Model = Union[Architecture, ParamCount]
 
 
-def _require_bits(field: str, value: object, choices: tuple[int, ...]) -> None:
-    """A precision in bits: one of `choices`, as an integer (16.0 and True are not bit widths)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value not in choices:
-        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-        raise ValueError(f"{field} must be one of {', '.join(map(str, choices))}; got {shown}")
-
-
 def _check_common(s: InferenceScenario | FinetuneScenario) -> None:
     if not isinstance(s.model, (Architecture, ParamCount)):
         raise ValueError("model must be an Architecture or a ParamCount")
@@ -73,7 +66,7 @@ def _check_common(s: InferenceScenario | FinetuneScenario) -> None:
     require_int("seq_len", s.seq_len, 1, MAX_SEQ_LEN)
     require_number("overhead_gb", s.overhead_gb, 0, MAX_OVERHEAD_GB)
     require_bool("flash_attention", s.flash_attention)
-    _require_bits("activation_bits", s.activation_bits, (16, 32))
+    require_choice("activation_bits", s.activation_bits, (16, 32))
     require_choice("method", s.method, METHODS)
     if s.method == "detailed" and not isinstance(s.model, Architecture):
         raise ValueError("method 'detailed' needs the architecture: choose a catalog model or a config.json")
@@ -140,11 +133,11 @@ class FinetuneScenario:
         _check_common(self)
         require_choice("technique", self.technique, TECHNIQUES)
         require_choice("optimizer", self.optimizer, OPTIMIZERS)
-        _require_bits("param_bits", self.param_bits, (32, 16, 8, 4))
+        require_choice("param_bits", self.param_bits, (32, 16, 8, 4))
         require_choice("regime", self.regime, REGIMES)
-        _require_bits("optimizer_state_bits", self.optimizer_state_bits, (32, 16))
+        require_choice("optimizer_state_bits", self.optimizer_state_bits, (32, 16))
         require_choice("optimizer_impl", self.optimizer_impl, OPTIMIZER_IMPLS)
-        _require_bits("adapter_bits", self.adapter_bits, (32, 16))
+        require_choice("adapter_bits", self.adapter_bits, (32, 16))
         require_int("lora_rank", self.lora_rank, 1, 65_536)
         parse_lora_targets(self.lora_targets)
         require_bool("gradient_checkpointing", self.gradient_checkpointing)

@@ -29,11 +29,17 @@ def require_number(field: str, value: object, low: float, high: float, *, allow_
         raise ValueError(f"{field} must be {bound} {rng}, got {value:g}")
 
 
-def require_choice(field: str, value: object, choices: Iterable[str]) -> None:
-    """`value` must be one of `choices`."""
+def require_choice(field: str, value: object, choices: Iterable[object]) -> None:
+    """`value` must be one of `choices`, of the same type (True is not 1 and 16.0 is not 16 here)."""
     options = list(choices)
-    if value not in options:
-        raise ValueError(f"{field} must be one of {', '.join(options)}; got {value!r}")
+    if type(value) not in {type(option) for option in options} or value not in options:
+        raise ValueError(f"{field} must be one of {', '.join(map(str, options))}; got {_quoted(value)}")
+
+
+def _quoted(value: object, limit: int = 40) -> str:
+    """A user's value for an error message, cut short: a message must not echo megabytes back."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def require_bool(field: str, value: object) -> None:

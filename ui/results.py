@@ -71,7 +71,8 @@ def curves(page: str, inputs: dict) -> dict[str, tuple[list[int], list[tuple[str
     field, key, _, reach = LOAD_FIELD[page]
     out = {}
     for name, x in (("seq_len", tables.sweep_values(s.seq_len, 256, top)),
-                    (field, tables.sweep_values(inputs[key], 1, max(reach, 2 * inputs[key])))):
+                    (field, tables.sweep_values(inputs[key], 1, min(max(reach, 2 * inputs[key]),
+                                                                    share.fields(page)[key].high)))):
         out[name] = (x, [(row.short, [b.total for b in sweep(s, row.fn, name, x)]) for row in rows])
     return out
 

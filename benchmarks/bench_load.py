@@ -35,13 +35,11 @@ import json
 import os
 import platform
 import random
-import shutil
 import socket
 import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,14 +48,16 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.e2e.conftest import CHROMIUM_FLAGS, chromium_path, wait_healthy  # noqa: E402  (shared with e2e)
+
 SHARED_QUERY = "v=1&p=inference&model=meta-llama/Llama-3.1-8B&seq=8192&conc=4"
 TARGET_P95_S, TARGET_GROWTH_MB = 2.0, 100.0
 WAIT_S = 60.0  # the longest wait for any one rerun before it counts as an error
 ERROR_ALERT = 1  # Alert.Format.ERROR
 FINISHED_OK, FINISHED_EARLY_FOR_RERUN = 0, 2
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-extensions",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-dev-shm-usage", "--renderer-process-limit=64"]
+MANY_PAGES_FLAGS = ["--disable-extensions", "--disable-dev-shm-usage", "--renderer-process-limit=64"]
 
 
 # --- the server ---------------------------------------------------------------------------------------------
@@ -73,20 +73,6 @@ def start_server(port: int) -> subprocess.Popen:
          "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
          "--server.runOnSave", "false"],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-
-
-def wait_healthy(port: int, server: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"streamlit exited with code {server.returncode}: {server.stderr.read()[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError("streamlit did not become healthy")
 
 
 def rss_mb(pid: int) -> float:
@@ -298,12 +284,12 @@ async def browser_load(port: int, sessions: int, duration: float, think: tuple[f
                        ramp_s: float) -> list[SessionResult]:
     from playwright.async_api import async_playwright
 
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    chromium = chromium_path()
     if not chromium:
         raise SystemExit("Chromium not found: apt-get install -y chromium")
     rng = random.Random(seed)
     async with async_playwright() as p:
-        browser = await p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
+        browser = await p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS + MANY_PAGES_FLAGS)
         try:
             # the deadline counts from when the last session has opened its page
             deadline = time.monotonic() + ramp_s + duration
@@ -378,7 +364,7 @@ def main() -> int:
     port = free_port()
     server = start_server(port)
     try:
-        wait_healthy(port, server)
+        wait_healthy(f"http://127.0.0.1:{port}", server)
         summary = asyncio.run(asyncio.wait_for(measure(args, port, server), args.duration + 600))
     finally:
         server.terminate()

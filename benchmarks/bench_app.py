@@ -24,13 +24,13 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 import estimator as est  # noqa: E402
 from tests.e2e.conftest import CHROMIUM_FLAGS, chromium_path, free_port, start_server, stop_server  # noqa: E402
 
-TOTAL_CELL = "[data-testid='stDataFrame'] td[aria-colindex='2']"  # 'Required GPU Memory' of the first row
+TOTAL_CELL = "[data-testid='stTable'] td"  # the scenario table's cells (one of them is the first row's total)
 SHOWS = "(text) => [...document.querySelectorAll(\"" + TOTAL_CELL.replace('"', '\\"') + "\")].some(c => c.innerText === text)"
 
 
 def shown(total_bytes: int) -> str:
-    """A total as the table shows it: GB rounded to 0.1, without a trailing '.0'."""
-    return format(round(total_bytes / 1e9, 1), "g")
+    """A total as the scenario table shows it: GB to 0.1."""
+    return f"{total_bytes / 1e9:,.1f}"
 
 
 def quick_total(seq_len: int, concurrency: int = 1) -> str:

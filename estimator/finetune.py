@@ -87,7 +87,7 @@ def _model_states(s: FinetuneScenario, technique: str) -> ModelStates:
         notes.append("Routed experts: adapted through peft's ParamWrapper, which keeps a merged copy of every "
                      "expert for backward" if "experts" in moe_targets(a, targets) else
                      "Routed experts are not adapted (only all-linear reaches transformers' fused 3-D experts)")
-    largest = max(r * c * n for r, c, n in shapes) * adapter_bytes
+    largest = max((r * c * n for r, c, n in shapes), default=0) * adapter_bytes  # none: targets absent
     return ModelStates(states, adapters * adapter_bytes, largest, notes)
 
 

@@ -40,8 +40,8 @@ def assert_clean(at: AppTest) -> None:
 
 
 def table(at: AppTest) -> pd.DataFrame:
-    """The scenario table of an estimate page (its first dataframe)."""
-    return at.dataframe[0].value
+    """The scenario table of an estimate page (its first table)."""
+    return at.table[0].value
 
 
 def totals(at: AppTest, unit: str = "GB") -> list[float]:

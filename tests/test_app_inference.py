@@ -147,7 +147,7 @@ def test_gpu_fit_on_the_target_gpu_uses_the_estimators_numbers():
     assert metrics["H100 SXM needed"] == "1 GPU"
     assert metrics["Longest sequence"] == f"{est.max_seq_len(s, row, gpu.memory_bytes):,} tokens"
     assert metrics["Most concurrent requests"] == f"{est.max_concurrency(s, row, gpu.memory_bytes):,}"
-    fits = at.dataframe[1].value
+    fits = at.dataframe[0].value
     assert len(fits) == len(est.gpus())
     assert fits[fits["GPU"] == "NVIDIA T4 16GB"]["GPUs needed"].iloc[0] == 2
 

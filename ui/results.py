@@ -85,6 +85,13 @@ def number_columns(frame: pd.DataFrame, unit: str) -> dict:
     return config
 
 
+def styled(frame: pd.DataFrame, unit: str):
+    """Totals to 0.1 and components to 0.01, as `number_columns` does for grids; no index column."""
+    formats = {col: "{:,.1f}" for col in frame.columns if col.endswith(f"({unit})")}
+    formats.update({label: "{:,.2f}" for label, _ in charts.COMPONENT_STYLE.values() if label in frame.columns})
+    return frame.style.format(formats, na_rep="").hide(axis="index")
+
+
 def render(page: str) -> None:
     """Everything below the form: table, chart, comparison button, GPU fit, curves, assumptions."""
     inputs, view = state.page_state(page), state.view()
@@ -101,7 +108,7 @@ def render(page: str) -> None:
         unit = form.unit(page)
     top_left.caption(_method_note(page, inputs, rows[0][1].method))
     frame = tables.scenario_frame([(row.label, b) for row, b in rows], unit)
-    st.dataframe(frame, hide_index=True, column_config=number_columns(frame, unit))
+    st.table(styled(frame, unit))  # a static table: st.dataframe's grid costs ~200 ms a rerun in the browser
     selected = _controls(page, inputs, [row for row, _ in rows])
     lines = charts.capacity_lines(catalog.gpus(), view["gpu"])
     st.plotly_chart(charts.stacked_bar([(row.short, b) for row, b in rows], unit, lines),

@@ -9,15 +9,18 @@ from playwright.sync_api import Page, expect
 TIMEOUT_MS = 20_000
 
 
+SCENARIO_TABLE = "[data-testid='stTable']"  # the estimate pages' scenario table (a static HTML table)
+
+
 def open_app(page: Page, url: str) -> None:
-    """Load a URL and wait until the first table is on screen."""
+    """Load a URL and wait until the scenario table is on screen."""
     page.goto(url)
-    page.wait_for_selector("[data-testid='stDataFrame'] td", state="attached", timeout=60_000)
+    page.wait_for_selector(f"{SCENARIO_TABLE} td", timeout=60_000)
 
 
-def table(page: Page, index: int = 0) -> list[list[str]]:
-    """Rows of the index-th dataframe on the page, header first, as the accessible grid exposes them."""
-    rows = page.locator("[data-testid='stDataFrame']").nth(index).locator("tr")
+def table(page: Page) -> list[list[str]]:
+    """Rows of the scenario table, header first."""
+    rows = page.locator(SCENARIO_TABLE).first.locator("tr")
     return [[cell.inner_text() for cell in rows.nth(r).locator("td,th").all()] for r in range(rows.count())]
 
 

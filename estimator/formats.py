@@ -20,7 +20,7 @@ import functools
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .architecture import Architecture, Tensor, parameter_counts, tensors
+from .architecture import Architecture, Tensor, tensors
 
 BF16_BYTES = 2  # bytes of an unquantized 16-bit weight
 
@@ -99,9 +99,6 @@ WEIGHT_FORMATS = {f.id: f for f in (
 )}
 GGUF_BASE = {"q8_0": "Q8_0", "q6_k": "Q6_K", "q5_k_m": "Q5_K", "q5_0": "Q5_0", "q4_k_m": "Q4_K", "q4_k_s": "Q4_K",
              "q4_0": "Q4_0", "q3_k_m": "Q3_K", "q2_k": "Q2_K", "iq4_xs": "IQ4_XS", "iq4_nl": "IQ4_NL"}
-
-# The quick method's precisions (the reference document's table rows)
-PRECISION_BY_BITS = {32: "fp32", 16: "bf16", 8: "int8", 4: "nf4"}
 
 
 def weight_format(format_id: str) -> WeightFormat:
@@ -204,7 +201,3 @@ def weight_bytes(a: Architecture, format_id: str) -> WeightBytes:
             vectors += size
     return WeightBytes(matrices, vectors)
 
-
-def effective_bits(a: Architecture, format_id: str) -> float:
-    """Average bits per parameter of the whole model in a format (what GGUF file sizes imply)."""
-    return 8 * weight_bytes(a, format_id).total / parameter_counts(a).total

@@ -12,8 +12,7 @@ from typing import Union
 from .architecture import Architecture
 from .formats import WEIGHT_FORMATS
 from .kv_cache import KV_DTYPE_BYTES
-from .training import (LORA_TARGET_PRESETS, OPTIMIZER_IMPLS, OPTIMIZERS, REGIMES, TECHNIQUES,
-                       parse_lora_targets)
+from .training import OPTIMIZER_IMPLS, OPTIMIZERS, REGIMES, TECHNIQUES, parse_lora_targets
 from .validation import require_bool, require_choice, require_int, require_number
 
 BILLION = 10**9
@@ -161,5 +160,3 @@ def resolve_method(s: InferenceScenario | FinetuneScenario) -> str:
         return s.method
     return "detailed" if isinstance(s.model, Architecture) else "quick"
 
-
-LORA_TARGET_CHOICES = tuple(LORA_TARGET_PRESETS)

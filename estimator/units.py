@@ -8,7 +8,6 @@ which is what `nvidia-smi` and PyTorch report.
 from __future__ import annotations
 
 import functools
-import math
 from fractions import Fraction
 
 GB = 10**9  # decimal gigabyte, the reference document's unit
@@ -22,11 +21,6 @@ UNITS = {"GB": GB, "GiB": GiB}
 def bytes_from_gb(gigabytes: float) -> int:
     """Whole bytes in `gigabytes` decimal GB, exact for decimal input (1.4 -> 1,400,000,000)."""
     return round(Fraction(str(gigabytes)) * GB)
-
-
-def ceil_bytes(value: Fraction | int | float) -> int:
-    """Round a (possibly fractional) byte count up to a whole byte: memory is allocated in bytes."""
-    return math.ceil(value)
 
 
 def in_unit(num_bytes: int, unit: str = "GB") -> float:

@@ -22,9 +22,10 @@ sys.path.insert(0, str(ROOT))
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 import estimator as est  # noqa: E402
+from tests.e2e.browser import IDLE_APP  # noqa: E402
 from tests.e2e.conftest import CHROMIUM_FLAGS, chromium_path, free_port, start_server, stop_server  # noqa: E402
 
-TOTAL_CELL = "[data-testid='stTable'] td"  # the scenario table's cells (one of them is the first row's total)
+TOTAL_CELL = "[data-testid='stMarkdownContainer'] td"  # the scenario table's cells (one of them is the first row's total)
 SHOWS = "(text) => [...document.querySelectorAll(\"" + TOTAL_CELL.replace('"', '\\"') + "\")].some(c => c.innerText === text)"
 
 
@@ -79,6 +80,7 @@ def rerun_latencies(browser, url: str, changes: int) -> list[float]:
         box.press("Enter")
         page.wait_for_function(SHOWS, arg=quick_total(seq), timeout=20_000, polling=10)
         out.append(1000 * (time.perf_counter() - start))
+        page.wait_for_selector(IDLE_APP, state="attached")  # the rest of the page, before the next change
     page.close()
     return out
 

@@ -40,8 +40,17 @@ def assert_clean(at: AppTest) -> None:
 
 
 def table(at: AppTest) -> pd.DataFrame:
-    """The scenario table of an estimate page (its first table)."""
-    return at.table[0].value
+    """The scenario table of an estimate page (a Markdown table), read back as the reader sees it: cells
+    unescaped, numbers as floats (separators dropped), blank cells missing."""
+    source = next(m.value for m in at.markdown if m.value.startswith("| Scenario |"))
+    header, _, *rows = [[plain(cell.strip()) for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
+                        for line in source.splitlines()]
+    frame = pd.DataFrame(rows, columns=header)
+    for col in header[1:]:
+        numbers = pd.to_numeric(frame[col].str.replace(",", ""), errors="coerce")
+        if numbers.notna().sum() == (frame[col] != "").sum():
+            frame[col] = numbers
+    return frame
 
 
 def totals(at: AppTest, unit: str = "GB") -> list[float]:

@@ -117,3 +117,26 @@ def test_gpu_fit_shows_the_zero_3_count_and_the_longest_sequence():
     spread = est.hardware.with_gpus(s, placed.count)
     assert metrics["Longest sequence"] == f"{est.max_seq_len(spread, row, est.gpu('rtx-4090').memory_bytes):,} tokens"
     assert "with ZeRO-3" in texts(at)
+
+
+def test_every_widget_offers_the_browser_its_current_value_as_default():
+    """A widget the browser mounts after a later run has sent its element (a slow first load, a click before
+    the form is drawn) starts from the element's default and sends it back on the next change: every default
+    must be the value the session holds, or that change silently resets it (ui/state.py `bind`)."""
+    at = start(page="finetune")
+    segmented(at, "finetune.src").set_value("catalog").run()
+    at.selectbox(key="finetune.model").set_value(LLAMA_31_8B).run()
+    at.selectbox(key="finetune.opt").set_value("sgd").run()
+    at.selectbox(key="finetune.gpu").set_value("h100-sxm").run()
+    at.multiselect(key="finetune.targets").set_value(["q", "k", "v", "o"]).run()
+    at.toggle(key="finetune.gc").set_value(True).run()
+    at.number_input(key="finetune.seq").set_value(8192).run()
+    at.radio(key="finetune.abits").set_value(16).run()
+    assert_clean(at)
+    for w in [*at.number_input, *at.toggle]:
+        assert w.proto.default == w.value, w.key
+    for w in [*at.selectbox, *at.radio]:
+        assert w.proto.default == w.index, w.key
+    assert list(at.multiselect(key="finetune.targets").proto.default) == [0, 1, 2, 3]
+    assert list(segmented(at, "finetune.src").proto.default) == [1]  # Catalog model
+    assert len(at.number_input) >= 5 and len(at.toggle) >= 3 and len(at.selectbox) >= 5  # the whole form drawn

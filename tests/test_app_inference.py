@@ -17,7 +17,21 @@ def test_default_render_is_the_reference_documents_table():
     assert list(table(at)["Scenario"]) == ["Inference (16-bit)", "Inference (8-bit)", "Inference (4-bit)"]
     assert totals(at) == [18.8, 11.8, 8.3]
     assert "Quick method" in texts(at)
-    assert len(at.get("plotly_chart")) == 3  # stacked bar, memory vs length, memory vs concurrency
+    assert [c.key for c in at.get("plotly_chart")] == ["inference.bars"]  # the curves' tabs are closed
+    assert len(at.dataframe) == 1  # the GPU-fit tab is open
+
+
+@pytest.mark.parametrize("tab, chart", [("Memory vs sequence length", "inference.curve.seq_len"),
+                                        ("Memory vs concurrency", "inference.curve.concurrency")])
+def test_only_the_open_tab_is_drawn(tab, chart):
+    at = start()
+    at.session_state["inference.tab"] = tab
+    at.run()
+    assert_clean(at)
+    assert [c.key for c in at.get("plotly_chart")] == ["inference.bars", chart]
+    assert not at.dataframe  # the GPU-fit grid is not built while its tab is closed
+    at.number_input(key="inference.seq").set_value(8192).run()
+    assert [c.key for c in at.get("plotly_chart")] == ["inference.bars", chart]  # the tab stays open
 
 
 @pytest.mark.parametrize("key, value, field", [

@@ -43,8 +43,9 @@ def number(page: str, key: str, *, step: float, fmt: str | None = None, help: st
     """A number input with the field's range; floats or whole numbers as the field's default."""
     f = share.fields(page)[key]
     kind = int if isinstance(f.default, int) else float
-    value = st.number_input(f.label, min_value=kind(f.low), max_value=kind(f.high), step=kind(step), format=fmt,
-                            help=help, placeholder=placeholder, key=state.bind(page, key))
+    widget_key, now = state.bind(page, key)
+    value = st.number_input(f.label, min_value=kind(f.low), max_value=kind(f.high), value=now, step=kind(step),
+                            format=fmt, help=help, placeholder=placeholder, key=widget_key)
     return _store(page, key, value)
 
 
@@ -55,19 +56,22 @@ def choice(page: str, key: str, labels: Mapping | None = None, *, radio: bool = 
     show: Callable[[object], str] = (lambda value: labels.get(value, str(value))) if labels else str
     widget = st.radio if radio else st.selectbox
     extra = {"horizontal": True} if radio else {}
-    value = widget(f.label, f.choices, format_func=show, help=help, disabled=disabled, key=state.bind(page, key),
-                   **extra)
+    widget_key, now = state.bind(page, key)
+    value = widget(f.label, f.choices, index=f.choices.index(now), format_func=show, help=help, disabled=disabled,
+                   key=widget_key, **extra)
     return _store(page, key, value)
 
 
 def flag(page: str, key: str, help: str | None = None) -> bool:
     f = share.fields(page)[key]
-    return _store(page, key, st.toggle(f.label, help=help, key=state.bind(page, key)))
+    widget_key, now = state.bind(page, key)
+    return _store(page, key, st.toggle(f.label, value=now, help=help, key=widget_key))
 
 
 def unit(page: str) -> str:
     """GB / GiB toggle (a view setting shared by all pages)."""
-    value = st.segmented_control("Unit", ("GB", "GiB"), required=True, key=state.bind(page, "unit"),
+    widget_key, now = state.bind(page, "unit")
+    value = st.segmented_control("Unit", ("GB", "GiB"), default=now, required=True, key=widget_key,
                                  label_visibility="collapsed",
                                  help="GB = 10^9 bytes (the reference document); GiB = 2^30 bytes (nvidia-smi)")
     state.view()["unit"] = value
@@ -77,7 +81,8 @@ def unit(page: str) -> str:
 def target_gpu(page: str) -> str:
     """The GPU the fit numbers and the solid chart line refer to (a view setting shared by all pages)."""
     gpus = catalog_gpus()
-    value = st.selectbox("Target GPU", tuple(gpus), format_func=gpus.get, key=state.bind(page, "gpu"),
+    widget_key, now = state.bind(page, "gpu")
+    value = st.selectbox("Target GPU", tuple(gpus), index=tuple(gpus).index(now), format_func=gpus.get, key=widget_key,
                          help="Drawn as a solid line on the charts. Memory is what frameworks can allocate.")
     state.view()["gpu"] = value
     return value
@@ -86,24 +91,26 @@ def target_gpu(page: str) -> str:
 def lora_targets(page: str) -> str:
     """The adapted projections, as a multiselect over q, k, v, o, gate, up, down."""
     short_to_hf = dict(zip(share.LORA_SHORT_NAMES, LORA_ROLES))
-    chosen = st.multiselect("LoRA targets", share.LORA_SHORT_NAMES, format_func=short_to_hf.get,
+    widget_key, now = state.bind(page, "targets", lambda text: text.split(",") if text else [])
+    chosen = st.multiselect("LoRA targets", share.LORA_SHORT_NAMES, default=now, format_func=short_to_hf.get,
                             help="Linear layers that get adapters. PEFT's default for Llama-style models is "
-                                 "q_proj, v_proj; 'all-linear' is all seven.",
-                            key=state.bind(page, "targets", lambda text: text.split(",") if text else []))
+                                 "q_proj, v_proj; 'all-linear' is all seven.", key=widget_key)
     return _store(page, "targets", ",".join(name for name in share.LORA_SHORT_NAMES if name in chosen))
 
 
 def model_source(page: str) -> None:
     """Where the model comes from: a parameter count (quick method), a catalog model or a config.json
     (detailed method), with the inputs of that source."""
-    src = st.segmented_control("Model", share.SOURCES, format_func=SOURCE_LABELS.get, required=True,
-                               key=state.bind(page, "src"),
+    widget_key, now = state.bind(page, "src")
+    src = st.segmented_control("Model", share.SOURCES, default=now, format_func=SOURCE_LABELS.get, required=True,
+                               key=widget_key,
                                help="A parameter count uses the reference document's rule of thumb. A catalog "
                                     "model or a config.json gives the detailed, architecture-aware estimate.")
     _store(page, "src", src)
     if src == "params":
-        moe = st.segmented_control("Model type", (False, True), format_func=lambda m: "MoE" if m else "Dense",
-                                   required=True, key=state.bind(page, "moe"))
+        widget_key, now = state.bind(page, "moe")
+        moe = st.segmented_control("Model type", (False, True), default=now, required=True, key=widget_key,
+                                   format_func=lambda m: "MoE" if m else "Dense")
         _store(page, "moe", moe)
         total, active = st.columns(2) if moe else (st.container(), None)
         with total:
@@ -114,7 +121,9 @@ def model_source(page: str) -> None:
                        help="Parameters used per token, in billions (13 for Mixtral 8x7B). Empty = total.")
     elif src == "catalog":
         models = catalog_models()
-        model_id = st.selectbox("Catalog model", tuple(models), format_func=models.get, key=state.bind(page, "model"),
+        widget_key, now = state.bind(page, "model")
+        model_id = st.selectbox("Catalog model", tuple(models), index=tuple(models).index(now), format_func=models.get,
+                                key=widget_key,
                                 help="Type to search. Values are read from each model's published config.json.")
         _store(page, "model", model_id)
         entry = catalog.model(model_id)
@@ -133,7 +142,7 @@ def model_source(page: str) -> None:
 
 def config_text(page: str) -> None:
     """Upload or paste a Hugging Face config.json; an upload fills the text box, which is what counts."""
-    box = state.bind(page, "cfg")
+    box, _ = state.bind(page, "cfg")
     upload = st.file_uploader("Upload config.json", type=["json"], key=f"{page}.upload",
                               help=f"At most {share.MAX_CONFIG_CHARS // 1000} KB. Nothing is downloaded or run.")
     seen = f"{page}.upload_seen"
@@ -148,8 +157,8 @@ def config_text(page: str) -> None:
                 st.session_state[box] = data.decode("utf-8")
             except UnicodeDecodeError:
                 st.error("config.json must be UTF-8 text")
-    text = st.text_area("...or paste it here", key=box, height=180, max_chars=share.MAX_CONFIG_CHARS,
-                        placeholder='{"model_type": "llama", "hidden_size": 4096, ...}')
+    text = st.text_area("...or paste it here", value=st.session_state[box], key=box, height=180,
+                        max_chars=share.MAX_CONFIG_CHARS, placeholder='{"model_type": "llama", "hidden_size": 4096, ...}')
     _store(page, "cfg", text)
     if text.strip():
         try:

@@ -14,7 +14,7 @@ from estimator import catalog, charts, fit, fit_table, max_concurrency, max_seq_
 from estimator.hardware import with_gpus
 from estimator.units import in_unit
 from ui import form, state
-from ui.text import escape
+from ui.text import escape, markdown_table
 
 SEQ_SWEEP_FLOOR = 32_768  # curves reach at least this length (or the model's trained context, if longer)
 SEQ_SWEEP_CEILING = 1_048_576
@@ -77,19 +77,17 @@ def curves(page: str, inputs: dict) -> dict[str, tuple[list[int], list[tuple[str
     return out
 
 
+def decimals(frame: pd.DataFrame, unit: str) -> dict[str, int]:
+    """Decimal places of the size columns: totals 0.1 of the unit, components 0.01 (their headers carry no
+    unit, to stay short)."""
+    places = {col: 1 for col in frame.columns if col.endswith(f"({unit})")}
+    places.update({label: 2 for label, _ in charts.COMPONENT_STYLE.values() if label in frame.columns})
+    return places
+
+
 def number_columns(frame: pd.DataFrame, unit: str) -> dict:
-    """Fixed decimals for the sizes: totals 0.1, components 0.01 (their headers carry no unit, to stay short)."""
-    config = {col: st.column_config.NumberColumn(format="%.1f") for col in frame.columns if col.endswith(f"({unit})")}
-    config.update({label: st.column_config.NumberColumn(format="%.2f", help=f"{unit} per GPU")
-                   for label, _ in charts.COMPONENT_STYLE.values() if label in frame.columns})
-    return config
-
-
-def styled(frame: pd.DataFrame, unit: str):
-    """Totals to 0.1 and components to 0.01, as `number_columns` does for grids; no index column."""
-    formats = {col: "{:,.1f}" for col in frame.columns if col.endswith(f"({unit})")}
-    formats.update({label: "{:,.2f}" for label, _ in charts.COMPONENT_STYLE.values() if label in frame.columns})
-    return frame.style.format(formats, na_rep="").hide(axis="index")
+    """The `decimals` of the size columns as grid column formats."""
+    return {col: st.column_config.NumberColumn(format=f"%.{places}f") for col, places in decimals(frame, unit).items()}
 
 
 def render(page: str) -> None:
@@ -108,7 +106,7 @@ def render(page: str) -> None:
         unit = form.unit(page)
     top_left.caption(_method_note(page, inputs, rows[0][1].method))
     frame = tables.scenario_frame([(row.label, b) for row, b in rows], unit)
-    st.table(styled(frame, unit))  # a static table: st.dataframe's grid costs ~200 ms a rerun in the browser
+    st.markdown(markdown_table(frame, decimals(frame, unit)))  # static: a grid costs ~200 ms a rerun to draw
     selected = _controls(page, inputs, [row for row, _ in rows])
     lines = charts.capacity_lines(catalog.gpus(), view["gpu"])
     st.plotly_chart(charts.stacked_bar([(row.short, b) for row, b in rows], unit, lines),
@@ -137,8 +135,9 @@ def _controls(page: str, inputs: dict, rows: list[tables.Row]) -> str:
         st.session_state[f"{page}.row"] = inputs["row"]
     pick_row, pick_gpu, add = st.columns([2, 2, 1.3], vertical_alignment="bottom")
     with pick_row:
-        row = st.selectbox("Row for GPU fit and comparison", tuple(labels), format_func=labels.get,
-                           key=state.bind(page, "row"))
+        widget_key, now = state.bind(page, "row")
+        row = st.selectbox("Row for GPU fit and comparison", tuple(labels), index=tuple(labels).index(now),
+                           format_func=labels.get, key=widget_key)
         inputs["row"] = row
     with pick_gpu:
         form.target_gpu(page)
@@ -178,19 +177,25 @@ def _fit_summary(page: str, inputs: dict, placed, longest: int, most: int, unit:
 
 
 def _gpu_tabs(page: str, inputs: dict, view: dict, row: str, unit: str, lines: list) -> None:
+    """GPU fit and the two memory curves, in tabs that track which one is open (`on_change="rerun"`), so a
+    rerun computes and draws only the open one: hidden tabs would otherwise cost their sweeps, figures and
+    browser renders on every change."""
     field, key, load_title, _ = LOAD_FIELD[page]
-    fit_tab, seq_tab, load_tab = st.tabs(["GPU fit", "Memory vs sequence length", f"Memory vs {load_title.lower()}"])
-    with fit_tab:
-        placed, longest, most = limits(page, inputs, row, view["gpu"])
-        _fit_summary(page, inputs, placed, longest, most, unit)
-        frame = tables.fit_frame(fits(page, inputs, row), unit)
-        st.dataframe(frame, hide_index=True, column_config=number_columns(frame, unit), height=300)
-    data = curves(page, inputs)
+    tab_key = f"{page}.tab"
+    fit_tab, seq_tab, load_tab = st.tabs(["GPU fit", "Memory vs sequence length", f"Memory vs {load_title.lower()}"],
+                                         key=tab_key, default=st.session_state.get(tab_key), on_change="rerun")
+    if fit_tab.open:
+        with fit_tab:
+            placed, longest, most = limits(page, inputs, row, view["gpu"])
+            _fit_summary(page, inputs, placed, longest, most, unit)
+            frame = tables.fit_frame(fits(page, inputs, row), unit)
+            st.dataframe(frame, hide_index=True, column_config=number_columns(frame, unit), height=300)
     for tab, name, title, current in ((seq_tab, "seq_len", "Sequence length", inputs["seq"]),
                                       (load_tab, field, load_title, inputs[key])):
-        with tab:
-            x, series = data[name]
-            st.plotly_chart(charts.memory_curve(x, series, title, unit, lines, current),
-                            config={"displaylogo": False}, key=f"{page}.curve.{name}")
-            st.caption("Per GPU, other inputs as set; the diamonds mark the current value. Double-click the "
-                       "chart to see curves that run above it.")
+        if tab.open:
+            with tab:
+                x, series = curves(page, inputs)[name]
+                st.plotly_chart(charts.memory_curve(x, series, title, unit, lines, current),
+                                config={"displaylogo": False}, key=f"{page}.curve.{name}")
+                st.caption("Per GPU, other inputs as set; the diamonds mark the current value. Double-click the "
+                           "chart to see curves that run above it.")

@@ -75,15 +75,21 @@ def take_warnings() -> list[str]:
     return st.session_state.pop(WARNINGS, [])
 
 
-def bind(page: str, key: str, to_widget: Callable[[object], object] = lambda value: value) -> str:
-    """The widget key for input `key` on `page`, seeded from the saved state: the page's inputs, or the view
-    settings for "unit" and "gpu". Each page has its own widget keys, even for the shared view settings:
-    Streamlit does not carry a widget's value over to a widget with the same key on another page."""
+def bind(page: str, key: str, to_widget: Callable[[object], object] = lambda value: value) -> tuple[str, object]:
+    """The widget key for input `key` on `page`, seeded from the saved state (the page's inputs, or the view
+    settings for "unit" and "gpu"), and the widget's current value. Each page has its own widget keys, even
+    for the shared view settings: Streamlit does not carry a widget's value over to a widget with the same
+    key on another page.
+
+    Pages pass that value as the widget's default too. The browser can mount a widget after a later run has
+    sent its element (a slow first load, a click before the whole form is drawn); such a widget starts from
+    the element's default and sends it back on the next change, so a default other than the value would
+    silently reset it (seen in the browser tests: flash attention off, the target GPU back to the first)."""
     widget_key = f"{page}.{key}"
     if widget_key not in st.session_state:
         saved = view() if key in VIEW_KEYS else page_state(page)
         st.session_state[widget_key] = to_widget(saved[key])
-    return widget_key
+    return widget_key, st.session_state[widget_key]
 
 
 def sync_url(page: str) -> dict[str, str]:

@@ -4,16 +4,32 @@ from __future__ import annotations
 
 import time
 
+from collections.abc import Callable
+
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 TIMEOUT_MS = 20_000
-
-
-SCENARIO_TABLE = "[data-testid='stTable']"  # the estimate pages' scenario table (a static HTML table)
+SCENARIO_TABLE = "[data-testid='stMarkdownContainer'] table"  # the estimate pages' scenario table (Markdown)
+IDLE_APP = "[data-testid='stApp'][data-test-script-state='notRunning']"  # no script run in flight
+RERUN_START_MS = 3_000  # an input that changes nothing starts no run; one that does starts within ms
+# Counts the script runs the page starts and finishes, from the state the frontend writes on its root
+# (`data-test-script-state`, the attribute Streamlit's own browser tests read).
+COUNT_RUNS = """if (window.__runs === undefined) {
+  window.__runs = {started: 0, finished: 0};
+  new MutationObserver(records => records.forEach(r => {
+    const state = r.target.getAttribute('data-test-script-state');
+    if (state === r.oldValue) return;
+    if (state === 'running') window.__runs.started++;
+    if (state === 'notRunning') window.__runs.finished++;
+  })).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
+                         attributeFilter: ['data-test-script-state']});
+}"""
 
 
 def open_app(page: Page, url: str) -> None:
     """Load a URL and wait until the scenario table is on screen."""
+    page.add_init_script(COUNT_RUNS)
     page.goto(url)
     page.wait_for_selector(f"{SCENARIO_TABLE} td", timeout=60_000)
 
@@ -55,37 +71,59 @@ def wait_for_change(page: Page, before: dict[str, str]) -> dict[str, str]:
         except Exception:  # noqa: BLE001
             now = before
         if now and now != before:
-            time.sleep(0.3)  # let the rerun finish writing every cell
+            idle(page)
             return totals(page)
         time.sleep(0.1)
     raise AssertionError(f"table did not change from {before}")
 
 
 def idle(page: Page) -> None:
-    """Wait until the script is not running (Streamlit shows its status widget while it runs)."""
-    page.wait_for_function("() => !document.querySelector(\"[data-testid='stStatusWidget']\")",
-                           timeout=TIMEOUT_MS)
+    """Wait until no script run is in flight."""
+    page.wait_for_selector(IDLE_APP, state="attached", timeout=TIMEOUT_MS)
+
+
+def settle(page: Page, action: Callable[[], None]) -> None:
+    """Do `action` (an input change) and wait until the run it starts has finished. The frontend starts
+    that run up to ~0.5 s after the keystroke, and the scenario table is drawn before the rest of the
+    page, so neither "idle" nor "the table changed" alone says the page is ready for the next input: one
+    typed while a run still sends its elements can be reset by them."""
+    idle(page)
+    started, finished = page.evaluate("[window.__runs.started, window.__runs.finished]")
+    action()
+    try:
+        page.wait_for_function(f"() => window.__runs.started > {started}", timeout=RERUN_START_MS)
+    except PlaywrightTimeout:
+        return  # the input changed nothing, so nothing reran
+    page.wait_for_function(f"() => window.__runs.finished > {finished}", timeout=TIMEOUT_MS)
+    idle(page)
 
 
 def set_number(page: Page, label: str, value: float | int) -> None:
-    idle(page)
     box = page.get_by_role("spinbutton", name=label, exact=True)
-    box.fill(str(value))
-    box.press("Enter")
+
+    def type_value() -> None:
+        box.fill(str(value))
+        box.press("Enter")
+    settle(page, type_value)
 
 
 def choose(page: Page, label: str, option_text: str) -> None:
-    """Pick an option of a select box by typing its text (select boxes are searchable) and pressing Enter."""
-    idle(page)
-    page.locator("[data-testid='stSelectbox']").filter(has=page.get_by_text(label, exact=True)).click()
-    page.keyboard.type(option_text)
-    expect(page.get_by_role("option").filter(has_text=option_text).first).to_be_visible(timeout=TIMEOUT_MS)
-    page.keyboard.press("Enter")
+    """Pick an option of a select box: open it, type its text (select boxes are searchable) and click the
+    option. Typing only once the box has the focus: keys sent to a box that is still moving (an expander
+    opening above it) would land in whatever widget the click hit instead."""
+    combo = page.locator("[data-testid='stSelectbox']").filter(has=page.get_by_text(label, exact=True)) \
+        .get_by_role("combobox")
+
+    def pick() -> None:
+        combo.click()
+        expect(combo).to_be_focused(timeout=TIMEOUT_MS)
+        page.keyboard.type(option_text)
+        page.get_by_role("option").filter(has_text=option_text).first.click(timeout=TIMEOUT_MS)
+    settle(page, pick)
 
 
 def radio(page: Page, name: str) -> None:
-    idle(page)
-    page.get_by_role("radio", name=name, exact=True).click()
+    settle(page, page.get_by_role("radio", name=name, exact=True).click)
 
 
 def share_link(page: Page) -> str:

@@ -9,7 +9,7 @@ import json
 from playwright.sync_api import expect
 
 from estimator.cli import main as cli_main
-from tests.e2e.browser import (choose, open_app, radio, set_number, share_link, table, totals, wait_for_change,
+from tests.e2e.browser import (choose, open_app, radio, set_number, settle, share_link, table, totals, wait_for_change,
                                wait_for_totals)
 
 REFERENCE_INFERENCE = {"Inference (16-bit)": "18.8", "Inference (8-bit)": "11.8", "Inference (4-bit)": "8.3"}
@@ -81,10 +81,11 @@ def test_a_share_link_reproduces_inputs_and_numbers_in_a_new_browser(page, app_u
 
 def test_two_scenarios_in_compare_download_as_csv(page, app_url):
     open_app(page, app_url)
-    page.get_by_role("button", name="Add to comparison").click()
+    add = page.get_by_role("button", name="Add to comparison")
+    settle(page, add.click)
     set_number(page, "Sequence length", 8192)
     wait_for_change(page, REFERENCE_INFERENCE)
-    page.get_by_role("button", name="Add to comparison").click()
+    settle(page, add.click)
     page.get_by_role("link", name="Compare").click()
     page.wait_for_selector("[data-testid='stDataFrame'] td", state="attached", timeout=30_000)
     with page.expect_download() as download:
@@ -102,7 +103,7 @@ def test_a_broken_config_shows_a_readable_error_and_the_page_still_works(page, a
     radio(page, "config.json")
     box = page.get_by_label("...or paste it here")
     box.fill('{"model_type": "llama", "hidden_size": 4096}')
-    box.press("Control+Enter")
+    settle(page, lambda: box.press("Control+Enter"))
     expect(page.get_by_text("config.json is missing num_attention_heads").first).to_be_visible(timeout=20_000)
     assert page.locator("[data-testid='stException']").count() == 0
     radio(page, "Parameter count")

@@ -9,10 +9,16 @@ from ui import state
 from ui.text import escape
 
 
+# Markdown tables (the scenario table) scroll sideways inside their column instead of spilling out of it on a
+# narrow screen; a fixed rule of ours, no user text.
+TABLE_STYLE = "<style>[data-testid='stMarkdownContainer'] table {display: block; overflow-x: auto;}</style>"
+
+
 def header(page: str, title: str, intro: str):
     """Title with a Share slot on its right, the intro line, and the link's warnings (first run only).
     Returns the slot `footer` fills, once the page knows its final inputs."""
     state.enter(page)
+    st.html(TABLE_STYLE)
     left, right = st.columns([5, 1], vertical_alignment="bottom")
     left.title(title)
     slot = right.empty()

@@ -146,8 +146,9 @@ def main() -> None:
             stop_server(server)
             browser.close()
     scripts = apptest_reruns()
+    command = f"python benchmarks/bench_app.py --changes {args.changes} --opens {args.opens} --colds {args.colds}"
     print(f"# {time.strftime('%Y-%m-%d')}, {platform.machine()}, Python {platform.python_version()}, "
-          f"Chromium headless, `python benchmarks/bench_app.py --changes {args.changes} --opens {args.opens} --colds {args.colds}`\n")
+          f"Chromium headless, `{command}`\n")
     print("| measure | median | p95 | target |")
     print("|---|---|---|---|")
     print(f"| cold start: `streamlit run` to first number on screen ({len(colds)} starts, new browser each) | "

@@ -158,7 +158,8 @@ def config_text(page: str) -> None:
             except UnicodeDecodeError:
                 st.error("config.json must be UTF-8 text")
     text = st.text_area("...or paste it here", value=st.session_state[box], key=box, height=180,
-                        max_chars=share.MAX_CONFIG_CHARS, placeholder='{"model_type": "llama", "hidden_size": 4096, ...}')
+                        max_chars=share.MAX_CONFIG_CHARS,
+                        placeholder='{"model_type": "llama", "hidden_size": 4096, ...}')
     _store(page, "cfg", text)
     if text.strip():
         try:

@@ -3,7 +3,6 @@ st.markdown or st.caption are escaped, so they display literally and never becom
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 
@@ -28,7 +27,7 @@ def markdown_table(frame: pd.DataFrame, decimals: Mapping[str, int]) -> str:
                for col in frame.columns}
 
     def cell(col: str, value) -> str:
-        if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        if pd.isna(value):
             return ""
         if numeric[col]:
             return f"{value:,.{decimals[col]}f}" if col in decimals else f"{value:,}"

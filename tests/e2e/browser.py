@@ -115,10 +115,18 @@ def choose(page: Page, label: str, option_text: str) -> None:
         .get_by_role("combobox")
 
     def pick() -> None:
-        combo.click()
-        expect(combo).to_be_focused(timeout=TIMEOUT_MS)
-        page.keyboard.type(option_text)
-        page.get_by_role("option").filter(has_text=option_text).first.click(timeout=TIMEOUT_MS)
+        for attempt in range(3):  # a list that opened off screen or closed again is opened once more
+            combo.scroll_into_view_if_needed()
+            combo.click()
+            expect(combo).to_be_focused(timeout=TIMEOUT_MS)
+            page.keyboard.type(option_text)
+            try:
+                page.get_by_role("option").filter(has_text=option_text).first.click(timeout=5_000)
+                return
+            except PlaywrightTimeout:
+                if attempt == 2:
+                    raise
+                page.keyboard.press("Escape")
     settle(page, pick)
 
 

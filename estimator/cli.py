@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -119,13 +120,20 @@ def _read_config(path: str) -> Architecture:
 
 
 def _read_config_dict(path: str) -> dict:
-    file = Path(path)
+    """A config.json file's parsed fields. Only a regular file is read: it is opened without blocking and
+    checked on the open descriptor, so a FIFO, a device or a directory is refused at once, never waited on."""
+    if not path:
+        raise UsageError("--config needs the path of a config.json file")
     too_large = UsageError(f"{path}: config.json is too large (limit {MAX_CONFIG_CHARS:,} bytes)")
     try:
-        if file.stat().st_size > MAX_CONFIG_CHARS:
-            raise too_large
-        with file.open("rb") as handle:  # at most the limit + 1 byte: devices and pipes report no size
-            text = handle.read(MAX_CONFIG_CHARS + 1)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise UsageError(f"{path}: not a regular file; give the path of a config.json")
+            if info.st_size > MAX_CONFIG_CHARS:
+                raise too_large
+            text = handle.read(MAX_CONFIG_CHARS + 1)  # the file may have grown since fstat
     except OSError as err:
         raise UsageError(f"cannot read {path}: {err.strerror}") from None
     if len(text) > MAX_CONFIG_CHARS:
@@ -223,7 +231,7 @@ def _print_table(s, rows: tuple[Breakdown, ...], gpu: dict | None) -> None:
 def _estimate(args: argparse.Namespace) -> None:
     s, row_functions = _rows(args)
     rows = tuple(row(s) for _, row in row_functions)
-    gpu = _gpu_report(args.gpu, s, row_functions) if args.gpu else None
+    gpu = _gpu_report(args.gpu, s, row_functions) if args.gpu is not None else None
     if args.json:
         out = {"method": s.resolved_method, "inputs": scenario_inputs(s), "rows": [r.to_dict() for r in rows]}
         if gpu:
@@ -236,7 +244,7 @@ def _estimate(args: argparse.Namespace) -> None:
 def _params(args: argparse.Namespace) -> None:
     if (args.model is None) == (args.config is None):
         raise UsageError("give exactly one of --model or --config")
-    a = _read_config(args.config) if args.config else catalog.model(args.model).architecture
+    a = _read_config(args.config) if args.config is not None else catalog.model(args.model).architecture
     counts = parameter_counts(a)
     out = {"total_params": counts.total, "active_params": counts.active, "kv_cache_bytes_per_token": kv_bytes_per_token(a)}
     if args.json:
@@ -271,7 +279,7 @@ def _validation():
 def _trace(args: argparse.Namespace) -> None:
     if (args.model is None) == (args.config is None):
         raise UsageError("give exactly one of --model or --config")
-    config = catalog.raw_config(args.model) if args.model else _read_config_dict(args.config)
+    config = catalog.raw_config(args.model) if args.model is not None else _read_config_dict(args.config)
     architecture_from_config(config)  # a clear error before any tracing
     _validation()
     from validation import compare, trace

@@ -11,12 +11,26 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .architecture import Architecture
+from .architecture import MAX_EXPERTS, MAX_HEADS, MAX_LAYERS, MAX_VOCAB, MAX_WIDTH, Architecture
 
 MAX_CONFIG_CHARS = 1_000_000  # a config.json is a few KB; larger text is refused before parsing
 MAX_CONFIG_DEPTH = 20  # nesting deeper than any published config
-MAX_FIELD_VALUE = 10**9  # largest integer any config field may hold
+MAX_FIELD_VALUE = 10**9  # largest integer any other config field may hold
 MAX_NAME_CHARS = 80
+# Fields bounded by the Architecture's own limits as soon as they are read: a reader builds one entry per
+# layer (MoE and sliding-window layer lists), so a count must be checked before anything is sized by it.
+FIELD_LIMITS = {
+    **dict.fromkeys(("num_hidden_layers", "n_layer"), MAX_LAYERS),
+    **dict.fromkeys(("num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok",
+                     "experts_per_token", "n_shared_experts"), MAX_EXPERTS),
+    **dict.fromkeys(("num_attention_heads", "n_head", "num_key_value_heads", "num_kv_heads", "n_head_kv"),
+                    MAX_HEADS),
+    **dict.fromkeys(("hidden_size", "n_embd", "intermediate_size", "moe_intermediate_size", "head_dim", "n_inner",
+                     "ffn_dim", "ffn_hidden_size", "shared_expert_intermediate_size", "kv_lora_rank",
+                     "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "sliding_window"),
+                    MAX_WIDTH),
+    **dict.fromkeys(("vocab_size", "n_positions"), MAX_VOCAB),
+}
 
 Config = Mapping[str, Any]
 
@@ -28,6 +42,7 @@ def parse_config_text(text: str | bytes) -> dict:
             text = text.decode("utf-8")
         except UnicodeDecodeError as err:
             raise ValueError("config.json must be UTF-8 text") from err
+    text = text.removeprefix("\ufeff")  # the byte-order mark that editors on Windows write
     if len(text) > MAX_CONFIG_CHARS:
         raise ValueError(f"config.json is too large ({len(text):,} characters; the limit is {MAX_CONFIG_CHARS:,})")
     if not text.strip():
@@ -88,21 +103,19 @@ class _Fields:
         """The first of `names` present (aliases, e.g. n_embd / hidden_size), as a positive integer."""
         for name in names:
             if self.config.get(name) is not None:
-                value = self.integer(name)
-                if value < 1:
-                    raise ValueError(f"{name} must be at least 1, got {value}")
-                return value
+                return self.integer(name, low=1)
         raise ValueError(f"config.json is missing {names[-1]}")
 
     def get(self, name: str, default: int) -> int:
         return default if self.config.get(name) is None else self.integer(name)
 
-    def integer(self, name: str) -> int:
-        value = self.config[name]
+    def integer(self, name: str, low: int = 0) -> int:
+        """The field as a whole number in low..its limit (FIELD_LIMITS, else MAX_FIELD_VALUE)."""
+        value, high = self.config[name], FIELD_LIMITS.get(name, MAX_FIELD_VALUE)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"{name} must be a whole number between 0 and {MAX_FIELD_VALUE:,}, got {_shown(value)}")
-        if not 0 <= value <= MAX_FIELD_VALUE:
-            raise ValueError(f"{name} must be between 0 and {MAX_FIELD_VALUE:,}, got {_shown(value)}")
+            raise ValueError(f"{name} must be a whole number between {low} and {high:,}, got {_shown(value)}")
+        if not low <= value <= high:
+            raise ValueError(f"{name} must be between {low} and {high:,}, got {_shown(value)}")
         return value
 
     def flag(self, name: str, default: bool) -> bool:
@@ -118,6 +131,8 @@ class _Fields:
         value = self.config.get(name) or []
         if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, kind) for v in value):
             raise ValueError(f"{name} must be a list of {'layer indices' if kind is int else 'strings'}")
+        if len(value) > MAX_LAYERS:
+            raise ValueError(f"{name} has {len(value):,} entries; a model has at most {MAX_LAYERS:,} layers")
         return value
 
 

@@ -4,12 +4,13 @@
   QLoRA-8 / QLoRA-4), each with the function that recomputes it for any variant of the scenario.
 - `scenario_frame`, `fit_frame`, `comparison_frame`: DataFrames in GB (10^9 B) or GiB, rounded for display:
   totals to 0.1 as in the reference document, components to 0.01.
-- `sweep_values`, `describe`, `comparison_records`: the x values of the memory curves, a default name for a
-  compared scenario, and the JSON export of the comparison.
+- `sweep_values`, `describe`, `comparison_records`, `csv_text`: the x values of the memory curves, a default
+  name for a compared scenario, and the JSON and CSV exports of the comparison.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -123,6 +124,26 @@ def comparison_frame(entries: Sequence[tuple[str, Breakdown, GpuFit]], unit: str
         rows[f"GPUs needed ({gpu})"] = [fit_text(fit) for _, _, fit in entries]
         rows[f"Headroom per {gpu} ({unit})"] = [f"{in_unit(fit.headroom_bytes, unit):,.1f}" for _, _, fit in entries]
     return pd.DataFrame.from_dict(rows, orient="index", columns=names)
+
+
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet may run as a formula (OWASP CSV injection)
+PLAIN_NUMBER = re.compile(r"[-+]?[0-9][0-9,]*(\.[0-9]+)?")
+
+
+def csv_cell(text: str) -> str:
+    """A CSV cell a spreadsheet shows as text: one starting like a formula gets a leading apostrophe, as OWASP
+    recommends (https://owasp.org/www-community/attacks/CSV_Injection); numbers (e.g. -1.5) stay numbers."""
+    if not text.startswith(FORMULA_PREFIXES) or PLAIN_NUMBER.fullmatch(text):
+        return text
+    return "'" + text
+
+
+def csv_text(frame: pd.DataFrame) -> str:
+    """The CSV download of a table of text cells, its headers and cells neutralised with `csv_cell`."""
+    safe = frame.map(lambda cell: csv_cell(str(cell)))
+    safe.columns = [csv_cell(str(name)) for name in frame.columns]
+    safe.index = [csv_cell(str(name)) for name in frame.index]
+    return safe.to_csv()
 
 
 def _unique(names: Sequence[str]) -> list[str]:

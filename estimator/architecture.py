@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field, fields
 
-from .validation import require_bool, require_int
+from .checks import require_bool, require_int
 
 MAX_WIDTH = 1_000_000  # largest hidden/intermediate/vocab size accepted (sanity bound for user configs)
 MAX_LAYERS = 2_000

@@ -13,7 +13,7 @@ from .architecture import Architecture
 from .formats import WEIGHT_FORMATS
 from .kv_cache import KV_DTYPE_BYTES
 from .training import OPTIMIZER_IMPLS, OPTIMIZERS, REGIMES, TECHNIQUES, parse_lora_targets
-from .validation import require_bool, require_choice, require_int, require_number
+from .checks import require_bool, require_choice, require_int, require_number
 
 BILLION = 10**9
 MAX_PARAMS_B = 20_000  # 20 trillion parameters: larger than any model, small enough to catch typos

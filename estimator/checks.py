@@ -1,4 +1,5 @@
-"""Checks that input dataclasses run on construction.
+"""Checks that input dataclasses run on construction (not to be confused with the `validation` package, which
+compares the estimates with traces of the real model code).
 
 Every check raises `ValueError` with a message that names the field and the valid range, so the page,
 the CLI and the API can show the same words to the user.

@@ -1,9 +1,10 @@
 """Activation memory: the inference transient peak, training's saved activations, and the loss head.
 
 The accounting follows Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer
-Models", section 4.1), adjusted to what a Hugging Face Llama-family layer really saves, as measured tensor by
-tensor with fake tensors (shared/reference/measuring/REPORT.md section 3). Notation: t = tokens in the step
-(batch x sequence), h hidden, I MLP width, A = bytes of a 16-bit activation, V vocabulary.
+Models", arXiv:2205.05198, section 4.1), adjusted to what a Hugging Face Llama-family layer really saves, as
+measured tensor by tensor with fake tensors (docs/measurements.md; other families: validation/FINDINGS.md).
+Notation: t = tokens in the step (batch x sequence), h hidden, I MLP width, A = bytes of a 16-bit activation,
+V vocabulary.
 
 Training, per layer (flash/sdpa attention, no dropout):
     each RMSNorm : fp32 copy of the input 4th + rsqrt 4t (+ normalized input and output 2At when trainable)
@@ -12,8 +13,8 @@ Training, per layer (flash/sdpa attention, no dropout):
     gated MLP    : gate, SiLU, up, product 4 A t I (3 when the down projection is frozen)
     gradient checkpointing: A t h per layer (the layer input) + one layer recomputed during backward
     LoRA (peft, fp32 adapters by default): an fp32 copy of each adapted layer's input + the rank-r output
-Loss head: HF `ForCausalLMLoss` upcasts logits to fp32: 4 t V saved + 8 t V of temporaries when backward
-starts = 12 t V.
+Loss head: HF `ForCausalLMLoss` upcasts logits to fp32 (transformers `src/transformers/loss/loss_utils.py`):
+4 t V saved + 8 t V of temporaries when backward starts = 12 t V.
 Inference (no autograd): the largest layer-phase working set, e.g. for the MLP
     embedding output, layer input, residual, normed input 4 A t h + gate/SiLU, up, product 3 A t I
 """
@@ -24,8 +25,8 @@ import functools
 
 from .architecture import Architecture
 from .training import moe_targets
+from .units import FP32_BYTES
 
-FP32 = 4  # bytes of an fp32 element (norm upcasts, softmax, logits for the loss and for sampling)
 LOSS_HEAD_BYTES_PER_LOGIT = 12  # fp32 log-softmax kept 4 B + two fp32 temporaries at backward start 8 B
 
 
@@ -72,7 +73,7 @@ def inference_layer_peak(a: Architecture, batch: int, query_len: int, context: i
         heads = max(1, a.num_heads // tp)
         repeated_kv = 2 * A * t * a.q_width // tp if a.num_kv_heads < a.num_heads else 0
         attn = (base + A * t * a.q_width // tp + repeated_kv + A * t * context
-                + (A + 2 * FP32 + (A if a.softcap_attention else 0)) * heads * t * context)
+                + (A + 2 * FP32_BYTES + (A if a.softcap_attention else 0)) * heads * t * context)
     mlp = 0
     for layer, _ in layer_kinds(a):
         if layer in a.moe_layers:  # tokens gathered per expert, fused gate_up output, SiLU, product
@@ -86,13 +87,13 @@ def inference_layer_peak(a: Architecture, batch: int, query_len: int, context: i
 
 def sampling_logits_bytes(a: Architecture, sequences: int) -> int:
     """fp32 logits of the last position of every running sequence (HF `logits_to_keep=1`, vLLM sampler)."""
-    return FP32 * sequences * a.vocab_size
+    return FP32_BYTES * sequences * a.vocab_size
 
 
 def _norm_bytes(t: int, h: int, A: int, frozen: bool) -> int:
     """Saved tensors of one RMSNorm in training: fp32 input copy and rsqrt, plus 16-bit normalized input and
     output when its weight (and the next linear) are trained."""
-    return FP32 * t * h + FP32 * t + (0 if frozen else 2 * A * t * h)
+    return FP32_BYTES * t * h + FP32_BYTES * t + (0 if frozen else 2 * A * t * h)
 
 
 def _lora_inputs_bytes(a: Architecture, t: int, A: int, targets: tuple[str, ...], rank: int,
@@ -141,13 +142,14 @@ def _attention_saved(a: Architecture, batch: int, seq: int, layer: int, A: int, 
     else:
         saved = 4 * A * t * a.q_width  # q, repeated k and v, o_proj input
     if flash_attention:
-        saved += FP32 * heads * t  # logsumexp
+        saved += FP32_BYTES * heads * t  # logsumexp
     elif a.attention_sinks:  # gpt-oss: softmax over s + 1 columns in 16-bit, int64 index of the max
         saved += A * heads * t * (seq + 1) + 8 * heads * t
     else:  # fp32 softmax and its 16-bit copy (+ the tanh of soft-capping)
-        saved += (FP32 + A + (A if a.softcap_attention else 0)) * heads * t * seq
+        saved += (FP32_BYTES + A + (A if a.softcap_attention else 0)) * heads * t * seq
     if a.qk_norm_params:  # RMSNorm on q and k: fp32 copy, normalized 16-bit input, rsqrt
-        saved += (FP32 + A) * t * (a.q_width + a.num_kv_heads * a.head_dim) + FP32 * t * (heads + a.num_kv_heads)
+        saved += ((FP32_BYTES + A) * t * (a.q_width + a.num_kv_heads * a.head_dim)
+                  + FP32_BYTES * t * (heads + a.num_kv_heads))
     return saved
 
 
@@ -163,17 +165,18 @@ def _mlp_saved(a: Architecture, batch: int, seq: int, layer: int, A: int, frozen
     routed = t * a.experts_per_token
     expert_tensors = a.expert_saved_tensors - (1 if frozen_experts else 0)
     saved = (A * routed * ((1 if frozen_experts else 2) * h + expert_tensors * a.moe_intermediate_size)
-             + 24 * routed + FP32 * routed  # inputs, expert tensors, down output; int64 indices; routing weights
-             + FP32 * t * a.num_experts + 12 * t * a.experts_per_token + FP32 * t)  # router softmax and top-k
+             + 24 * routed + FP32_BYTES * routed  # inputs, expert tensors, down output; int64 indices; routing weights
+             + FP32_BYTES * t * a.num_experts + 12 * t * a.experts_per_token  # router: softmax, top-k
+             + FP32_BYTES * t)
     saved += A * t * gated * a.shared_expert_intermediate_size
     if a.router_fp32:
-        saved += FP32 * t * h + FP32 * t * a.num_experts
+        saved += FP32_BYTES * t * h + FP32_BYTES * t * a.num_experts
     return saved
 
 
 def training_layer_bytes(a: Architecture, batch: int, seq: int, layer: int = 0, *, act_bytes: int = 2,
                          flash_attention: bool = True, frozen_base: bool = False, lora_targets: tuple[str, ...] = (),
-                         lora_rank: int = 0, adapter_bytes: int = FP32) -> int:
+                         lora_rank: int = 0, adapter_bytes: int = FP32_BYTES) -> int:
     """Activations one decoder layer saves for backward (no checkpointing)."""
     A, t, h = act_bytes, batch * seq, a.hidden_size
     norms = a.norms_per_layer * _norm_bytes(t, h, A, frozen_base)
@@ -196,7 +199,7 @@ def training_layer_bytes(a: Architecture, batch: int, seq: int, layer: int = 0, 
 def training_activation_bytes(a: Architecture, batch: int, seq: int, *, act_bytes: int = 2,
                               flash_attention: bool = True, gradient_checkpointing: bool = False,
                               frozen_base: bool = False, lora_targets: tuple[str, ...] = (), lora_rank: int = 0,
-                              adapter_bytes: int = FP32) -> int:
+                              adapter_bytes: int = FP32_BYTES) -> int:
     """Activations alive when backward starts (loss head excluded). With gradient checkpointing only the
     layer inputs are; `recompute_bytes` is the one layer rebuilt later in backward."""
     A, t, h = act_bytes, batch * seq, a.hidden_size
@@ -207,7 +210,7 @@ def training_activation_bytes(a: Architecture, batch: int, seq: int, *, act_byte
                                                   frozen_base=frozen_base, lora_targets=lora_targets,
                                                   lora_rank=lora_rank, adapter_bytes=adapter_bytes)
                      for layer, count in layer_kinds(a))
-    final_norm = FP32 * t * h + FP32 * t
+    final_norm = FP32_BYTES * t * h + FP32_BYTES * t
     if not frozen_base:
         outside = A * t * h + final_norm + A * t * h  # embedding output; final norm's fp32 copy and output
     elif gradient_checkpointing:

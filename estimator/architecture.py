@@ -1,7 +1,7 @@
 """The `Architecture` of a decoder-only transformer, its tensors, and its parameter counts.
 
 One type describes every model source (catalog entry, parsed `config.json`). Parameter counts follow the
-Hugging Face `transformers` modules tensor by tensor (see `shared/reference/formulas.md` section 1):
+Hugging Face `transformers` modules tensor by tensor:
 
     attention  = q, k, v, o projections (GQA: k and v have n_kv heads) [+ biases, q/k norms, sinks]
                  MLA (DeepSeek-V2/V3): q_a, q_a_norm, q_b (or plain q), kv_a_with_mqa, kv_a_norm, kv_b, o
@@ -10,8 +10,10 @@ Hugging Face `transformers` modules tensor by tensor (see `shared/reference/form
     norms      = norms_per_layer x h per layer (x2 with LayerNorm bias) + the final norm
     embeddings = V x h (+ lm_head V x h unless tied) (+ learned positions)
 
-Sources: transformers 5.x `models/{llama,qwen2,qwen3,qwen2_moe,qwen3_moe,mixtral,gemma2,gemma3,phi3,
-deepseek_v3,gpt_oss,gpt2,falcon}/modeling_*.py`.
+Sources: huggingface/transformers v5.24.0 `src/transformers/models/{llama,qwen2,qwen3,qwen2_moe,qwen3_moe,
+mixtral,gemma2,gemma3,phi3,deepseek_v2,deepseek_v3,gpt_oss,gpt2,opt,falcon}/modeling_*.py`; routed experts are
+fused 3-D parameters there (`gate_up_proj [E, 2 I_e, h]`, `down_proj [E, h, I_e]`). The catalog tests check the
+totals against published counts (tests/test_catalog.py).
 """
 
 from __future__ import annotations
@@ -111,7 +113,7 @@ class Architecture:
     fp32_norm_weight: bool = False  # RMSNorm multiplies its weight in fp32 and saves that product (Gemma, gpt-oss)
     router_fp32: bool = False  # the MoE router runs in fp32 (DeepSeek)
     expert_saved_tensors: int = 4  # expert-width tensors each routed token saves (7 for gpt-oss' clamped SwiGLU)
-    lora_reaches_experts: bool = True  # peft's all-linear adapts the experts and router (not gpt-oss' modules)
+    lora_reaches_experts: bool = True  # peft's all-linear adapts the routed experts and router (False: gpt-oss)
     source: str = field(default="", compare=False)  # where the numbers come from
 
     def __post_init__(self) -> None:
@@ -270,8 +272,10 @@ class ParameterCounts:
 
 @functools.lru_cache(maxsize=512)
 def parameter_counts(a: Architecture) -> ParameterCounts:
-    """Total and active parameters. Active follows Mistral's and Qwen's convention (embedding included);
-    subtract `embedding` for OpenAI's and DeepSeek-V2-Lite's convention (formulas.md section 1.2)."""
+    """Total and active parameters. Active follows Mistral's and Qwen's convention, embedding included
+    (Mixtral 8x7B's 12.9B, mistral.ai/news/mixtral-of-experts; Qwen1.5-MoE-A2.7B's 2.7B); subtract `embedding`
+    for OpenAI's and DeepSeek's convention (gpt-oss-120b's 5.1B, gpt-oss model card arXiv:2508.10925;
+    DeepSeek-V2-Lite's 2.4B, arXiv:2405.04434)."""
     all_tensors = tensors(a)
     total = sum(t.numel for t in all_tensors)
     routed = sum(t.numel for t in all_tensors if t.is_expert)

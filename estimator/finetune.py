@@ -7,10 +7,12 @@ Detailed, per GPU, for one step on a micro-batch of b x s tokens:
     gradients        trainable params x regime bytes (LoRA adapters: fp32, PEFT's default)
     optimizer_states per optimizer and state dtype (training.py)
     activations      saved for backward (activations.py), logits = fp32 loss-head buffers (12 x b x s x V)
-Memory peaks at one of two phases (shared/reference/measuring/REPORT.md, sections 3-3b):
+Memory peaks at one of these phases (measured with fake tensors: docs/measurements.md):
     backward start = weights + master + states + activations + logits (gradients not yet allocated)
-    optimizer step = weights + master + states + gradients (activations freed)
-The breakdown shows the components at the larger phase, so it sums to the reported peak.
+    optimizer step = weights + master + states + gradients + the step's temporaries (activations freed)
+    backward end   = weights + master + states + gradients + the tied embedding's gradient (tied models)
+    recompute      = weights + master + states + gradients + one rebuilt layer (gradient checkpointing)
+The breakdown shows the components at the largest phase, so it sums to the reported peak.
 """
 
 from __future__ import annotations
@@ -19,24 +21,25 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from .activations import FP32, loss_head_bytes, recompute_bytes, training_activation_bytes
+from .activations import loss_head_bytes, recompute_bytes, training_activation_bytes
 from .architecture import Architecture, parameter_counts, tensors
 from .breakdown import Breakdown, make_breakdown
-from .formats import BF16_BYTES, weight_bytes
+from .formats import weight_bytes
 from .quick import quick_finetune
 from .scenarios import FinetuneScenario
 from .sharding import shard_training_states
 from .training import (QLORA_BASE_FORMAT, REGIMES, TECHNIQUE_LABELS, TECHNIQUES, lora_adapter_shapes, optimizer,
                        moe_targets, optimizer_notes, optimizer_state_bytes, parse_lora_targets,
                        step_temporary_bytes)
-from .units import bytes_from_gb
+from .units import BF16_BYTES, FP32_BYTES, bytes_from_gb
+
 
 def _qlora_base_bytes(a: Architecture, format_id: str) -> int:
     """Quantized linears plus every other tensor in fp32: `prepare_model_for_kbit_training` casts the
     16-bit parameters that are not quantized (embeddings, lm_head, norms) to float32 (PEFT utils/other.py)."""
     other_params = parameter_counts(a).total - sum(t.numel for t in tensors(a) if t.is_block_linear)
     linear_bytes = weight_bytes(a, format_id).total - other_params * BF16_BYTES
-    return linear_bytes + other_params * FP32
+    return linear_bytes + other_params * FP32_BYTES
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ def _model_states(s: FinetuneScenario, technique: str) -> ModelStates:
     adapters = sum(r * c * n for r, c, n in shapes)
     adapter_bytes = s.adapter_bits // 8
     if technique == "lora":
-        base = total * (FP32 if s.regime == "fp32" else BF16_BYTES)
+        base = total * (FP32_BYTES if s.regime == "fp32" else BF16_BYTES)
         base_note = f"frozen base in {'fp32' if s.regime == 'fp32' else '16-bit'}"
     else:
         base = _qlora_base_bytes(a, QLORA_BASE_FORMAT[technique])
@@ -84,9 +87,14 @@ def _model_states(s: FinetuneScenario, technique: str) -> ModelStates:
              + (" (peft's default)" if s.adapter_bits == 32 else "") + f"; {base_note}; "
              f"{opt.label} states in the adapters' dtype"]
     if a.is_moe:
-        notes.append("Routed experts: adapted through peft's ParamWrapper, which keeps a merged copy of every "
-                     "expert for backward" if "experts" in moe_targets(a, targets) else
-                     "Routed experts are not adapted (only all-linear reaches transformers' fused 3-D experts)")
+        if "experts" in moe_targets(a, targets):
+            notes.append("Routed experts: adapted through peft's ParamWrapper, which keeps a merged copy of every "
+                         "expert for backward")
+        elif a.lora_reaches_experts:
+            notes.append("Routed experts are not adapted (only all-linear reaches transformers' fused 3-D experts)")
+        else:
+            notes.append("Routed experts and router are not adapted: peft's all-linear does not reach this "
+                         "model's custom expert modules")
     largest = max((r * c * n for r, c, n in shapes), default=0) * adapter_bytes  # none: targets absent
     return ModelStates(states, adapters * adapter_bytes, largest, notes)
 

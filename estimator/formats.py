@@ -1,17 +1,24 @@
 """Weight storage formats: bits per weight, which tensors each format quantizes, bytes of a model.
 
-Bits per weight include the format's scales and zero points (formulas.md section 3):
-- bitsandbytes LLM.int8: int8 weight + one fp32 row statistic per output row (`backends/cuda/ops.py`).
+Bits per weight include the format's scales and zero points:
+- bitsandbytes LLM.int8: int8 weight + one fp32 row statistic per output row
+  (bitsandbytes-foundation/bitsandbytes `bitsandbytes/backends/cuda/ops.py`, `row_stats`).
 - bitsandbytes NF4/FP4: 4 bits + one fp32 absmax per 64 weights = 4.5; with double quantization the absmax is
-  stored as uint8 with an fp32 scale per 256 blocks: 4 + 8/64 + 32/(64*256) = 4.127 (QLoRA paper, section 3).
+  stored as uint8 with an fp32 scale per 256 blocks: 4 + 8/64 + 32/(64*256) = 4.127 (QLoRA, Dettmers et al.
+  2023, arXiv:2305.14314, section 3: "0.127 bits"; bitsandbytes `functional.py::quantize_4bit`,
+  `compress_statistics`).
 - GPTQ / AWQ 4-bit, group 128: int4 weight + fp16 scale and int4 zero per group: 4 + 16/128 + 4/128;
-  GPTQ adds an int32 `g_idx` per input channel (vLLM `auto_gptq.py`, `auto_awq.py`).
-- FP8 E4M3: 1 byte + an fp32 scale per tensor (vLLM `fp8.py`), or per 128x128 block (DeepSeek-V3).
-- MXFP4: 32 E2M1 values + one E8M0 scale = 17 bytes / 32 weights (OCP MX spec; gpt-oss experts).
-- GGUF: ggml block types (`ggml-common.h`), and llama.cpp's per-tensor recipes for the _K_M mixes
-  (`src/llama-quant.cpp::llama_tensor_get_type`).
+  GPTQ adds an int32 `g_idx` per input channel (vllm-project/vllm v0.33.0
+  `vllm/model_executor/layers/quantization/auto_gptq.py`, `auto_awq.py`).
+- FP8 E4M3: 1 byte + an fp32 scale per tensor (vLLM `quantization/fp8.py`), or per 128x128 block
+  (DeepSeek-V3 config.json `weight_block_size [128, 128]`, fp32 `weight_scale_inv`).
+- MXFP4: 32 E2M1 values + one E8M0 scale = 17 bytes / 32 weights (OCP Microscaling Formats (MX) v1.0
+  specification; ggml `block_mxfp4`); gpt-oss quantizes only its MoE experts (OpenAI gpt-oss model card).
+- GGUF: ggml block types (ggml-org/llama.cpp `ggml/src/ggml-common.h`, gguf-py `GGML_QUANT_SIZES`), and
+  llama.cpp's per-tensor recipes for the _K_M mixes (`src/llama-quant.cpp::llama_tensor_get_type_impl`).
 What stays 16-bit: embeddings, lm_head and norms for bitsandbytes, GPTQ, AWQ and FP8 (they replace only the
-Linear layers of the decoder blocks); gpt-oss MXFP4 covers only the MoE experts. GGUF keeps vectors in F32.
+Linear layers of the decoder blocks: transformers `integrations/bitsandbytes.py`, `quantizers/base.py`
+`get_keys_to_not_convert`); gpt-oss MXFP4 covers only the MoE experts. GGUF keeps vectors in F32.
 """
 
 from __future__ import annotations
@@ -21,8 +28,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from .architecture import Architecture, Tensor, tensors
-
-BF16_BYTES = 2  # bytes of an unquantized 16-bit weight
+from .units import BF16_BYTES
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,9 @@ GGML_TYPES = {t.name: t for t in (
     BlockType("MXFP4", 32, 17),
 )}
 
+# llama.cpp recipes (llama-quantize names) -> the ggml type of every tensor their rules do not single out
+GGUF_BASE = {"q8_0": "Q8_0", "q6_k": "Q6_K", "q5_k_m": "Q5_K", "q5_0": "Q5_0", "q4_k_m": "Q4_K", "q4_k_s": "Q4_K",
+             "q4_0": "Q4_0", "q3_k_m": "Q3_K", "q2_k": "Q2_K", "iq4_xs": "IQ4_XS", "iq4_nl": "IQ4_NL"}
 # where a tensor's row length does not divide the block, llama.cpp falls back to a 32-block type
 GGUF_FALLBACK = {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0", "Q2_K": "IQ4_NL", "Q3_K": "IQ4_NL",
                  "IQ4_XS": "IQ4_NL"}
@@ -93,12 +102,8 @@ WEIGHT_FORMATS = {f.id: f for f in (
                  "NVIDIA NVFP4: E2M1 values, one E4M3 scale per 16, one fp32 scale per tensor", tensor_bits=32),
     *(WeightFormat(gguf_id, f"GGUF {gguf_id.upper()}", GGML_TYPES[base].bits, "gguf",
                    "llama.cpp ggml-common.h block sizes; llama-quant.cpp recipes")
-      for gguf_id, base in (("q8_0", "Q8_0"), ("q6_k", "Q6_K"), ("q5_k_m", "Q5_K"), ("q5_0", "Q5_0"),
-                            ("q4_k_m", "Q4_K"), ("q4_k_s", "Q4_K"), ("q4_0", "Q4_0"), ("q3_k_m", "Q3_K"),
-                            ("q2_k", "Q2_K"), ("iq4_xs", "IQ4_XS"), ("iq4_nl", "IQ4_NL"))),
+      for gguf_id, base in GGUF_BASE.items()),
 )}
-GGUF_BASE = {"q8_0": "Q8_0", "q6_k": "Q6_K", "q5_k_m": "Q5_K", "q5_0": "Q5_0", "q4_k_m": "Q4_K", "q4_k_s": "Q4_K",
-             "q4_0": "Q4_0", "q3_k_m": "Q3_K", "q2_k": "Q2_K", "iq4_xs": "IQ4_XS", "iq4_nl": "IQ4_NL"}
 
 
 def weight_format(format_id: str) -> WeightFormat:

@@ -1,10 +1,18 @@
 """KV cache bytes: GQA/MQA heads, MLA latents, sliding-window layers, cache dtype, tensor parallelism.
 
-    K and V per token = sum over layers of 2 x kv_heads x head_dim x bytes        (formulas.md 2.1)
-    MLA (DeepSeek-V2/V3 in vLLM, SGLang, llama.cpp): one latent of kv_lora_rank + qk_rope_head_dim per layer
+    K and V per token = sum over layers of 2 x kv_heads x head_dim x bytes
+        (transformers `cache_utils.py::DynamicLayer.update` appends each layer's [b, n_kv, s, d] K and V;
+         vLLM `vllm/v1/kv_cache_interface.py`: page = block_size x kv_heads x (head_size + head_size_v) x bytes)
+    MLA (DeepSeek-V2/V3): one latent of kv_lora_rank + qk_rope_head_dim per layer and token, no separate V,
+        in transformers 5 (`models/deepseek_v3/modeling_deepseek_v3.py`: `cache.update(kv_nope, k_rot)` on the
+        [b, 1, s, r_kv] latent and the [b, 1, s, d_rope] key, before `kv_b_proj`), vLLM (`MLAAttentionSpec`),
+        SGLang and llama.cpp (`src/llama-kv-cache.cpp`: `has_v = !is_mla`). Engines without MLA support, and
+        transformers 4.x, cache the decompressed K and V: n_h x (d_nope + d_rope + d_v) per layer.
     sliding-window layers hold min(tokens, window) tokens                    (vLLM SlidingWindowSpec)
     tensor parallel: kv heads per rank = max(1, n_kv // tp); the MLA latent is replicated on every rank
                                                                    (vLLM config/model.py::get_num_kv_heads)
+Versions read: transformers v5.24.0, vllm-project/vllm v0.33.0, ggml-org/llama.cpp as vendored in
+llama-cpp-python 0.3.36.
 """
 
 from __future__ import annotations
@@ -49,7 +57,7 @@ def _layer_elements(a: Architecture, tp: int, mla_latent: bool) -> int:
     if a.is_mla:
         if mla_latent:
             return a.kv_lora_rank + a.qk_rope_head_dim  # replicated: one latent "head"
-        heads = max(1, a.num_heads // tp)  # HF transformers caches decompressed K and V
+        heads = max(1, a.num_heads // tp)  # decompressed K and V per head (no MLA support, transformers 4)
         return heads * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim)
     return 2 * max(1, a.num_kv_heads // tp) * a.head_dim
 

@@ -1,9 +1,9 @@
 """ZeRO / FSDP sharding of training states across data-parallel GPUs, and optimizer CPU offload.
 
-ZeRO (Rajbhandari et al. 2020, Figure 1): stage 1 partitions optimizer states (and the fp32 master weights),
-stage 2 also gradients, stage 3 also the 16-bit weights. FSDP: NO_SHARD = DDP, SHARD_GRAD_OP ~ stage 2,
-FULL_SHARD ~ stage 3. Stage 3 gathers each layer's full weights before use; DeepSpeed's estimator budgets
-4 x largest layer's parameters in bytes for this (current + prefetched layer at 2 B each,
+ZeRO (Rajbhandari et al. 2020, arXiv:1910.02054, Figure 1): stage 1 partitions optimizer states (and the fp32
+master weights), stage 2 also gradients, stage 3 also the 16-bit weights. FSDP: NO_SHARD = DDP,
+SHARD_GRAD_OP ~ stage 2, FULL_SHARD ~ stage 3. Stage 3 gathers each layer's full weights before use;
+DeepSpeed's estimator budgets 4 x largest layer's parameters in bytes for this (current + prefetched layer at 2 B each,
 `deepspeed/runtime/zero/stage3.py::estimate_zero3_model_states_mem_needs`).
 Offload (ZeRO-Offload): optimizer states and master weights live in CPU memory, and so do the gradient
 partitions from stage 2 on; the CPU runs the optimizer step.

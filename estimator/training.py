@@ -1,15 +1,23 @@
 """Training state: techniques, optimizers and their states, precision regimes, LoRA, ZeRO/FSDP sharding.
 
-Sources (formulas.md sections 4 and 6):
-- Reference document: gradients 2 B per trainable parameter; optimizer states = states x 4 B (fp32).
-- ZeRO (Rajbhandari et al. 2020, section 3.1): mixed precision Adam = 2 + 2 + 12 = 16 B/param, and the per-GPU
-  model states of stages 1-3: 4P + 12P/N, 2P + 14P/N, 16P/N.
-- torch.optim: SGD momentum buffer, RMSprop square_avg, Adagrad sum, Adam/AdamW exp_avg + exp_avg_sq.
-- bitsandbytes 8-bit optimizers: uint8 states + one fp32 absmax per 256 values; paged optimizers use CUDA
-  unified memory (same bytes, evicted to CPU under pressure; QLoRA section 3).
-- transformers Adafactor: factored second moment, (rows + cols) per matrix, no first moment by default.
-- Lion (Chen et al. 2023): one momentum buffer.
-- PEFT LoRA: lora_A (r x d_in) + lora_B (d_out x r) = r (d_in + d_out) per adapted Linear.
+Sources:
+- Reference document (Alibaba Cloud PAI): gradients 2 B per trainable parameter; optimizer states = states x 4 B.
+- ZeRO (Rajbhandari et al. 2020, arXiv:1910.02054, section 3.1 and Figure 1): mixed precision Adam =
+  2 + 2 + 12 = 16 B/param, and the per-GPU model states of stages 1-3: 4P + 12P/N, 2P + 14P/N, 16P/N.
+- torch.optim (https://pytorch.org/docs/stable/optim.html): SGD momentum_buffer, RMSprop square_avg, Adagrad
+  sum, Adam/AdamW exp_avg + exp_avg_sq, each shaped and typed like its parameter (bf16 parameters get bf16
+  states, docs/measurements.md).
+- bitsandbytes 8-bit optimizers (bitsandbytes-foundation/bitsandbytes `bitsandbytes/optim/optimizer.py`,
+  Optimizer2State): uint8 states + one fp32 absmax per block of 256 values; paged optimizers put the states in
+  CUDA unified memory (same bytes, evicted to CPU under pressure; QLoRA, arXiv:2305.14314, section 3).
+- transformers Adafactor (`src/transformers/optimization.py`): factored second moment `exp_avg_sq_row` +
+  `exp_avg_sq_col`, (rows + cols) per matrix, no first moment with the default beta1=None.
+- Lion (Chen et al. 2023, arXiv:2302.06675): one momentum buffer.
+- PEFT LoRA (huggingface/peft v0.21.2 `src/peft/tuners/lora/layer.py`): lora_A = Linear(d_in, r),
+  lora_B = Linear(r, d_out): r (d_in + d_out) per adapted Linear. `all-linear` selects every nn.Linear / Conv1D
+  but the output layer (`tuners/tuners_utils.py::_maybe_include_all_linear_layers`); on the MoE types that
+  transformers 5 converts (Mixtral, Qwen3-MoE, DeepSeek-V2/V3, ...) it also targets the fused 3-D experts and
+  the router (`utils/transformers_weight_conversion.py`, see `moe_targets`).
 """
 
 from __future__ import annotations
@@ -18,13 +26,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from .architecture import Architecture, tensors
+from .units import FP32_BYTES
 
 TECHNIQUES = ("full", "lora", "qlora-8bit", "qlora-4bit")
 TECHNIQUE_LABELS = {"full": "Full-parameter", "lora": "LoRA", "qlora-8bit": "QLoRA (8-bit)",
                     "qlora-4bit": "QLoRA (4-bit)"}
 QLORA_BASE_FORMAT = {"qlora-8bit": "int8", "qlora-4bit": "nf4-dq"}  # QLoRA recipe: NF4 + double quantization
 QUICK_LORA_TRAINABLE_FRACTION = Fraction(1, 100)  # reference document: LoRA trains about 1% of the parameters
-FP32_BYTES = 4
 
 
 @dataclass(frozen=True)
@@ -122,7 +130,7 @@ def optimizer_state_bytes(opt: Optimizer, shapes: list[tuple[int, int, int]], st
 LORA_TARGET_PRESETS = {
     "q,v": ("q_proj", "v_proj"),  # PEFT's default for Llama, Mistral, Qwen, Gemma
     "attention": ("q_proj", "k_proj", "v_proj", "o_proj"),
-    # PEFT's all-linear: every Linear, and (peft 0.21 on transformers 5) the fused 3-D expert weights
+    # PEFT's all-linear: every Linear, and (peft 0.21 on transformers 5) the router and fused 3-D expert weights
     "all-linear": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "experts", "router"),
 }
 LORA_ROLES = {  # projection name -> tensor roles it adapts (MLA: q_a/q_b, kv_a/kv_b; MoE: shared expert)
@@ -180,8 +188,11 @@ def lora_adapter_shapes(a: Architecture, targets: tuple[str, ...], rank: int) ->
 
 
 def moe_targets(a: Architecture, targets: tuple[str, ...]) -> tuple[str, ...]:
-    """The targets peft reaches: gpt-oss' router and experts are custom modules that all-linear does not
-    adapt (measured, validation/results.csv), so "experts" and "router" drop out there."""
+    """The targets peft reaches. peft 0.21 remaps all-linear to the fused experts (`gate_up_proj`, `down_proj`
+    as target_parameters) and the router only for the model types transformers 5 lists in its weight-conversion
+    mapping (Mixtral, Qwen3-MoE, DeepSeek-V2/V3, ...: `utils/transformers_weight_conversion.py`). gpt-oss is
+    not among them: its experts and router are custom modules that stay unadapted (measured,
+    validation/results.csv), so "experts" and "router" drop out there."""
     if a.lora_reaches_experts:
         return targets
     return tuple(name for name in targets if name not in ("experts", "router"))
@@ -191,8 +202,3 @@ def lora_trainable_params(a: Architecture, targets: tuple[str, ...], rank: int) 
     """Sum over adapted Linears of r x (d_in + d_out) (PEFT lora.Linear)."""
     return sum(rows * cols * copies for rows, cols, copies in lora_adapter_shapes(a, targets, rank))
 
-
-def zero_shard(bytes_: int, stage: int, sharded_from: int, world: int) -> int:
-    """Per-GPU share of a state that ZeRO partitions from stage `sharded_from` on (1: optimizer states and
-    master weights, 2: gradients, 3: weights) across `world` data-parallel GPUs."""
-    return -(-bytes_ // world) if stage >= sharded_from else bytes_

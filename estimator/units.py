@@ -2,7 +2,7 @@
 
 The estimator counts integer bytes everywhere. For display it uses GB = 10^9 bytes, as the reference
 document (Alibaba Cloud PAI, "GPU memory estimation for LLMs") does, and GiB = 2^30 bytes on request,
-which is what `nvidia-smi` and PyTorch report.
+which is what `nvidia-smi` and PyTorch report. The element sizes every module multiplies by live here too.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from fractions import Fraction
 
 GB = 10**9  # decimal gigabyte, the reference document's unit
 GiB = 2**30  # binary gibibyte, the unit of nvidia-smi and torch.cuda
-MiB = 2**20
+BF16_BYTES = 2  # bytes of a 16-bit element (bf16 / fp16 weight, gradient or activation)
+FP32_BYTES = 4  # bytes of an fp32 element (master weights, optimizer states, norm upcasts, logits)
 
 UNITS = {"GB": GB, "GiB": GiB}
 

@@ -4,7 +4,7 @@ import pytest
 
 import estimator as est
 
-# The small Llama of shared/reference/measuring/REPORT.md (measured there with fake tensors)
+# The small Llama measured with fake tensors (docs/measurements.md)
 SMALL_LLAMA = dict(model_type="llama", hidden_size=512, intermediate_size=1376, num_hidden_layers=4,
                    num_attention_heads=8, num_key_value_heads=2, vocab_size=32000, max_position_embeddings=4096)
 # meta-llama/Llama-2-7b-hf config.json

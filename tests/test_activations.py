@@ -1,5 +1,5 @@
-"""Activation formulas against the bytes measured with fake tensors in shared/reference/measuring/REPORT.md
-(Hugging Face Llama layers, bf16, sdpa/eager, with and without gradient checkpointing and LoRA)."""
+"""Activation formulas against the bytes measured with fake tensors (docs/measurements.md: Hugging Face Llama
+layers, bf16, sdpa/eager, with and without gradient checkpointing and LoRA)."""
 
 from estimator.activations import (inference_layer_peak, loss_head_bytes, recompute_bytes,
                                    training_activation_bytes, training_layer_bytes)
@@ -9,13 +9,13 @@ ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "d
 
 
 def test_small_llama_sdpa_layer_saves_22_323_200_bytes(small_llama):
-    """REPORT section 3: 21.29 MiB per layer, 22,323,200 B (b=2, s=512)."""
+    """Measured (docs/measurements.md, small Llama): 21.29 MiB per layer, 22,323,200 B (b=2, s=512)."""
     assert training_layer_bytes(small_llama, 2, 512) == 22_323_200
 
 
 def test_small_llama_eager_layer_matches_the_measured_46_76_mib(small_llama):
-    """Eager keeps the fp32 softmax and its bf16 copy (6 a s^2 b). The report's 47.26 MiB includes 0.5 MiB of
-    DynamicCache that is freed before backward starts (validation/FINDINGS.md 3)."""
+    """Eager keeps the fp32 softmax and its bf16 copy (6 a s^2 b). The measured 47.26 MiB includes 0.5 MiB of
+    DynamicCache that is freed before backward starts (docs/measurements.md; validation/FINDINGS.md 3)."""
     assert round(training_layer_bytes(small_llama, 2, 512, flash_attention=False) / MIB, 2) == 46.76
 
 
@@ -28,13 +28,13 @@ def test_llama_2_7b_eager_layer_is_1132_02_mib(llama2_7b):
 
 
 def test_lora_with_fp32_adapters_saves_an_fp32_input_copy_per_module(small_llama):
-    """REPORT: LoRA r=16 all-linear, peft defaults: 32.41 MiB per layer (64.83 sbh), 1.5x full fine-tuning."""
+    """Measured: LoRA r=16 all-linear, peft defaults: 32.41 MiB per layer (64.83 sbh), 1.5x full fine-tuning."""
     layer = training_layer_bytes(small_llama, 2, 512, frozen_base=True, lora_targets=ALL_LINEAR, lora_rank=16)
     assert round(layer / MIB, 2) == 32.41
 
 
 def test_lora_with_bf16_adapters_shares_inputs(small_llama):
-    """REPORT: autocast_adapter_dtype=False gives 19.51 MiB per layer."""
+    """Measured: autocast_adapter_dtype=False gives 19.51 MiB per layer."""
     layer = training_layer_bytes(small_llama, 2, 512, frozen_base=True, lora_targets=ALL_LINEAR, lora_rank=16,
                                  adapter_bytes=2)
     assert round(layer / MIB, 2) == 19.51
@@ -59,7 +59,7 @@ def test_loss_head_is_twelve_bytes_per_logit(small_llama):
 
 
 def test_llama_2_7b_prefill_of_4096_tokens_peaks_near_the_measured_388_mib(llama2_7b):
-    """REPORT section 4: prefill peak minus weights and KV = 2436.03 - 2048 MiB for b=1, N=4096, sdpa."""
+    """Measured (docs/measurements.md): prefill peak minus weights and KV = 2436.03 - 2048 MiB, b=1, N=4096, sdpa."""
     peak = inference_layer_peak(llama2_7b, 1, 4096, 4096)
     assert abs(peak / MIB - 388.03) / 388.03 < 0.01
 

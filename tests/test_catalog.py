@@ -64,7 +64,7 @@ def test_at_least_25_published_counts_are_checked():
 
 
 @pytest.mark.parametrize("model_id, exact", [
-    ("openai-community/gpt2", 124_439_808),  # HF GPT-2 (formulas.md 1.3)
+    ("openai-community/gpt2", 124_439_808),  # V h + n_positions h + L (12 h^2 + 13 h) + 2 h (HF GPT2Model)
     ("openai-community/gpt2-xl", 1_557_611_200),
     ("tiiuae/falcon-7b-instruct", 6_921_720_704),
     ("tiiuae/falcon-40b-instruct", 41_303_293_952),

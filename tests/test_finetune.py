@@ -10,12 +10,13 @@ MIB = 2**20
 
 
 def test_llama_3_8b_lora_r16_all_linear_trains_41_943_040_parameters(llama3_8b):
-    """formulas.md section 6 worked example."""
+    """PEFT lora.Linear: r (d_in + d_out) per target; q, k, v, o, gate, up, down sum to 81,920 per layer:
+    16 x 81,920 x 32 layers."""
     assert lora_trainable_params(llama3_8b, parse_lora_targets("all-linear"), 16) == 41_943_040
 
 
 def test_llama_2_7b_lora_r16_all_linear_trains_39_976_960_parameters(llama2_7b):
-    """REPORT section 3b: 39,976,960 trainable."""
+    """Measured with peft (docs/measurements.md): 39,976,960 trainable."""
     assert lora_trainable_params(llama2_7b, parse_lora_targets("all-linear"), 16) == 39_976_960
 
 
@@ -47,7 +48,7 @@ def test_adafactor_factors_the_second_moment(llama3_8b):
 
 
 def test_small_llama_full_step_peak_matches_the_measured_715_19_mib(small_llama):
-    """REPORT section 3: full sdpa, torch AdamW (bf16 states), peak at the start of backward."""
+    """docs/measurements.md: full sdpa, torch AdamW (bf16 states), peak at the start of backward."""
     row = detailed_finetune(est.FinetuneScenario(small_llama, batch_size=2, seq_len=512, optimizer_state_bits=16,
                                                  overhead_gb=0), "full")
     assert row.peak_phase == "backward start"
@@ -55,18 +56,18 @@ def test_small_llama_full_step_peak_matches_the_measured_715_19_mib(small_llama)
 
 
 def test_llama_2_7b_lora_step_peak_matches_the_measured_31_218_mib(llama2_7b):
-    """REPORT section 3b: LoRA r=16 all-linear sdpa, fp32 adapters and states, peak 31,217.53 MiB."""
+    """docs/measurements.md: LoRA r=16 all-linear sdpa, fp32 adapters and states, peak 31,217.53 MiB."""
     s = est.FinetuneScenario(llama2_7b, technique="lora", lora_targets="all-linear", overhead_gb=0)
     row = detailed_finetune(s, "lora")
     assert abs(row.total / MIB - 31_217.53) / 31_217.53 < 0.005
 
 
 def test_llama_2_7b_full_step_peaks_at_the_optimizer_step(llama2_7b):
-    """REPORT: 51,410 MiB of params + grads + bf16 states; a fused AdamW step adds no temporaries."""
+    """docs/measurements.md: 51,410 MiB of params + grads + bf16 states; a fused AdamW step adds no temporaries."""
     row = detailed_finetune(est.FinetuneScenario(llama2_7b, optimizer_state_bits=16, overhead_gb=0), "full")
     assert row.peak_phase == "optimizer step"
     assert row.component("activations") == 0
-    assert abs(row.total / MIB - 51_410.04) < 0.02  # the report rounds each component to 0.01 MiB
+    assert abs(row.total / MIB - 51_410.04) < 0.02  # the measurements round each component to 0.01 MiB
 
 
 def test_breakdown_components_sum_to_the_reported_peak(llama3_8b):

@@ -45,7 +45,8 @@ def test_embeddings_lm_head_and_norms_stay_16_bit_under_nf4(llama3_8b):
 
 
 def test_llama_3_8b_nf4_double_quant_is_about_5_7_gb(llama3_8b):
-    """formulas.md section 3 worked example: 3.60 GB of linears + 2.10 GB embed/head + norms ~= 5.7 GB."""
+    """6,979,321,856 linear weights x 4.127 bits / 8 (QLoRA section 3) = 3.60 GB, + embedding and lm_head in
+    bf16 (2 x 128,256 x 4,096 x 2 B = 2.10 GB) + norms ~= 5.7 GB."""
     assert round(weight_bytes(llama3_8b, "nf4-dq").total / 1e9, 1) == 5.7
 
 
@@ -72,7 +73,7 @@ def test_mxfp4_quantizes_only_the_experts_of_gpt_oss():
     experts = sum(t.numel for t in est.architecture.tensors(a) if t.is_expert and t.is_matrix)
     rest = est.parameter_counts(a).total - experts
     assert weight_bytes(a, "mxfp4").total == experts * 17 // 32 + 2 * rest
-    assert round(weight_bytes(a, "mxfp4").total / 1e9, 1) == 65.2  # formulas.md: ~65.2 GB
+    assert round(weight_bytes(a, "mxfp4").total / 1e9, 1) == 65.2  # 114.66e9 x 4.25 / 8 + 2.17e9 x 2 B
 
 
 def test_unknown_format_is_a_value_error(llama3_8b):

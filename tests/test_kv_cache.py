@@ -19,11 +19,14 @@ def test_llama_3_70b_kv_cache_is_320_kib_per_token():
 
 
 def test_deepseek_v3_mla_caches_the_576_element_latent():
+    """kv_lora_rank + qk_rope_head_dim per layer: vLLM, llama.cpp and transformers 5 (`cache.update(kv_nope,
+    k_rot)` before `kv_b_proj`, models/deepseek_v3/modeling_deepseek_v3.py)."""
     a = est.model("deepseek-ai/DeepSeek-V3").architecture
     assert est.kv_bytes_per_token(a) == (512 + 64) * 2 * 61 == 70_272
 
 
-def test_deepseek_v3_decompressed_cache_is_what_transformers_keeps():
+def test_deepseek_v3_decompressed_cache_is_what_engines_without_mla_keep():
+    """Engines without MLA support (and transformers 4.x) cache K and V per head: n_h (d_nope + d_rope + d_v)."""
     a = est.model("deepseek-ai/DeepSeek-V3").architecture
     assert est.kv_bytes_per_token(a, mla_latent=False) == 128 * (128 + 64 + 128) * 2 * 61
 

@@ -84,7 +84,7 @@ def test_fewer_bits_never_need_more_memory(s):
 def test_lora_never_needs_more_than_full_fine_tuning(s):
     """Quick method: totals. Detailed: model states (the optimizer-step phase). The detailed *peak* of LoRA can
     exceed full fine-tuning when activations dominate: peft's fp32 adapters save an fp32 copy of every adapted
-    layer's input, 1.5x full fine-tuning's activations (measured in shared/reference/measuring/REPORT.md);
+    layer's input, 1.5x full fine-tuning's activations (measured: docs/measurements.md);
     `test_lora_activations_can_exceed_full_fine_tuning_as_measured` pins that."""
     full, lora, qlora8, qlora4 = est.finetune_table(s)
     if s.resolved_method == "quick":
@@ -95,7 +95,7 @@ def test_lora_never_needs_more_than_full_fine_tuning(s):
 
 
 def test_lora_activations_can_exceed_full_fine_tuning_as_measured():
-    """REPORT section 3b (Llama-2-7B, 1 x 2048, sdpa): 536.14 vs 364.27 MiB per layer = 1.47x."""
+    """docs/measurements.md (Llama-2-7B, 1 x 2048, sdpa): 536.14 vs 364.27 MiB per layer = 1.47x."""
     a = est.model("meta-llama/Llama-2-7b-hf").architecture
     full = training_activation_bytes(a, 1, 2048)
     lora = training_activation_bytes(a, 1, 2048, frozen_base=True, lora_targets=LORA_TARGET_PRESETS["all-linear"],

@@ -15,7 +15,7 @@ Three ways to run it:
   session count it starts a fresh deployment (1 = one process straight, as the default; N > 1 = N processes
   behind Debian's nginx with `deploy/nginx.conf`, sticky sessions, started by `deploy/replicas.py`), warms every
   replica, runs the load, stops it, and prints a table with p50/p95/max, errors, reruns/s, the CPU split and
-  the ratio of each N to the first. Needs nginx (`apt-get install -y nginx-light`).
+  the ratio of each N to the first. Needs nginx (`apt-get install -y nginx`).
 - `--url URL`: drives a deployment that is already running (say `scripts/replicas.sh 4 8080`, or the compose
   file); starts nothing. Memory and server CPU are measured only for the processes given with `--pids`
   (with their children), otherwise reported as not measured.

@@ -1,7 +1,7 @@
 """Run N replicas of the app behind nginx with sticky sessions, without Docker.
 
 Starts N `streamlit run app.py` processes on loopback ports (127.0.0.1, free ports), waits until each answers
-`/_stcore/health`, then starts nginx (Debian's `/usr/sbin/nginx`: `apt-get install -y nginx-light`, or `nginx`)
+`/_stcore/health`, then starts nginx (Debian's `/usr/sbin/nginx`: `apt-get install -y nginx`)
 with `deploy/nginx.conf`, its `listen` line set to 127.0.0.1:PORT and an upstream list of the N ports, in a
 temporary directory. Runs in the foreground; on exit, Ctrl-C or SIGTERM it stops nginx and every replica. If a
 replica dies, nginx's passive checks (max_fails/fail_timeout) send new connections to the others and this script
@@ -28,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NGINX_CONF = Path(__file__).resolve().parent / "nginx.conf"
-NGINX_HINT = "nginx not found: apt-get update && apt-get install -y nginx-light (or nginx)"
+NGINX_HINT = "nginx not found: apt-get update && apt-get install -y nginx"
 STREAMLIT_OPTIONS = ["--server.headless", "true", "--server.address", "127.0.0.1", "--server.fileWatcherType",
                      "none", "--server.runOnSave", "false", "--browser.gatherUsageStats", "false"]
 MAX_REPLICAS = 32

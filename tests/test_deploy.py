@@ -1,6 +1,6 @@
 """The scale-out deployment (deploy/): nginx accepts the config, and sessions stick to their replica.
 
-The nginx tests skip where nginx is not installed (`apt-get install -y nginx-light`); the compose file is parsed
+The nginx tests skip where nginx is not installed (`apt-get install -y nginx`); the compose file is parsed
 only where a YAML library happens to be installed (the project does not depend on one).
 """
 
@@ -20,7 +20,7 @@ import pytest
 from deploy.replicas import NGINX_CONF, Deployment, nginx_config, nginx_path
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
-needs_nginx = pytest.mark.skipif(nginx_path() is None, reason="nginx not installed: apt-get install -y nginx-light")
+needs_nginx = pytest.mark.skipif(nginx_path() is None, reason="nginx not installed: apt-get install -y nginx")
 
 
 def test_generated_config_listens_on_loopback_and_lists_every_replica():

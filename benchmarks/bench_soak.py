@@ -63,20 +63,20 @@ def _step(at: AppTest, i: int, vary: bool) -> None:
     elif local == 16:
         _segmented(at, f"{page}.src").set_value("params")
     elif local % 5 == 0:
-        at.number_input(key=f"{page}.seq").set_value(pick((1024, 2048, 4096, 8192, 16384, 32768)))
+        at.number_input(key=f"{page}.seq_len").set_value(pick((1024, 2048, 4096, 8192, 16384, 32768)))
     elif local % 5 == 1:
-        at.number_input(key="inference.conc" if page == "inference" else "finetune.batch").set_value(
+        at.number_input(key="inference.concurrency" if page == "inference" else "finetune.batch_size").set_value(
             pick((1, 2, 4, 8)))
     elif local % 5 == 2 and page == "inference":
-        at.selectbox(key="inference.kv").set_value(pick(("bf16", "fp8", "q8_0")))
+        at.selectbox(key="inference.kv_dtype").set_value(pick(("bf16", "fp8", "q8_0")))
     elif local % 5 == 2:
-        at.selectbox(key="finetune.opt").set_value(pick(("adamw", "sgd", "adamw-8bit")))
+        at.selectbox(key="finetune.optimizer").set_value(pick(("adamw", "sgd", "adamw-8bit")))
     elif local % 5 == 3:
         _segmented(at, f"{page}.unit").set_value(pick(("GB", "GiB")))
     elif page == "inference":
-        at.selectbox(key="inference.w").set_value(pick(("", "q4_k_m", "fp8")))
+        at.selectbox(key="inference.weights").set_value(pick((None, "q4_k_m", "fp8")))
     else:
-        at.selectbox(key="finetune.row").set_value(pick(("full", "lora", "qlora-4bit")))
+        at.selectbox(key="finetune.technique").set_value(pick(("full", "lora", "qlora-4bit")))
     at.run()
     if at.exception or at.error:
         raise AssertionError(f"rerun {i}: {[e.value for e in at.exception]} {[e.value for e in at.error]}")

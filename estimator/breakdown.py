@@ -22,7 +22,7 @@ COMPONENTS = {
 class Breakdown:
     """Memory of one scenario row on one GPU. `components` is ordered and sums to `total`."""
 
-    scenario: str  # row name: "16-bit", "8-bit", "4-bit", "full", "lora", "qlora-8bit", "qlora-4bit", or a format
+    row: str  # the table row: "16-bit", "8-bit", "4-bit", "full", "lora", "qlora-8bit", "qlora-4bit", or a format
     method: str  # "quick" or "detailed"
     components: tuple[tuple[str, int], ...]  # (name, bytes on one GPU)
     gpus: int = 1  # GPUs the scenario runs on (tensor-parallel or data-parallel world size)
@@ -45,8 +45,8 @@ class Breakdown:
         return dict(self.components).get(name, 0)
 
     def to_dict(self) -> dict:
-        """The CLI's JSON row: {"scenario", "total_bytes", "components", ...}."""
-        row = {"scenario": self.scenario, "total_bytes": self.total, "components": dict(self.components),
+        """The CLI's JSON row: {"scenario": the row, "total_bytes", "components", ...} (keys kept stable)."""
+        row = {"scenario": self.row, "total_bytes": self.total, "components": dict(self.components),
                "gpus": self.gpus}
         if self.peak_phase:
             row["peak_phase"] = self.peak_phase
@@ -56,10 +56,10 @@ class Breakdown:
         return row
 
 
-def make_breakdown(scenario: str, method: str, components: dict[str, int], **extra) -> Breakdown:
+def make_breakdown(row: str, method: str, components: dict[str, int], **extra) -> Breakdown:
     """Build a Breakdown with components in the canonical order, dropping the ones that do not apply."""
     ordered = tuple((name, int(components[name])) for name in COMPONENTS if name in components)
     unknown = set(components) - set(COMPONENTS)
     if unknown:
         raise ValueError(f"unknown component(s): {', '.join(sorted(unknown))}")
-    return Breakdown(scenario=scenario, method=method, components=ordered, **extra)
+    return Breakdown(row=row, method=method, components=ordered, **extra)

@@ -1,7 +1,9 @@
-"""Command line: `python -m estimator inference|finetune|params|models|gpus [--json]`.
+"""Command line: `python -m estimator inference|finetune|params|models|gpus [--json]` (installed: `llm-memory`).
 
-The same scenarios and functions as the web app, so the numbers are the same. This interface is relied on
-by users' scripts: option names, JSON keys and exit codes are stable (errors: message on stderr, exit 2).
+The same scenarios and functions as the web app, so the numbers are the same: every scenario option is derived
+from the input declarations (`inputs.py`), with the parser the share links use. This interface is relied on by
+users' scripts: option names, JSON keys and exit codes are stable (errors: one line on stderr, exit 2).
+Tracing the real model code is the optional validation package's command: `python -m validation trace ...`.
 """
 
 from __future__ import annotations
@@ -13,18 +15,20 @@ import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from . import catalog
 from .architecture import Architecture, parameter_counts
 from .breakdown import COMPONENTS, Breakdown
+from .checks import quoted
 from .finetune import estimate_finetune, finetune_rows
-from .formats import WEIGHT_FORMATS
 from .hardware import fit, max_seq_len, with_gpus
 from .hf_config import MAX_CONFIG_CHARS, architecture_from_config, parse_config_text
 from .inference import estimate_inference, inference_rows
-from .kv_cache import KV_DTYPE_BYTES, kv_bytes_per_token
-from .scenarios import DEFAULT_OVERHEAD_GB, METHODS, FinetuneScenario, InferenceScenario, Model, ParamCount
-from .training import OPTIMIZER_IMPLS, OPTIMIZERS, REGIMES, TECHNIQUES
+from .inputs import Input, inputs
+from .kv_cache import kv_bytes_per_token
+from .scenarios import (ACTIVE_PARAMS, CATALOG_MODEL, PARAMS, TARGET_GPU, FinetuneScenario, InferenceScenario, Model,
+                        ParamCount)
 from .units import GB
 
 
@@ -32,94 +36,76 @@ class UsageError(Exception):
     """A user error the CLI reports on stderr with exit code 2."""
 
 
-def _model_options(p: argparse.ArgumentParser) -> None:
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: `error: argument --seq-len: ...` and exit code 2, no usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
+
+
+def _option(group, dest: str, spec: Input, show_default: bool = True) -> None:
+    """The command-line option of a declared input: its flag, its parser (the one the share links use, so both
+    accept the same text) and its help. Unset options stay None: the scenario's own default applies."""
+    shown = ("on" if spec.default else "off") if isinstance(spec.default, bool) else spec.format(spec.default)
+    default = f" (default: {shown})" if show_default and not spec.optional else ""
+    if spec.kind is bool and spec.text is None:
+        group.add_argument(spec.flag, dest=dest, action=argparse.BooleanOptionalAction, default=None,
+                           help=spec.help + default)
+        return
+    metavar = "{" + ",".join(map(str, spec.choices)) + "}" if 0 < len(spec.choices) <= 12 else \
+        (spec.unit or dest).upper().replace(" ", "_")
+    group.add_argument(spec.flag, dest=dest, type=_parser(spec), default=None, metavar=metavar,
+                       help=spec.help + default)
+
+
+def _parser(spec: Input):
+    def parse(text: str) -> object:
+        try:
+            return spec.parse(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err) if spec.text else f"{err} (got {quoted(text)})") from None
+    return parse
+
+
+def _model_options(p: argparse.ArgumentParser, counts: bool = True) -> None:
     src = p.add_argument_group("model (one of)")
-    src.add_argument("--params", type=float, metavar="B", help="total parameters in billions (quick method)")
-    src.add_argument("--active-params", type=float, metavar="B", help="active parameters in billions (MoE)")
-    src.add_argument("--model", metavar="ID", help="catalog model id (see `models`)")
+    if counts:
+        _option(src, "params", PARAMS, show_default=False)
+        _option(src, "active_params", ACTIVE_PARAMS)
+    _option(src, "model", CATALOG_MODEL, show_default=False)
     src.add_argument("--config", metavar="PATH", help="a Hugging Face config.json")
 
 
-def _shared_options(p: argparse.ArgumentParser) -> None:
+def _scenario_options(p: argparse.ArgumentParser, scenario: type) -> None:
+    """The model options, every declared input of `scenario`, the GPU to fit on and --json."""
     _model_options(p)
-    p.add_argument("--method", choices=METHODS, default="auto",
-                   help="quick (reference rule of thumb) or detailed (architecture); default: detailed when known")
-    p.add_argument("--batch", type=int, default=1, help="sequences per batch (default 1)")
-    p.add_argument("--seq-len", type=int, default=2048, help="tokens per sequence (default 2048)")
-    p.add_argument("--no-flash-attention", action="store_true", help="eager attention (s x s scores)")
-    p.add_argument("--overhead-gb", type=float, default=DEFAULT_OVERHEAD_GB, help="runtime overhead per GPU")
-    p.add_argument("--gpu", metavar="ID", help="catalog GPU to check the fit on (see `gpus`)")
+    group = p.add_argument_group("scenario")
+    for name, spec in inputs(scenario).items():
+        _option(group, name, spec)
+    _option(p, "gpu", TARGET_GPU, show_default=False)
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m estimator", description=__doc__.splitlines()[0])
+    command = Path(sys.argv[0]).name
+    prog = "python -m estimator" if command in ("__main__.py", "") or command.startswith("python") else command
+    parser = Parser(prog=prog, description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-
-    inf = sub.add_parser("inference", help="memory to serve a model")
-    _shared_options(inf)
-    inf.add_argument("--concurrency", type=int, default=1, help="concurrent requests (default 1)")
-    inf.add_argument("--weights", choices=list(WEIGHT_FORMATS), help="one weight format instead of the 16/8/4-bit table")
-    inf.add_argument("--kv-dtype", choices=list(KV_DTYPE_BYTES), default="bf16")
-    inf.add_argument("--tp", type=int, default=1, help="tensor-parallel GPUs")
-    inf.add_argument("--prefill-chunk", type=int, default=0,
-                     help="tokens per prefill forward (vLLM max_num_batched_tokens); 0 = whole sequence")
-
-    ft = sub.add_parser("finetune", help="memory to fine-tune a model")
-    _shared_options(ft)
-    ft.add_argument("--technique", choices=TECHNIQUES, help="one technique instead of the full/LoRA/QLoRA table")
-    ft.add_argument("--optimizer", choices=list(OPTIMIZERS), default="adamw")
-    ft.add_argument("--param-bits", type=int, choices=(32, 16, 8, 4), default=16, help="quick: weight precision")
-    ft.add_argument("--regime", choices=list(REGIMES), default="pure-16bit")
-    ft.add_argument("--optimizer-state-bits", type=int, choices=(32, 16), default=32)
-    ft.add_argument("--optimizer-impl", choices=OPTIMIZER_IMPLS, default="fused",
-                    help="torch optimizer step: fused (no temporaries), foreach (CUDA default), single-tensor")
-    ft.add_argument("--adapter-bits", type=int, choices=(32, 16), default=32,
-                    help="LoRA weights in fp32 (peft's default) or 16-bit")
-    ft.add_argument("--lora-rank", type=int, default=16)
-    ft.add_argument("--lora-targets", default="q,v", help="q,v | attention | all-linear | NAMES")
-    ft.add_argument("--grad-checkpointing", action="store_true")
-    ft.add_argument("--gpus", type=int, default=1, help="data-parallel GPUs")
-    ft.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage (FSDP: 3 = FULL_SHARD)")
-    ft.add_argument("--offload-optimizer", action="store_true")
-
+    _scenario_options(sub.add_parser("inference", help="memory to serve a model"), InferenceScenario)
+    _scenario_options(sub.add_parser("finetune", help="memory to fine-tune a model"), FinetuneScenario)
     params = sub.add_parser("params", help="parameter counts and KV bytes per token of an architecture")
-    params.add_argument("--model", metavar="ID")
-    params.add_argument("--config", metavar="PATH")
+    _model_options(params, counts=False)
     params.add_argument("--json", action="store_true")
-
-    tr = sub.add_parser("trace", help="measure a scenario by running the real HF model code with fake tensors "
-                                      "(needs requirements-validation.txt)")
-    tr.add_argument("kind", choices=("inference", "training"))
-    tr.add_argument("--model", metavar="ID")
-    tr.add_argument("--config", metavar="PATH")
-    tr.add_argument("--batch", type=int, default=1)
-    tr.add_argument("--seq-len", type=int, default=512, help="training sequence or inference prompt length")
-    tr.add_argument("--concurrency", type=int, default=1)
-    tr.add_argument("--decode-steps", type=int, default=16)
-    tr.add_argument("--technique", choices=("full", "lora"), default="full")
-    tr.add_argument("--lora-rank", type=int, default=16)
-    tr.add_argument("--lora-targets", default="q,v")
-    tr.add_argument("--grad-checkpointing", action="store_true")
-    tr.add_argument("--attn", choices=("sdpa", "eager"), default="sdpa")
-    tr.add_argument("--layers", metavar="LO,HI", help="trace LO and HI layers at full width and extrapolate "
-                                                        "(for large models, e.g. 2,3)")
-    tr.add_argument("--json", action="store_true")
-
-    val = sub.add_parser("validate", help="run the validation matrix and print its summary")
-    val.add_argument("--fast", action="store_true", help="only the small CI subset")
-    val.add_argument("--summary", action="store_true", help="summarise the committed results without tracing")
-
     for name, text in (("models", "the model catalog"), ("gpus", "the GPU catalog")):
         sub.add_parser(name, help=f"list {text}").add_argument("--json", action="store_true")
     return parser
 
 
 def _read_config(path: str) -> Architecture:
-    return architecture_from_config(_read_config_dict(path), Path(path).parent.name or Path(path).stem)
+    return architecture_from_config(read_config_file(path), Path(path).parent.name or Path(path).stem)
 
 
-def _read_config_dict(path: str) -> dict:
+def read_config_file(path: str) -> dict:
     """A config.json file's parsed fields. Only a regular file is read: it is opened without blocking and
     checked on the open descriptor, so a FIFO, a device or a directory is refused at once, never waited on."""
     if not path:
@@ -154,22 +140,10 @@ def _model(args: argparse.Namespace) -> Model:
     return ParamCount.from_billions(args.params, args.active_params)
 
 
-def _inference_scenario(args: argparse.Namespace) -> InferenceScenario:
-    return InferenceScenario(
-        model=_model(args), weights=args.weights or "bf16", kv_dtype=args.kv_dtype, batch_size=args.batch,
-        concurrency=args.concurrency, seq_len=args.seq_len, flash_attention=not args.no_flash_attention,
-        tensor_parallel=args.tp, prefill_chunk=args.prefill_chunk, overhead_gb=args.overhead_gb, method=args.method)
-
-
-def _finetune_scenario(args: argparse.Namespace) -> FinetuneScenario:
-    return FinetuneScenario(
-        model=_model(args), technique=args.technique or "full", optimizer=args.optimizer, param_bits=args.param_bits,
-        regime=args.regime, optimizer_state_bits=args.optimizer_state_bits, optimizer_impl=args.optimizer_impl,
-        adapter_bits=args.adapter_bits, batch_size=args.batch,
-        seq_len=args.seq_len, lora_rank=args.lora_rank, lora_targets=args.lora_targets,
-        gradient_checkpointing=args.grad_checkpointing, flash_attention=not args.no_flash_attention,
-        num_gpus=args.gpus, zero_stage=args.zero, offload_optimizer=args.offload_optimizer,
-        overhead_gb=args.overhead_gb, method=args.method)
+def _scenario(args: argparse.Namespace, cls: type) -> InferenceScenario | FinetuneScenario:
+    """The scenario of the command line: the options given, the scenario's defaults for the rest."""
+    given = {name: getattr(args, name) for name in inputs(cls) if getattr(args, name) is not None}
+    return cls(model=_model(args), **given)
 
 
 def scenario_inputs(s: InferenceScenario | FinetuneScenario) -> dict:
@@ -185,9 +159,9 @@ def scenario_inputs(s: InferenceScenario | FinetuneScenario) -> dict:
 def _rows(args: argparse.Namespace) -> tuple[InferenceScenario | FinetuneScenario, tuple[tuple[str, object], ...]]:
     """The scenario and its (label, row function) pairs: one row when a format/technique is given."""
     if args.command == "inference":
-        s = _inference_scenario(args)
+        s = _scenario(args, InferenceScenario)
         return s, ((s.weights, estimate_inference),) if args.weights else inference_rows(s)
-    s = _finetune_scenario(args)
+    s = _scenario(args, FinetuneScenario)
     return s, ((s.technique, estimate_finetune),) if args.technique else finetune_rows(s)
 
 
@@ -206,7 +180,7 @@ def _gpu_report(gpu_id: str, s, rows) -> dict:
 def _print_table(s, rows: tuple[Breakdown, ...], gpu: dict | None) -> None:
     names = [n for n in COMPONENTS if any(r.component(n) or n in dict(r.components) for r in rows)]
     header = ["scenario", *names, "total"]
-    body = [[r.scenario, *(f"{r.component(n) / GB:.2f}" for n in names), f"{r.total / GB:.2f}"] for r in rows]
+    body = [[r.row, *(f"{r.component(n) / GB:.2f}" for n in names), f"{r.total / GB:.2f}"] for r in rows]
     widths = [max(len(str(line[i])) for line in [header, *body]) for i in range(len(header))]
     name = s.model.name or f"{scenario_inputs(s)['model']['total_params'] / 1e9:g}B-parameter model"
     title = f"{name}: {s.resolved_method} method, GB per GPU (1 GB = 10^9 bytes)"
@@ -215,7 +189,7 @@ def _print_table(s, rows: tuple[Breakdown, ...], gpu: dict | None) -> None:
         print("  ".join(str(cell).rjust(w) if i else str(cell).ljust(w) for i, (cell, w) in enumerate(zip(line, widths))))
     for r in rows:
         if r.peak_phase:
-            print(f"{r.scenario}: peak at {r.peak_phase}" + (f"; {r.host_bytes / GB:.2f} GB in CPU memory"
+            print(f"{r.row}: peak at {r.peak_phase}" + (f"; {r.host_bytes / GB:.2f} GB in CPU memory"
                                                               if r.host_bytes else ""))
     if gpu:
         print(f"\nOn {gpu['name']} ({gpu['memory_bytes'] / GB:.1f} GB usable):")
@@ -267,61 +241,12 @@ def _list(args: argparse.Namespace) -> None:
     print(json.dumps(items, indent=2) if args.json else "\n".join(lines))
 
 
-def _validation():
-    """The optional validation package, or a UsageError saying how to install what it needs."""
-    import validation
-
-    if validation.missing_dependencies():
-        raise UsageError(validation.install_hint())
-    return validation
-
-
-def _trace(args: argparse.Namespace) -> None:
-    if (args.model is None) == (args.config is None):
-        raise UsageError("give exactly one of --model or --config")
-    config = catalog.raw_config(args.model) if args.model is not None else _read_config_dict(args.config)
-    architecture_from_config(config)  # a clear error before any tracing
-    _validation()
-    from validation import compare, trace
-
-    if args.kind == "inference":
-        options = dict(batch=args.batch, concurrency=args.concurrency, prefill_len=args.seq_len,
-                       decode_steps=args.decode_steps, attn_impl=args.attn)
-        measure, estimate = trace.trace_inference, compare.estimate_inference(config, **options)
-    else:
-        options = dict(batch=args.batch, seq=args.seq_len, technique=args.technique, lora_rank=args.lora_rank,
-                       lora_targets=args.lora_targets, gradient_checkpointing=args.grad_checkpointing,
-                       attn_impl=args.attn)
-        measure, estimate = trace.trace_training, compare.estimate_training(config, **options)
-    if args.layers:
-        low, high = (int(n) for n in args.layers.split(","))
-        measured = trace.trace_scaled(measure, config, (low, high), **options)
-    else:
-        measured = measure(config, **options)
-    rows = compare.rows("cli", str(config.get("model_type")), args.kind, args.kind, estimate, measured)
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return
-    print(f"{'component':<24}{'estimate (B)':>18}{'measured (B)':>18}{'error':>10}")
-    for row in rows:
-        print(f"{row['component']:<24}{row['estimate_bytes']:>18,}{row['measured_bytes']:>18,}"
-              f"{row['error_pct']:>+9.2f}%")
-
-
-def _validate(args: argparse.Namespace) -> None:
-    import validation
-
-    if args.summary:
-        print(validation.summary_markdown(validation.load_results()))
-        return
-    rows = _validation().run_matrix(fast=args.fast, log=lambda line: print(line, file=sys.stderr, flush=True))
-    print(validation.summary_markdown(rows))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    handler = {"inference": _estimate, "finetune": _estimate, "params": _params, "models": _list, "gpus": _list,
-               "trace": _trace, "validate": _validate}
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as done:  # --help (0) or a bad option (2, its message already on stderr)
+        return int(done.code or 0)
+    handler = {"inference": _estimate, "finetune": _estimate, "params": _params, "models": _list, "gpus": _list}
     try:
         handler[args.command](args)
     except (ValueError, UsageError) as err:

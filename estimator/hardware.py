@@ -16,7 +16,7 @@ from .catalog import Gpu
 from .scenarios import MAX_CONCURRENCY, MAX_SEQ_LEN, FinetuneScenario, InferenceScenario
 
 Scenario = InferenceScenario | FinetuneScenario
-Row = Callable[[Scenario], Breakdown]
+RowFunction = Callable[[Scenario], Breakdown]
 GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
 
@@ -44,7 +44,7 @@ def _valid_counts(s: Scenario) -> Sequence[int]:
     return GPU_COUNTS
 
 
-def fit(s: Scenario, row: Row, gpu: Gpu) -> GpuFit:
+def fit(s: Scenario, row: RowFunction, gpu: Gpu) -> GpuFit:
     """The smallest number of `gpu` that holds row(s) on every GPU."""
     first = None
     for count in _valid_counts(s):
@@ -57,11 +57,11 @@ def fit(s: Scenario, row: Row, gpu: Gpu) -> GpuFit:
     return GpuFit(gpu, None, first, gpu.memory_bytes - first, "does not fit")
 
 
-def fit_table(s: Scenario, row: Row, gpus: Sequence[Gpu]) -> list[GpuFit]:
+def fit_table(s: Scenario, row: RowFunction, gpus: Sequence[Gpu]) -> list[GpuFit]:
     return [fit(s, row, g) for g in gpus]
 
 
-def _largest(s: Scenario, row: Row, field: str, high: int, capacity: int) -> int:
+def _largest(s: Scenario, row: RowFunction, field: str, high: int, capacity: int) -> int:
     """Largest value of integer `field` in [1, high] whose per-GPU total fits `capacity` (0 if none).
     Memory never decreases as the field grows, so a binary search is exact."""
     if row(replace(s, **{field: 1})).total > capacity:
@@ -76,16 +76,16 @@ def _largest(s: Scenario, row: Row, field: str, high: int, capacity: int) -> int
     return low
 
 
-def max_seq_len(s: Scenario, row: Row, capacity_bytes: int) -> int:
+def max_seq_len(s: Scenario, row: RowFunction, capacity_bytes: int) -> int:
     """The longest sequence that fits `capacity_bytes` per GPU, at the scenario's GPU count."""
     return _largest(s, row, "seq_len", MAX_SEQ_LEN, capacity_bytes)
 
 
-def max_concurrency(s: InferenceScenario, row: Row, capacity_bytes: int) -> int:
+def max_concurrency(s: InferenceScenario, row: RowFunction, capacity_bytes: int) -> int:
     """The most concurrent requests that fit `capacity_bytes` per GPU."""
     return _largest(s, row, "concurrency", MAX_CONCURRENCY, capacity_bytes)
 
 
-def sweep(s: Scenario, row: Row, field: str, values: Sequence[int]) -> list[Breakdown]:
+def sweep(s: Scenario, row: RowFunction, field: str, values: Sequence[int]) -> list[Breakdown]:
     """row(s) for each value of `field` (memory vs sequence length, concurrency or batch)."""
     return [row(replace(s, **{field: v})) for v in values]

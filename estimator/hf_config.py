@@ -1,6 +1,7 @@
 """Hugging Face `config.json` -> `Architecture`, one small reader per model family.
 
-Each reader follows the family's `transformers` config class and modeling code (formulas.md section 1):
+Each reader follows the family's `transformers` config class and modeling code (huggingface/transformers v5.24.0
+`src/transformers/models/<family>/configuration_*.py` and `modeling_*.py`):
 which fields exist, their defaults, which layers are MoE or sliding-window. Nothing is downloaded and no
 code from the config is executed; the JSON text is size- and depth-limited before it is parsed.
 """
@@ -12,11 +13,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .architecture import MAX_EXPERTS, MAX_HEADS, MAX_LAYERS, MAX_VOCAB, MAX_WIDTH, Architecture
+from .checks import printable_text
 
 MAX_CONFIG_CHARS = 1_000_000  # a config.json is a few KB; larger text is refused before parsing
 MAX_CONFIG_DEPTH = 20  # nesting deeper than any published config
 MAX_FIELD_VALUE = 10**9  # largest integer any other config field may hold
-MAX_NAME_CHARS = 80
+MAX_MODEL_NAME_CHARS = 80
 # Fields bounded by the Architecture's own limits as soon as they are read: a reader builds one entry per
 # layer (MoE and sliding-window layer lists), so a count must be checked before anything is sized by it.
 FIELD_LIMITS = {
@@ -74,12 +76,6 @@ def _shown(value: Any) -> str:
         return f"{value:,}" if abs(value) < 10**24 else f"a {len(str(abs(value)))}-digit number"
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
-
-
-def clean_name(text: str) -> str:
-    """A model name as the app and the CLI show it: printable characters only (no control, format or lone
-    surrogate characters, which cannot be sent to a browser or a terminal), at most MAX_NAME_CHARS."""
-    return "".join(ch for ch in text if ch.isprintable()).strip()[:MAX_NAME_CHARS]
 
 
 def _depth(value: Any) -> int:
@@ -414,9 +410,10 @@ def architecture_from_config(config: Config, name: str = "") -> Architecture:
     if reader is None:
         shown = model_type if len(model_type) <= 40 else model_type[:40] + "..."
         raise ValueError(f"unsupported model_type {shown!r}; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
-    return reader(_Fields(config), clean_name(name) or _default_name(config, model_type), model_type)
+    name = printable_text(name, MAX_MODEL_NAME_CHARS) or _default_name(config, model_type)
+    return reader(_Fields(config), name, model_type)
 
 
 def _default_name(config: Config, model_type: str) -> str:
     path = config.get("_name_or_path")
-    return (clean_name(path) if isinstance(path, str) else "") or f"custom {model_type}"
+    return (printable_text(path, MAX_MODEL_NAME_CHARS) if isinstance(path, str) else "") or f"custom {model_type}"

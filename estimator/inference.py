@@ -25,10 +25,10 @@ from .units import bytes_from_gb
 
 QUICK_ROWS = (("16-bit", Fraction(16)), ("8-bit", Fraction(8)), ("4-bit", Fraction(4)))
 DETAILED_ROWS = (("16-bit", "bf16"), ("8-bit", "fp8"), ("4-bit", "awq-4bit"))  # common serving formats
-Row = Callable[[InferenceScenario], Breakdown]
+RowFunction = Callable[[InferenceScenario], Breakdown]
 
 
-def detailed_inference(s: InferenceScenario, format_id: str, scenario: str) -> Breakdown:
+def detailed_inference(s: InferenceScenario, format_id: str, row: str) -> Breakdown:
     """One inference row with weights stored as `format_id`."""
     a: Architecture = s.model
     tp, sequences = s.tensor_parallel, s.batch_size * s.concurrency
@@ -42,7 +42,7 @@ def detailed_inference(s: InferenceScenario, format_id: str, scenario: str) -> B
         "logits": sampling_logits_bytes(a, sequences),
         "overhead": bytes_from_gb(s.overhead_gb),
     }
-    return make_breakdown(scenario, "detailed", components, gpus=tp,
+    return make_breakdown(row, "detailed", components, gpus=tp,
                           assumptions=_assumptions(s, format_id))
 
 
@@ -89,12 +89,12 @@ def estimate_inference(s: InferenceScenario) -> Breakdown:
     return detailed_inference(s, s.weights, s.weights)
 
 
-def inference_rows(s: InferenceScenario) -> tuple[tuple[str, Row], ...]:
+def inference_rows(s: InferenceScenario) -> tuple[tuple[str, RowFunction], ...]:
     """(label, row function) of the reference document's table rows 16-bit / 8-bit / 4-bit. A row function
     maps any variant of `s` (another length, GPU count...) to that row's Breakdown."""
     if s.resolved_method == "quick":
-        return tuple((label, partial(quick_inference, bits=bits, scenario=label)) for label, bits in QUICK_ROWS)
-    return tuple((label, partial(detailed_inference, format_id=format_id, scenario=label))
+        return tuple((label, partial(quick_inference, bits=bits, row=label)) for label, bits in QUICK_ROWS)
+    return tuple((label, partial(detailed_inference, format_id=format_id, row=label))
                  for label, format_id in DETAILED_ROWS)
 
 

@@ -47,7 +47,7 @@ def _ceil(value: Fraction) -> int:
     return -(-value // 1)
 
 
-def quick_inference(s: InferenceScenario, bits: Fraction, scenario: str) -> Breakdown:
+def quick_inference(s: InferenceScenario, bits: Fraction, row: str) -> Breakdown:
     """One inference row at `bits` per weight."""
     total, active = param_counts(s.model)
     tp = s.tensor_parallel
@@ -62,7 +62,7 @@ def quick_inference(s: InferenceScenario, bits: Fraction, scenario: str) -> Brea
         f" and x {s.concurrency} concurrent requests for the KV cache",
         f"Runtime overhead: {s.overhead_gb:g} GB per GPU",
     ) + ((f"Tensor parallel over {tp} GPUs: weights, KV cache and activations divided by {tp}",) if tp > 1 else ())
-    return make_breakdown(scenario, "quick", components, gpus=tp, assumptions=assumptions)
+    return make_breakdown(row, "quick", components, gpus=tp, assumptions=assumptions)
 
 
 def quick_finetune(s: FinetuneScenario, technique: str) -> Breakdown:

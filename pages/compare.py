@@ -8,8 +8,8 @@ import json
 
 import streamlit as st
 
-from estimator import catalog, charts, share, tables
-from ui import chrome, form, results, state
+from estimator import catalog
+from ui import charts, chrome, form, links, results, state, tables
 from ui.text import escape
 
 PAGE = "compare"
@@ -20,7 +20,7 @@ def remove(uid: int) -> None:
     state.compare_items()[:] = [item for item in state.compare_items() if item.uid != uid]
 
 
-def open_on_its_page(item: share.Item) -> None:
+def open_on_its_page(item: links.Item) -> None:
     state.page_state(item.page).update(item.state)
     st.switch_page(PAGE_FILES[item.page])
 
@@ -48,7 +48,7 @@ else:
     for item in items:  # apply renames first, so the table shows them in this run
         typed = st.session_state.get(f"compare.name.{item.uid}")
         if typed is not None and item.uid in estimates:
-            item.name = "" if typed.strip() in ("", estimates[item.uid][0]) else share.clean_name(typed)
+            item.name = "" if typed.strip() in ("", estimates[item.uid][0]) else links.clean_scenario_name(typed)
     names = {item.uid: item.name or (estimates[item.uid][0] if item.uid in estimates else f"Scenario {item.uid}")
              for item in items}
     valid = [item for item in items if item.uid in estimates]
@@ -68,7 +68,7 @@ else:
         key = f"compare.name.{item.uid}"
         if key not in st.session_state:
             st.session_state[key] = names[item.uid]
-        name_col.text_input(f"Name of scenario {item.uid}", key=key, max_chars=share.MAX_NAME_CHARS,
+        name_col.text_input(f"Name of scenario {item.uid}", key=key, max_chars=links.MAX_SCENARIO_NAME_CHARS,
                             label_visibility="collapsed")
         if item.uid in problems:
             name_col.error(f"This scenario cannot be estimated: {escape(problems[item.uid])}. Open it to fix its "
@@ -79,7 +79,7 @@ else:
         remove_col.button("Remove", key=f"compare.remove.{item.uid}", on_click=remove, args=(item.uid,),
                           width="stretch")
 
-    links = [share.encode(item.page, item.state, state.view()) for item in valid]
+    links = [links.encode(item.page, item.state, state.view()) for item in valid]
     csv_col, json_col, clear_col = st.columns(3)
     csv_col.download_button("Download CSV", tables.csv_text(frame), file_name="comparison.csv", mime="text/csv",
                             icon=":material/download:", on_click="ignore", width="stretch", disabled=not entries)

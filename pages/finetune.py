@@ -27,36 +27,29 @@ with inputs:
     quick = values["src"] == "params" or values["method"] == "quick"
     left, right = st.columns(2)
     with left:
-        form.choice(PAGE, "bits", BITS_LABELS, disabled=not quick,
-                    help="Precision of the trained weights (quick method; the detailed method uses the "
-                         "training regime).")
-        form.number(PAGE, "batch", step=1, help="Sequences per micro-batch on each GPU.")
+        form.choice(PAGE, "param_bits", BITS_LABELS, disabled=not quick)
+        form.number(PAGE, "batch_size", step=1)
     with right:
-        form.choice(PAGE, "opt", OPTIMIZER_LABELS, help="States per parameter: SGD 0, momentum and RMSProp 1, "
-                                                        "Adam/AdamW 2.")
-        form.number(PAGE, "seq", step=512, help="Tokens per training sequence.")
+        form.choice(PAGE, "optimizer", OPTIMIZER_LABELS)
+        form.number(PAGE, "seq_len", step=512)
     with st.expander("Advanced", icon=":material/tune:"):
-        form.choice(PAGE, "regime", {k: r.label for k, r in REGIMES.items()}, disabled=quick,
-                    help="Detailed method: bytes of weights, gradients and master weights per parameter.")
-        form.choice(PAGE, "osb", {32: "32-bit (fp32)", 16: "16-bit (torch AdamW on bf16 weights)"}, radio=True,
-                    disabled=quick)
-        form.choice(PAGE, "impl", IMPL_LABELS, disabled=quick,
-                    help="torch's optimizer step: fused adds nothing, foreach (the CUDA default) a copy of every "
-                         "trained parameter, single-tensor two copies of the largest tensor.")
-        form.choice(PAGE, "abits", {32: "fp32 (peft's default)", 16: "16-bit"}, radio=True, disabled=quick,
-                    help="LoRA adapter weights. fp32 adapters also save an fp32 copy of each adapted layer's input.")
+        form.choice(PAGE, "regime", {k: r.label for k, r in REGIMES.items()}, disabled=quick)
+        form.choice(PAGE, "optimizer_state_bits", {32: "32-bit (fp32)", 16: "16-bit (torch AdamW on bf16 weights)"},
+                    radio=True, disabled=quick)
+        form.choice(PAGE, "optimizer_impl", IMPL_LABELS, disabled=quick)
+        form.choice(PAGE, "adapter_bits", {32: "fp32 (peft's default)", 16: "16-bit"}, radio=True, disabled=quick)
         left, right = st.columns(2)
         with left:
-            form.number(PAGE, "rank", step=8, help="r of each LoRA adapter (detailed method).")
+            form.number(PAGE, "lora_rank", step=8)
         with right:
-            form.number(PAGE, "gpus", step=1, help="Data-parallel GPUs; ZeRO / FSDP shard the states over them.")
+            form.number(PAGE, "num_gpus", step=1)
         form.lora_targets(PAGE)
-        form.choice(PAGE, "zero", ZERO_LABELS, help="What each GPU keeps a shard of (ZeRO paper, Figure 1).")
-        form.flag(PAGE, "offload", help="ZeRO-Offload: optimizer states (and sharded gradients) in CPU memory.")
-        form.flag(PAGE, "gc", help="Keep only each layer's input and recompute the rest during backward.")
-        form.flag(PAGE, "fa", help="Off: eager attention saves the s x s attention probabilities.")
-        form.number(PAGE, "oh", step=0.5, fmt="%.1f", help="CUDA context, allocator caching, workspaces.")
-        form.choice(PAGE, "act", {16: "16-bit", 32: "32-bit"}, radio=True)
+        form.choice(PAGE, "zero_stage", ZERO_LABELS)
+        form.flag(PAGE, "offload_optimizer")
+        form.flag(PAGE, "gradient_checkpointing")
+        form.flag(PAGE, "flash_attention")
+        form.number(PAGE, "overhead_gb", step=0.5, fmt="%.1f")
+        form.choice(PAGE, "activation_bits", {16: "16-bit", 32: "32-bit"}, radio=True)
 with outputs:
     results.render(PAGE)
 chrome.footer(PAGE, slot)

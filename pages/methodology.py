@@ -8,12 +8,11 @@ import pandas as pd
 import streamlit as st
 
 import estimator as est
-from estimator import charts, share, tables
 from estimator.formats import WEIGHT_FORMATS
 from estimator.kv_cache import KV_DTYPE_LABELS
 from estimator.quick import REFERENCE_SHARE, REFERENCE_TOKENS
 from estimator.training import OPTIMIZERS, QUICK_LORA_TRAINABLE_FRACTION, REGIMES, TECHNIQUE_LABELS
-from ui import chrome
+from ui import charts, chrome, links, tables
 from validation import load_results, summary
 
 PAGE = "methodology"
@@ -25,8 +24,8 @@ load_results = st.cache_data(show_spinner=False)(load_results)  # the committed 
 def worked_example() -> pd.DataFrame:
     """The reference document's example, computed by the estimator: 7 B, concurrency 1, batch 1, 2,048 tokens."""
     model = est.ParamCount.from_billions(7)
-    rows = [(f"Inference ({b.scenario})", b) for b in est.inference_table(est.InferenceScenario(model))]
-    rows += [(TECHNIQUE_LABELS[b.scenario], b) for b in est.finetune_table(est.FinetuneScenario(model))]
+    rows = [(f"Inference ({b.row})", b) for b in est.inference_table(est.InferenceScenario(model))]
+    rows += [(TECHNIQUE_LABELS[b.row], b) for b in est.finetune_table(est.FinetuneScenario(model))]
     return tables.scenario_frame(rows)
 
 
@@ -82,8 +81,9 @@ st.latex(r"\text{KV} = b\,C \times \sum_{\text{layers}} 2 \cdot \max\!\left(1, \
 st.markdown("""
   $W_\\ell$ is the sliding window of windowed layers (Mistral v0.1, Gemma 2/3, gpt-oss) and infinite otherwise.
   MLA models (DeepSeek-V2/V3) cache one latent of $r_{kv} + d_{rope}$ elements per layer and token, replicated on
-  every tensor-parallel GPU, as vLLM, SGLang and llama.cpp do; untick *Cache the MLA latent* for Hugging Face
-  transformers, which caches full K and V per head.
+  every tensor-parallel GPU, as vLLM, SGLang, llama.cpp and Hugging Face transformers 5 do
+  (`modeling_deepseek_v3.py` updates the cache with the latent before `kv_b_proj`); untick *Cache the MLA latent*
+  for engines without MLA support (and transformers 4.x), which cache full K and V per head.
 - **Activations**: the largest working set of one decoder layer while prefilling $b \\times s$ tokens without
   autograd: the embedding output, layer input and residual ($3Ath$) plus the larger of the attention phase
   (normed input, q, k, v and output: $Ath + At(2\\,n_h d + 2\\,n_{kv} d + n_h d)/tp$; eager attention adds the
@@ -125,7 +125,9 @@ st.markdown("""
 parameters (PEFT `lora_A`, `lora_B`), kept in fp32 (PEFT's default), with fp32 gradients and optimizer states.
 The frozen base is 16-bit for LoRA; for QLoRA its linears are INT8 (8-bit) or NF4 with double quantization
 (4.127 bits, 4-bit), and `prepare_model_for_kbit_training` casts the remaining parameters (embeddings, `lm_head`,
-norms) to fp32. Routed MoE experts are not adapted.
+norms) to fp32. Routed MoE experts are adapted only by *all-linear*: on transformers 5, peft 0.21 maps it onto the
+fused 3-D expert weights (`lora.ParamWrapper`, which keeps a merged copy of every expert for backward) and the router
+of Mixtral, Qwen3-MoE and DeepSeek; gpt-oss' expert modules are not reached.
 
 **Activations saved for backward**, per layer (flash/sdpa attention, no dropout; measured tensor by tensor):
 """)
@@ -152,10 +154,10 @@ weights and (from stage 2) gradient shards to CPU memory, shown as *CPU memory p
 
 st.header("Validated against real model code")
 st.markdown("""
-`python -m estimator validate` runs the Hugging Face model code of every scenario below with fake tensors on
+`python -m validation` runs the Hugging Face model code of every scenario below with fake tensors on
 the CPU (no weights, no GPU), measures every live tensor by category and compares it with the detailed
 estimate; large models are traced at full width with 2-3 layers and extrapolated per layer. What does not match
-yet is listed in `validation/FINDINGS.md`. Trace your own config with `python -m estimator trace`.
+yet is listed in `validation/FINDINGS.md`. Trace your own config with `python -m validation trace`.
 """)
 validation_rows = load_results()
 st.dataframe(pd.DataFrame([{"Component": name, "Cases": v["cases"],
@@ -221,5 +223,5 @@ with st.expander("The estimator's module notes (the formulas as the code states 
         module = importlib.import_module(f"estimator.{name}")
         st.markdown(f"**`estimator/{name}.py`**")
         st.code((module.__doc__ or "").strip(), language=None, wrap_lines=True)
-st.caption(f"Share links are version {share.VERSION}: a link keeps working as long as that version is supported.")
+st.caption(f"Share links are version {links.VERSION}: a link keeps working as long as that version is supported.")
 chrome.footer(PAGE, slot)

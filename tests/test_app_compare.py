@@ -9,7 +9,7 @@ from app_helpers import assert_clean, gb, plain, start, texts
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
 import estimator as est
-from estimator import share
+from ui import links
 
 SEVEN_B = est.ParamCount.from_billions(7)
 TWO_SCENARIOS = {"p": "compare", "c1.p": "inference", "c1.seq": "8192", "c2.p": "finetune", "c2.row": "lora",
@@ -45,7 +45,7 @@ def test_scenarios_added_on_the_estimate_pages_appear_side_by_side():
     at.button(key="inference.add").click().run()
     assert "Added to the comparison (1 of 6)" in at.toast[0].value
     at.switch_page("pages/finetune.py").run()
-    at.selectbox(key="finetune.row").set_value("qlora-4bit").run()
+    at.selectbox(key="finetune.technique").set_value("qlora-4bit").run()
     at.button(key="finetune.add").click().run()
     at.switch_page("pages/compare.py").run()
     assert_clean(at)
@@ -88,16 +88,16 @@ def test_opening_a_scenario_loads_its_inputs_on_its_page():
     at = start(TWO_SCENARIOS)
     at.button(key="compare.open.1").click().run()
     assert_clean(at)
-    assert at.title[0].value == "Inference memory" and at.number_input(key="inference.seq").value == 8192
+    assert at.title[0].value == "Inference memory" and at.number_input(key="inference.seq_len").value == 8192
 
 
 def test_the_comparison_holds_at_most_six_scenarios():
     at = start()
-    for _ in range(share.MAX_COMPARE):
+    for _ in range(links.MAX_COMPARE):
         at.button(key="inference.add").click().run()
     assert at.button(key="inference.add").disabled
     at.switch_page("pages/compare.py").run()
-    assert len(compare_table(at).columns) == share.MAX_COMPARE
+    assert len(compare_table(at).columns) == links.MAX_COMPARE
 
 
 def test_the_target_gpu_changes_the_fit_row():

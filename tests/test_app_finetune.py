@@ -24,8 +24,8 @@ def test_default_render_is_the_reference_documents_table():
 
 
 @pytest.mark.parametrize("key, value, field", [
-    ("finetune.opt", "sgd", "optimizer"), ("finetune.opt", "sgd-momentum", "optimizer"),
-    ("finetune.opt", "rmsprop", "optimizer"), ("finetune.bits", 32, "param_bits"),
+    ("finetune.optimizer", "sgd", "optimizer"), ("finetune.optimizer", "sgd-momentum", "optimizer"),
+    ("finetune.optimizer", "rmsprop", "optimizer"), ("finetune.param_bits", 32, "param_bits"),
 ])
 def test_the_reference_forms_choices_give_the_estimators_numbers(key, value, field):
     at = start(page="finetune")
@@ -36,8 +36,8 @@ def test_the_reference_forms_choices_give_the_estimators_numbers(key, value, fie
 
 def test_batch_and_sequence_length_scale_activations():
     at = start(page="finetune")
-    at.number_input(key="finetune.batch").set_value(4)
-    at.number_input(key="finetune.seq").set_value(4096).run()
+    at.number_input(key="finetune.batch_size").set_value(4)
+    at.number_input(key="finetune.seq_len").set_value(4096).run()
     assert totals(at) == gb(est.finetune_table(est.FinetuneScenario(SEVEN_B, batch_size=4, seq_len=4096)))
 
 
@@ -55,12 +55,12 @@ def test_a_catalog_model_uses_the_detailed_method_with_its_peak_phase():
 def test_advanced_training_settings_reach_the_estimate():
     at = start({"model": LLAMA_31_8B}, page="finetune")
     at.selectbox(key="finetune.regime").set_value("mixed")
-    at.number_input(key="finetune.rank").set_value(64)
-    at.multiselect(key="finetune.targets").set_value(["q", "k", "v", "o", "gate", "up", "down"])
-    at.toggle(key="finetune.gc").set_value(True)
-    at.number_input(key="finetune.gpus").set_value(8)
-    at.selectbox(key="finetune.zero").set_value(3)
-    at.toggle(key="finetune.offload").set_value(True).run()
+    at.number_input(key="finetune.lora_rank").set_value(64)
+    at.multiselect(key="finetune.lora_targets").set_value(["q", "k", "v", "o", "gate", "up", "down"])
+    at.toggle(key="finetune.gradient_checkpointing").set_value(True)
+    at.number_input(key="finetune.num_gpus").set_value(8)
+    at.selectbox(key="finetune.zero_stage").set_value(3)
+    at.toggle(key="finetune.offload_optimizer").set_value(True).run()
     assert_clean(at)
     s = detailed(regime="mixed", lora_rank=64, lora_targets="all-linear", gradient_checkpointing=True, num_gpus=8,
                  zero_stage=3, offload_optimizer=True)
@@ -72,22 +72,22 @@ def test_advanced_training_settings_reach_the_estimate():
 
 def test_the_quick_methods_precision_is_disabled_for_the_detailed_method():
     at = start({"model": LLAMA_31_8B}, page="finetune")
-    assert at.selectbox(key="finetune.bits").disabled and not at.selectbox(key="finetune.regime").disabled
+    assert at.selectbox(key="finetune.param_bits").disabled and not at.selectbox(key="finetune.regime").disabled
     at = start(page="finetune")
-    assert not at.selectbox(key="finetune.bits").disabled and at.selectbox(key="finetune.regime").disabled
+    assert not at.selectbox(key="finetune.param_bits").disabled and at.selectbox(key="finetune.regime").disabled
 
 
 def test_a_lora_rank_wider_than_the_model_is_an_error_naming_the_field():
     at = start({"model": "meta-llama/Llama-3.2-1B"}, page="finetune")
-    at.number_input(key="finetune.rank").set_value(5000).run()
+    at.number_input(key="finetune.lora_rank").set_value(5000).run()
     assert not at.exception
     assert "lora_rank must be between 1 and 2,048" in errors(at)[0]
-    assert at.number_input(key="finetune.rank").value == 5000
+    assert at.number_input(key="finetune.lora_rank").value == 5000
 
 
 def test_no_lora_target_is_an_error():
     at = start({"model": LLAMA_31_8B}, page="finetune")
-    at.multiselect(key="finetune.targets").set_value([]).run()
+    at.multiselect(key="finetune.lora_targets").set_value([]).run()
     assert not at.exception and "lora_targets" in errors(at)[0]
 
 
@@ -126,17 +126,17 @@ def test_every_widget_offers_the_browser_its_current_value_as_default():
     at = start(page="finetune")
     segmented(at, "finetune.src").set_value("catalog").run()
     at.selectbox(key="finetune.model").set_value(LLAMA_31_8B).run()
-    at.selectbox(key="finetune.opt").set_value("sgd").run()
+    at.selectbox(key="finetune.optimizer").set_value("sgd").run()
     at.selectbox(key="finetune.gpu").set_value("h100-sxm").run()
-    at.multiselect(key="finetune.targets").set_value(["q", "k", "v", "o"]).run()
-    at.toggle(key="finetune.gc").set_value(True).run()
-    at.number_input(key="finetune.seq").set_value(8192).run()
-    at.radio(key="finetune.abits").set_value(16).run()
+    at.multiselect(key="finetune.lora_targets").set_value(["q", "k", "v", "o"]).run()
+    at.toggle(key="finetune.gradient_checkpointing").set_value(True).run()
+    at.number_input(key="finetune.seq_len").set_value(8192).run()
+    at.radio(key="finetune.adapter_bits").set_value(16).run()
     assert_clean(at)
     for w in [*at.number_input, *at.toggle]:
         assert w.proto.default == w.value, w.key
     for w in [*at.selectbox, *at.radio]:
         assert w.proto.default == w.index, w.key
-    assert list(at.multiselect(key="finetune.targets").proto.default) == [0, 1, 2, 3]
+    assert list(at.multiselect(key="finetune.lora_targets").proto.default) == [0, 1, 2, 3]
     assert list(segmented(at, "finetune.src").proto.default) == [1]  # Catalog model
     assert len(at.number_input) >= 5 and len(at.toggle) >= 3 and len(at.selectbox) >= 5  # the whole form drawn

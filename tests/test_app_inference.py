@@ -30,13 +30,14 @@ def test_only_the_open_tab_is_drawn(tab, chart):
     assert_clean(at)
     assert [c.key for c in at.get("plotly_chart")] == ["inference.bars", chart]
     assert not at.dataframe  # the GPU-fit grid is not built while its tab is closed
-    at.number_input(key="inference.seq").set_value(8192).run()
+    at.number_input(key="inference.seq_len").set_value(8192).run()
     assert [c.key for c in at.get("plotly_chart")] == ["inference.bars", chart]  # the tab stays open
 
 
 @pytest.mark.parametrize("key, value, field", [
-    ("inference.seq", 8192, "seq_len"), ("inference.conc", 16, "concurrency"), ("inference.params", 13.0, None),
-    ("inference.batch", 4, "batch_size"), ("inference.oh", 0.5, "overhead_gb"),
+    ("inference.seq_len", 8192, "seq_len"), ("inference.concurrency", 16, "concurrency"),
+    ("inference.params", 13.0, None), ("inference.batch_size", 4, "batch_size"),
+    ("inference.overhead_gb", 0.5, "overhead_gb"),
 ])
 def test_changing_an_input_gives_the_estimators_numbers(key, value, field):
     at = start()
@@ -69,9 +70,9 @@ def test_active_above_total_is_an_error_naming_the_field_and_keeps_the_input():
 
 def test_advanced_settings_reach_the_estimate():
     at = start()
-    at.selectbox(key="inference.kv").set_value("fp8")
-    at.number_input(key="inference.tp").set_value(2)
-    at.toggle(key="inference.fa").set_value(False).run()
+    at.selectbox(key="inference.kv_dtype").set_value("fp8")
+    at.number_input(key="inference.tensor_parallel").set_value(2)
+    at.toggle(key="inference.flash_attention").set_value(False).run()
     assert_clean(at)
     s = est.InferenceScenario(SEVEN_B, kv_dtype="fp8", tensor_parallel=2, flash_attention=False)
     assert totals(at) == gb(est.inference_table(s))
@@ -80,7 +81,7 @@ def test_advanced_settings_reach_the_estimate():
 
 def test_a_weight_format_adds_its_row():
     at = start({"model": LLAMA_31_8B})
-    at.selectbox(key="inference.w").set_value("q4_k_m").run()
+    at.selectbox(key="inference.weights").set_value("q4_k_m").run()
     assert_clean(at)
     s = est.InferenceScenario(est.model(LLAMA_31_8B).architecture, weights="q4_k_m")
     assert list(table(at)["Scenario"])[-1] == "Inference (GGUF Q4_K_M)"

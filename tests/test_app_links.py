@@ -7,16 +7,16 @@ from urllib.parse import parse_qsl, urlsplit
 from app_helpers import LLAMA3_8B, assert_clean, gb, segmented, start, table, totals
 
 import estimator as est
-from estimator import share
+from ui import links
 
 
 def test_the_url_follows_every_edit():
     at = start()
-    at.number_input(key="inference.seq").set_value(8192).run()
+    at.number_input(key="inference.seq_len").set_value(8192).run()
     assert at.query_params == {"v": "1", "p": "inference", "seq": "8192"}
     segmented(at, "inference.src").set_value("catalog").run()
     at.selectbox(key="inference.model").set_value("Qwen/Qwen3-8B").run()
-    at.selectbox(key="inference.kv").set_value("fp8").run()
+    at.selectbox(key="inference.kv_dtype").set_value("fp8").run()
     assert at.query_params == {"v": "1", "p": "inference", "model": "Qwen/Qwen3-8B", "seq": "8192", "kv": "fp8"}
 
 
@@ -24,18 +24,18 @@ def test_a_link_opened_in_a_fresh_session_reproduces_inputs_and_numbers():
     first = start()
     segmented(first, "inference.src").set_value("catalog").run()
     first.selectbox(key="inference.model").set_value("mistralai/Mixtral-8x7B-v0.1")
-    first.number_input(key="inference.conc").set_value(8)
-    first.number_input(key="inference.seq").set_value(16384)
-    first.selectbox(key="inference.w").set_value("q4_k_m")
-    first.selectbox(key="inference.kv").set_value("q8_0")
-    first.number_input(key="inference.tp").set_value(2)
+    first.number_input(key="inference.concurrency").set_value(8)
+    first.number_input(key="inference.seq_len").set_value(16384)
+    first.selectbox(key="inference.weights").set_value("q4_k_m")
+    first.selectbox(key="inference.kv_dtype").set_value("q8_0")
+    first.number_input(key="inference.tensor_parallel").set_value(2)
     first.selectbox(key="inference.row").set_value("4-bit")
     segmented(first, "inference.unit").set_value("GiB").run()
     assert_clean(first)
 
     second = start(dict(first.query_params))
-    for key in ("model", "conc", "seq", "w", "kv", "tp", "row"):
-        widget = second.selectbox(key=f"inference.{key}") if key in ("model", "w", "kv", "row") else \
+    for key in ("model", "concurrency", "seq_len", "weights", "kv_dtype", "tensor_parallel", "row"):
+        widget = second.selectbox(key=f"inference.{key}") if key in ("model", "weights", "kv_dtype", "row") else \
             second.number_input(key=f"inference.{key}")
         assert widget.value == first.session_state[f"inference.{key}"], key
     assert segmented(second, "inference.unit").value == "GiB"
@@ -48,17 +48,17 @@ def test_a_finetune_link_opens_its_page_with_its_inputs():
              "gc": "1", "row": "lora", "gpu": "a100-80gb-sxm"}
     at = start(query)
     assert at.title[0].value == "Fine-tuning memory"
-    assert at.selectbox(key="finetune.opt").value == "adamw-8bit" and at.toggle(key="finetune.gc").value
+    assert at.selectbox(key="finetune.optimizer").value == "adamw-8bit" and at.toggle(key="finetune.gradient_checkpointing").value
     s = est.FinetuneScenario(est.model("Qwen/Qwen3-8B").architecture, optimizer="adamw-8bit", num_gpus=4, zero_stage=2,
                              gradient_checkpointing=True)
     assert totals(at) == gb(est.finetune_table(s))
-    assert at.selectbox(key="finetune.row").value == "lora"
+    assert at.selectbox(key="finetune.technique").value == "lora"
     assert at.query_params == query
 
 
 def test_a_config_link_reproduces_the_pasted_config():
     text = json.dumps(LLAMA3_8B)
-    at = start({"cfg": share.pack_config(text), "seq": "4096"})
+    at = start({"cfg": links.pack_config(text), "seq": "4096"})
     assert segmented(at, "inference.src").value == "config"
     assert at.text_area(key="inference.cfg").value == text
     s = est.InferenceScenario(est.architecture_from_config(LLAMA3_8B), seq_len=4096)
@@ -72,7 +72,7 @@ def test_a_tampered_link_warns_names_the_bad_fields_and_uses_their_defaults():
     [warning] = at.warning
     for name in ("seq='lots'", "conc='-3'", "kv='fp3'", "model='acme/none'", "zzz", "gpu='nope'"):
         assert name in warning.value.replace("\\", ""), name
-    assert at.number_input(key="inference.seq").value == 2048 and at.number_input(key="inference.params").value == 13
+    assert at.number_input(key="inference.seq_len").value == 2048 and at.number_input(key="inference.params").value == 13
     assert totals(at) == gb(est.inference_table(est.InferenceScenario(est.ParamCount.from_billions(13))))
     assert at.query_params == {"v": "1", "p": "inference", "params": "13"}  # the link is repaired
 
@@ -80,7 +80,7 @@ def test_a_tampered_link_warns_names_the_bad_fields_and_uses_their_defaults():
 def test_the_warning_shows_once():
     at = start({"seq": "lots"})
     assert len(at.warning) == 1
-    at.number_input(key="inference.conc").set_value(2).run()
+    at.number_input(key="inference.concurrency").set_value(2).run()
     assert len(at.warning) == 0
 
 
@@ -100,17 +100,17 @@ def test_the_share_control_shows_the_link():
 
 def test_inputs_survive_moving_between_pages():
     at = start()
-    at.number_input(key="inference.seq").set_value(4096).run()
+    at.number_input(key="inference.seq_len").set_value(4096).run()
     at.switch_page("pages/finetune.py").run()
-    at.number_input(key="finetune.batch").set_value(8).run()
+    at.number_input(key="finetune.batch_size").set_value(8).run()
     segmented(at, "finetune.unit").set_value("GiB").run()
     at.switch_page("pages/inference.py").run()
     assert_clean(at)
-    assert at.number_input(key="inference.seq").value == 4096
+    assert at.number_input(key="inference.seq_len").value == 4096
     assert segmented(at, "inference.unit").value == "GiB"
     assert at.query_params == {"v": "1", "p": "inference", "seq": "4096", "unit": "GiB"}
     at.switch_page("pages/finetune.py").run()
-    assert at.number_input(key="finetune.batch").value == 8
+    assert at.number_input(key="finetune.batch_size").value == 8
 
 
 def test_a_pasted_config_survives_a_visit_to_another_page():

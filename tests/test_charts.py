@@ -3,18 +3,18 @@
 import pytest
 
 import estimator as est
-from estimator import charts
+from ui import charts
 from estimator.breakdown import COMPONENTS
 
 SEVEN_B = est.ParamCount.from_billions(7)
 
 
 def inference_bars():
-    return [(f"Inference ({b.scenario})", b) for b in est.inference_table(est.InferenceScenario(SEVEN_B))]
+    return [(f"Inference ({b.row})", b) for b in est.inference_table(est.InferenceScenario(SEVEN_B))]
 
 
 def finetune_bars():
-    return [(b.scenario, b) for b in est.finetune_table(est.FinetuneScenario(SEVEN_B))]
+    return [(b.row, b) for b in est.finetune_table(est.FinetuneScenario(SEVEN_B))]
 
 
 def hline_values(fig):

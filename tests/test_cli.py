@@ -17,6 +17,15 @@ def _run(capsys, *argv):
     return code, out, err
 
 
+def _validation(capsys, *argv):
+    """`python -m validation ...`, in this process."""
+    from validation.__main__ import main as validation_main
+
+    code = validation_main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 def test_inference_json_is_the_reference_table(capsys):
     code, out, _ = _run(capsys, "inference", "--params", "7", "--json")
     data = json.loads(out)
@@ -78,8 +87,8 @@ def test_human_output_has_a_table_and_assumptions(capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["inference", "--params", "0"], "total parameters (B) must be greater than 0"),
-    (["inference", "--params", "7", "--seq-len", "1000000000"], "seq_len must be between 1 and 10,000,000"),
+    (["inference", "--params", "0"], "argument --params: Total parameters (B) must be between 0.001 and 20,000"),
+    (["inference", "--params", "7", "--seq-len", "1000000000"], "Sequence length must be between 1 and 10,000,000"),
     (["inference", "--params", "7", "--active-params", "9"], "cannot exceed total"),
     (["inference", "--params", "7", "--model", "Qwen/Qwen3-8B"], "exactly one of"),
     (["inference"], "exactly one of"),
@@ -106,7 +115,8 @@ def test_python_dash_m_entry_point_and_argparse_errors_exit_2():
     assert ok.returncode == 0 and len(json.loads(ok.stdout)) >= 40
     bad = subprocess.run([sys.executable, "-m", "estimator", "inference", "--weights", "int3"], capture_output=True,
                          text=True)
-    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert "argument --weights: Extra weight format must be one of fp32, bf16" in bad.stderr
 
 
 def test_the_estimator_package_never_imports_streamlit():
@@ -117,8 +127,8 @@ def test_the_estimator_package_never_imports_streamlit():
 
 def test_trace_measures_a_catalog_model_and_prints_the_comparison(capsys):
     pytest.importorskip("torch")
-    code, out, _ = _run(capsys, "trace", "training", "--model", "meta-llama/Llama-3.2-1B", "--layers", "2,3",
-                        "--seq-len", "256", "--json")
+    code, out, _ = _validation(capsys, "trace", "training", "--model", "meta-llama/Llama-3.2-1B", "--layers", "2,3",
+                               "--seq-len", "256", "--json")
     rows = {row["component"]: row for row in json.loads(out)}
     assert code == 0
     assert rows["weights"]["measured_bytes"] == rows["weights"]["estimate_bytes"] == 2 * 1_235_814_400
@@ -126,13 +136,23 @@ def test_trace_measures_a_catalog_model_and_prints_the_comparison(capsys):
 
 
 def test_trace_without_the_optional_packages_says_how_to_install_them(capsys, monkeypatch):
-    import validation
+    import validation.__main__
 
-    monkeypatch.setattr(validation, "missing_dependencies", lambda: ["torch"])
-    code, _, err = _run(capsys, "trace", "training", "--model", "meta-llama/Llama-3.2-1B")
+    monkeypatch.setattr(validation.__main__, "missing_dependencies", lambda: ["torch"])
+    code, _, err = _validation(capsys, "trace", "training", "--model", "meta-llama/Llama-3.2-1B")
     assert code == 2 and "pip install -r requirements-validation.txt" in err
 
 
+def test_trace_refuses_a_bad_model_before_tracing(capsys):
+    code, _, err = _validation(capsys, "trace", "inference", "--model", "nope/x")
+    assert code == 2 and "unknown model 'nope/x'" in err
+
+
 def test_validate_summary_reads_the_committed_results(capsys):
-    code, out, _ = _run(capsys, "validate", "--summary")
+    code, out, _ = _validation(capsys, "--summary")
     assert code == 0 and "| kv_cache |" in out
+
+
+def test_tracing_is_the_validation_packages_command_not_the_estimators(capsys):
+    code, _, err = _run(capsys, "trace", "training", "--model", "meta-llama/Llama-3.2-1B")
+    assert code == 2 and "invalid choice: 'trace'" in err

@@ -12,6 +12,7 @@ import subprocess
 import urllib.error
 import urllib.request
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from http.cookies import SimpleCookie
 from pathlib import Path
 
@@ -109,7 +110,9 @@ def test_uploads_reach_the_replica_holding_the_session():
     """With 2 replicas, 6 sessions each upload through nginx: all 204. Without stickiness about half would get
     Streamlit's 400 "Invalid session_id ... without sticky sessions" (all six succeeding by chance: 1 in 64)."""
     with Deployment(2) as deployment:
-        statuses = [asyncio.run(_open_session_and_upload(deployment.url)) for _ in range(6)]
+        with ThreadPoolExecutor(1) as thread:  # its own event loop: the browser tests leave one in this thread
+            statuses = [thread.submit(asyncio.run, _open_session_and_upload(deployment.url)).result()
+                        for _ in range(6)]
         metrics = urllib.request.Request(f"{deployment.url}/_stcore/metrics")
         with pytest.raises(urllib.error.HTTPError) as hidden:
             urllib.request.urlopen(metrics, timeout=10)

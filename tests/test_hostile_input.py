@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 import estimator as est
-from estimator import share
+from ui import links
 from estimator.hf_config import FIELD_LIMITS, parse_config_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +75,7 @@ def test_per_layer_lists_longer_than_any_model_are_refused():
 
 def test_a_billion_layer_config_in_a_link_is_refused_in_well_under_a_second():
     start()  # a warm session first: the timed run measures the link, not the imports
-    link = {"cfg": share.pack_config(json.dumps(BILLION_LAYER_MIXTRAL))}
+    link = {"cfg": links.pack_config(json.dumps(BILLION_LAYER_MIXTRAL))}
     assert len(link["cfg"]) < 200  # ~190 characters took the server to 4.2 GB and 18.7 s
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.query_params.update(link)

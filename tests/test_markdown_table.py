@@ -5,7 +5,7 @@ import math
 import pandas as pd
 
 import estimator as est
-from estimator import tables
+from ui import tables
 from ui.text import markdown_table
 
 

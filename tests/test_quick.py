@@ -9,7 +9,7 @@ SEVEN_B = est.ParamCount.from_billions(7)
 
 
 def _gb(rows):
-    return {r.scenario: {name: size / GB for name, size in r.components} | {"total": r.total / GB} for r in rows}
+    return {r.row: {name: size / GB for name, size in r.components} | {"total": r.total / GB} for r in rows}
 
 
 def test_inference_table_is_the_reference_documents():

@@ -24,9 +24,10 @@ SEVEN_B = est.ParamCount.from_billions(7)
 
 # --- the nonsense the issue lists, one field at a time: (what, build, field named, range or choices named) ---
 NONSENSE = [
-    ("zero parameters", lambda: est.ParamCount.from_billions(0), "total parameters (B)", "greater than 0"),
-    ("negative parameters", lambda: est.ParamCount.from_billions(-7), "total parameters (B)", "greater than 0"),
-    ("10^6 B parameters", lambda: est.ParamCount.from_billions(1e6), "total parameters (B)", f"{MAX_PARAMS_B}"),
+    ("zero parameters", lambda: est.ParamCount.from_billions(0), "total parameters (B)", "between 0.001 and 20,000"),
+    ("negative parameters", lambda: est.ParamCount.from_billions(-7), "total parameters (B)",
+     "between 0.001 and 20,000"),
+    ("10^6 B parameters", lambda: est.ParamCount.from_billions(1e6), "total parameters (B)", f"{MAX_PARAMS_B:,}"),
     ("NaN parameters", lambda: est.ParamCount.from_billions(math.nan), "total parameters (B)", "finite number"),
     ("infinite parameters", lambda: est.ParamCount.from_billions(math.inf), "total parameters (B)", "finite"),
     ("parameters as text", lambda: est.ParamCount.from_billions("7"), "total parameters (B)", "finite number"),
@@ -45,7 +46,7 @@ NONSENSE = [
     ("huge concurrency", lambda: est.InferenceScenario(SEVEN_B, concurrency=10**12), "concurrency", "65,536"),
     ("zero tensor parallel", lambda: est.InferenceScenario(SEVEN_B, tensor_parallel=0), "tensor_parallel", "512"),
     ("negative prefill chunk", lambda: est.InferenceScenario(SEVEN_B, prefill_chunk=-1), "prefill_chunk", "0 and"),
-    ("negative overhead", lambda: est.InferenceScenario(SEVEN_B, overhead_gb=-1), "overhead_gb", "0 and 1000"),
+    ("negative overhead", lambda: est.InferenceScenario(SEVEN_B, overhead_gb=-1), "overhead_gb", "0 and 1,000"),
     ("NaN overhead", lambda: est.InferenceScenario(SEVEN_B, overhead_gb=math.nan), "overhead_gb", "finite"),
     ("infinite overhead", lambda: est.FinetuneScenario(SEVEN_B, overhead_gb=math.inf), "overhead_gb", "finite"),
     ("unknown weight format", lambda: est.InferenceScenario(SEVEN_B, weights="int3"), "weights", "one of"),
@@ -68,7 +69,7 @@ NONSENSE = [
     ("adapter bits 8", lambda: est.FinetuneScenario(SEVEN_B, adapter_bits=8), "adapter_bits", "one of 32, 16"),
     ("unknown technique", lambda: est.FinetuneScenario(SEVEN_B, technique="dora"), "technique", "one of"),
     ("unknown regime", lambda: est.FinetuneScenario(SEVEN_B, regime="fp4"), "regime", "one of"),
-    ("ZeRO stage 4", lambda: est.FinetuneScenario(SEVEN_B, zero_stage=4), "zero_stage", "0 and 3"),
+    ("ZeRO stage 4", lambda: est.FinetuneScenario(SEVEN_B, zero_stage=4), "zero_stage", "one of 0, 1, 2, 3"),
     ("zero GPUs", lambda: est.FinetuneScenario(SEVEN_B, num_gpus=0), "num_gpus", "1 and 4,096"),
     ("zero LoRA rank", lambda: est.FinetuneScenario(SEVEN_B, lora_rank=0), "lora_rank", "1 and 65,536"),
     ("LoRA rank wider than the layer", lambda: est.FinetuneScenario(LLAMA_1B, technique="lora", lora_rank=2049),

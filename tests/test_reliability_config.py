@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import estimator as est
-from estimator import share
+from ui import links
 from estimator.hf_config import MAX_CONFIG_CHARS, READERS, SUPPORTED_MODEL_TYPES, parse_config_text
 from tests.conftest import LLAMA3_8B
 
@@ -208,10 +208,10 @@ def test_arbitrary_or_truncated_text_gives_a_clear_message(text):
 @given(near_valid_configs())
 def test_configs_in_links_decode_without_raising_and_name_the_problem(config):
     """The same configs, packed into a share link: the link falls back to the parameter count with a warning."""
-    link = share.decode({"cfg": share.pack_config(json.dumps(config))}, "inference")
+    link = links.decode({"cfg": links.pack_config(json.dumps(config))}, "inference")
     if link.state["src"] == "config":
         assert link.warnings == []
-        assert_safe_name(share.config_architecture(link.state["cfg"]))
+        assert_safe_name(links.config_architecture(link.state["cfg"]))
     else:
         [warning] = link.warnings
         assert warning.startswith("Link parameter cfg=") and len(warning) < 600

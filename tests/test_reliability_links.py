@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 import estimator as est
-from estimator import share
+from estimator.inputs import Input
+from ui import links
 
 LANDING = "inference"
 EMBED_KEYS = ("embed", "embed_options")  # reserved by Streamlit: never reach the app (see docs/SECURITY.md)
@@ -30,35 +31,35 @@ JUNK = st.one_of(st.text(max_size=30), st.sampled_from(INJECTIONS), st.text(min_
                  st.integers(-10**15, 10**15).map(str), st.floats().map(repr))
 CATALOG_IDS = [m.id for m in est.models()]
 GPU_IDS = [g.id for g in est.gpus()]
-PUBLISHED = [share.pack_config(json.dumps(LLAMA3_8B)),
-             share.pack_config(json.dumps({  # Qwen3-30B-A3B, with markup in its name
+PUBLISHED = [links.pack_config(json.dumps(LLAMA3_8B)),
+             links.pack_config(json.dumps({  # Qwen3-30B-A3B, with markup in its name
                  "model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144, "num_hidden_layers": 48,
                  "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "vocab_size": 151936,
                  "num_experts": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 768,
                  "_name_or_path": "<b>[evil](javascript:1)</b>"}))]
 
 
-def valid_text(f: share.Field):
+def valid_text(f: Input):
     """URL strings field `f` accepts."""
-    if f.key == "model":
+    if f.link == "model":
         return st.sampled_from(CATALOG_IDS) | st.sampled_from(CATALOG_IDS).map(str.upper)
-    if f.key == "gpu":
+    if f.link == "gpu":
         return st.sampled_from(GPU_IDS)
-    if f.key == "cfg":
+    if f.link == "cfg":
         return st.sampled_from(PUBLISHED)
-    if f.key == "targets":
+    if f.link == "targets":
         return st.sampled_from(["q,v", "attention", "all-linear", "q,k,v,o", "down", "Q, V"])
     if f.choices:
         return st.sampled_from([f.format(c) for c in f.choices])
     if isinstance(f.default, bool):
         return st.sampled_from(["0", "1", "true", "false"])
     if isinstance(f.default, int):
-        return st.integers(int(f.low), int(min(f.high, 8192 if f.key == "seq" else f.high))).map(str)
+        return st.integers(int(f.low), int(min(f.high, 8192 if f.link == "seq" else f.high))).map(str)
     values = st.floats(f.low, f.high).map(f.format)
     return values | st.just("") if f.optional else values
 
 
-def bad(text: str | None, f: share.Field) -> bool:
+def bad(text: str | None, f: Input) -> bool:
     if text is None:
         return False
     try:
@@ -68,13 +69,14 @@ def bad(text: str | None, f: share.Field) -> bool:
     return False
 
 
-def field_values(f: share.Field):
+def field_values(f: Input):
     return st.one_of(valid_text(f), valid_text(f), JUNK)
 
 
 unknown_keys = st.text(min_size=1, max_size=40).filter(
     lambda k: k not in ("v", "p") and k.lower() not in EMBED_KEYS and not re.match(r"c[1-6]\.", k)
-    and not any(k in share.fields(page) for page in share.ESTIMATE_PAGES) and k not in ("unit", "gpu"))
+    and not any(k == spec.link for page in links.ESTIMATE_PAGES for spec in links.fields(page).values())
+    and k not in ("unit", "gpu"))
 
 
 @st.composite
@@ -87,16 +89,16 @@ def queries(draw):
         q["p"] = page
     if draw(st.integers(0, 3)) == 0:
         q["v"] = draw(st.sampled_from(["1", "2", "", "1.0", "0"]) | JUNK)
-    fields_page = page if page in share.ESTIMATE_PAGES else draw(st.sampled_from(share.ESTIMATE_PAGES))
-    for f in draw(st.lists(st.sampled_from(share.FIELDS[fields_page] + share.VIEW_FIELDS), max_size=6,
-                           unique_by=lambda f: f.key)):
-        q[f.key] = draw(field_values(f))
+    fields_page = page if page in links.ESTIMATE_PAGES else draw(st.sampled_from(links.ESTIMATE_PAGES))
+    for f in draw(st.lists(st.sampled_from([*links.FIELDS[fields_page].values(), *links.VIEW_FIELDS.values()]), max_size=6,
+                           unique_by=lambda f: f.link)):
+        q[f.link] = draw(field_values(f))
     if draw(st.integers(0, 3)) == 0:
-        item_page = draw(st.sampled_from(share.ESTIMATE_PAGES) | JUNK)
+        item_page = draw(st.sampled_from(links.ESTIMATE_PAGES) | JUNK)
         q["c1.p"] = item_page
-        for f in draw(st.lists(st.sampled_from(share.FIELDS.get(item_page, share.FIELDS["inference"])), max_size=3,
-                               unique_by=lambda f: f.key)):
-            q["c1." + f.key] = draw(field_values(f))
+        for f in draw(st.lists(st.sampled_from(list(links.FIELDS.get(item_page, links.FIELDS["inference"]).values())), max_size=3,
+                               unique_by=lambda f: f.link)):
+            q["c1." + f.link] = draw(field_values(f))
         if draw(st.booleans()):
             q["c1.name"] = draw(JUNK)
     for key in draw(st.lists(unknown_keys, max_size=3)):
@@ -116,28 +118,29 @@ def expected_mentions(query: dict) -> list[str]:
     comparison item, and the unknown keys (the first eight, each shortened to 20 characters)."""
     q = {k: last(v) for k, v in query.items()}
     mentions, consumed = [], {"v", "p"}
-    if "v" in q and q["v"] != share.VERSION:
+    if "v" in q and q["v"] != links.VERSION:
         mentions.append(" v=")
     page = q.get("p", LANDING)
-    if page not in share.PAGES:
+    if page not in links.PAGES:
         mentions.append(" p=")
         page = LANDING
-    for f in share.VIEW_FIELDS + (share.FIELDS[page] if page in share.ESTIMATE_PAGES else ()):
-        consumed.add(f.key)
-        if bad(q.get(f.key), f):
-            mentions.append(f" {f.key}=")
-    for i in range(1, share.MAX_COMPARE + 1):
+    for f in [*links.VIEW_FIELDS.values(), *(links.FIELDS[page].values() if page in links.ESTIMATE_PAGES else ())]:
+        consumed.add(f.link)
+        if bad(q.get(f.link), f):
+            mentions.append(f" {f.link}=")
+    for i in range(1, links.MAX_COMPARE + 1):
         prefix = f"c{i}."
         keys = {k for k in q if k.startswith(prefix)}
         if not keys:
             continue
         item_page = q.get(prefix + "p")
-        if item_page not in share.ESTIMATE_PAGES:
+        if item_page not in links.ESTIMATE_PAGES:
             mentions.append(f"Comparison {i} ignored")
             consumed |= keys
             continue
-        consumed |= {prefix + "p", prefix + "name"} | {prefix + f.key for f in share.FIELDS[item_page]}
-        mentions += [f" {prefix}{f.key}=" for f in share.FIELDS[item_page] if bad(q.get(prefix + f.key), f)]
+        consumed |= {prefix + "p", prefix + "name"} | {prefix + f.link for f in links.FIELDS[item_page].values()}
+        mentions += [f" {prefix}{f.link}=" for f in links.FIELDS[item_page].values()
+                     if bad(q.get(prefix + f.link), f)]
     unknown = sorted(k for k in q if k not in consumed and k.lower() not in EMBED_KEYS)
     mentions += [k if len(k) <= 20 else k[:20] + "..." for k in unknown[:8]]
     if len(unknown) > 8:
@@ -162,7 +165,7 @@ def assert_handled(at: AppTest, query: dict) -> str:
     for mention in expected_mentions(query):
         assert mention in warning, (mention, warning)
     assert not re.search(r"(?<!\\)[<>\[\]`*_]", raw), raw  # user text is Markdown-escaped: \<script, \[x\]
-    repaired = share.decode(dict(at.query_params), LANDING)
+    repaired = links.decode(dict(at.query_params), LANDING)
     assert repaired.warnings == [], repaired.warnings
     return warning
 
@@ -173,7 +176,7 @@ def test_any_query_string_opens_a_page_that_names_the_bad_fields(query):
     assert_handled(open_link(query), query)
 
 
-BIG_CONFIG = share.pack_config(json.dumps({**LLAMA3_8B, "hidden_size": 2**19, "intermediate_size": 10**6,
+BIG_CONFIG = links.pack_config(json.dumps({**LLAMA3_8B, "hidden_size": 2**19, "intermediate_size": 10**6,
                                            "num_hidden_layers": 2000, "vocab_size": 10**7,
                                            "num_attention_heads": 16384, "num_key_value_heads": 16384}))
 CASES = {
@@ -190,9 +193,9 @@ CASES = {
     "injection in keys": {"<script>alert(1)</script>": "1", "[x](javascript:1)": "2", "**k**": "3"},
     "bad page and version": {"p": "../../admin", "v": "999"},
     "broken config": {"cfg": "%%%not-base64"},
-    "compression bomb": {"cfg": share.pack_config(" " * 5_000_000)},
-    "config that is not JSON": {"cfg": share.pack_config("import os; os.system('id')")},
-    "config with a pickle": {"cfg": share.pack_config("\x80\x04\x95" + "A" * 50)},
+    "compression bomb": {"cfg": links.pack_config(" " * 5_000_000)},
+    "config that is not JSON": {"cfg": links.pack_config("import os; os.system('id')")},
+    "config with a pickle": {"cfg": links.pack_config("\x80\x04\x95" + "A" * 50)},
     "largest accepted architecture": {"cfg": BIG_CONFIG, "seq": "10000000", "conc": "65536", "fa": "0"},
     "largest inference inputs": {"params": "20000", "seq": "10000000", "batch": "65536", "conc": "65536",
                                  "fa": "0", "tp": "512", "oh": "1000", "act": "32"},
@@ -213,15 +216,15 @@ COMBINATION_WARNINGS = {"MoE active over total": "cannot exceed", "LoRA rank ove
 def test_a_repeated_key_takes_its_last_value_as_a_browser_does():
     at = open_link({"seq": ["lots", "4096", "8192"], "p": ["finetune", "inference"]})
     assert_handled(at, {})
-    assert not at.warning and at.number_input(key="inference.seq").value == 8192
+    assert not at.warning and at.number_input(key="inference.seq_len").value == 8192
 
 
 def test_a_comparison_name_is_free_text_shown_literally_never_as_markup():
     name = "<script>x</script>[a](javascript:b) **c**\x00\n"
     at = open_link({"p": "compare", "c1.p": "inference", "c1.name": name})
     assert_handled(at, {})
-    assert at.text_input(key="compare.name.1").value == share.clean_name(name)
-    assert share.clean_name(name) in at.dataframe[0].value.columns  # a data grid cell, not Markdown
+    assert at.text_input(key="compare.name.1").value == links.clean_scenario_name(name)
+    assert links.clean_scenario_name(name) in at.dataframe[0].value.columns  # a data grid cell, not Markdown
     raw = "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption])
     assert "<script" not in raw and "javascript" not in raw
 

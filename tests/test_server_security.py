@@ -10,7 +10,7 @@ from pathlib import Path
 from app_helpers import APP, TIMEOUT
 from streamlit.testing.v1 import AppTest
 
-from estimator import share
+from ui import links
 from tests.e2e.conftest import free_port, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,9 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_an_unexpected_error_shows_a_generic_message_without_details(monkeypatch):
     def broken(*args, **kwargs):
-        raise RuntimeError("secret at /srv/estimator/estimator/share.py")
+        raise RuntimeError("secret at /srv/estimator/estimator/links.py")
 
-    monkeypatch.setattr(share, "scenario", broken)
+    monkeypatch.setattr(links, "scenario_of", broken)
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.run()
     assert len(at.exception) == 1

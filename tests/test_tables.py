@@ -3,7 +3,7 @@
 import pandas as pd
 
 import estimator as est
-from estimator import tables
+from ui import tables
 
 SEVEN_B = est.ParamCount.from_billions(7)
 
@@ -114,7 +114,7 @@ def test_sweep_values_are_powers_of_two_plus_the_current_value_and_the_end():
 
 
 def test_default_comparison_names():
-    state = {"seq": 8192, "conc": 4, "batch": 2}
+    state = {"seq_len": 8192, "concurrency": 4, "batch_size": 2}
     assert tables.describe("inference", "Llama 3.1 8B", state, "Inference (4-bit)") == \
         "Llama 3.1 8B · Inference (4-bit) · 8,192 tok × 4"
     assert tables.describe("finetune", "7B", state, "LoRA") == "7B · LoRA · b2 × 8,192 tok"

@@ -1,7 +1,7 @@
 """Input widgets shared by the Inference and Fine-tuning pages.
 
-Each widget is described once, by its `estimator.share.Field` (label, range, choices, default), so the form,
-the link codec and the link's validation cannot disagree. A widget reads and writes the page state through
+Each widget takes its label, help, range or choices and default from the input's declaration
+(`estimator.inputs.Input`, via `ui.links.fields`), so the form, the link codec and the CLI cannot disagree. A widget reads and writes the page state through
 `ui.state.bind`; invalid combinations are reported by the page, never by resetting what the user typed.
 """
 
@@ -11,13 +11,15 @@ from collections.abc import Callable, Mapping
 
 import streamlit as st
 
-from estimator import catalog, parameter_counts, share
+from estimator import catalog, parameter_counts
+from estimator.scenarios import LORA_SHORT_NAMES
 from estimator.training import LORA_ROLES
-from ui import state
+from ui import links, state
 from ui.text import escape
 
 SOURCE_LABELS = {"params": "Parameter count", "catalog": "Catalog model", "config": "config.json"}
-METHOD_LABELS = {"detailed": "Detailed (from the architecture)", "quick": "Quick (reference rule of thumb)"}
+# "auto" is detailed whenever the method choice shows (a catalog model or a config.json)
+METHOD_LABELS = {"auto": "Detailed (from the architecture)", "quick": "Quick (reference rule of thumb)"}
 
 
 @st.cache_data(show_spinner=False)
@@ -38,34 +40,34 @@ def _store(page: str, key: str, value: object) -> object:
     return value
 
 
-def number(page: str, key: str, *, step: float, fmt: str | None = None, help: str | None = None,
-           placeholder: str | None = None) -> object:
-    """A number input with the field's range; floats or whole numbers as the field's default."""
-    f = share.fields(page)[key]
-    kind = int if isinstance(f.default, int) else float
-    widget_key, now = state.bind(page, key)
-    value = st.number_input(f.label, min_value=kind(f.low), max_value=kind(f.high), value=now, step=kind(step),
-                            format=fmt, help=help, placeholder=placeholder, key=widget_key)
-    return _store(page, key, value)
+def number(page: str, name: str, *, step: float, fmt: str | None = None, placeholder: str | None = None) -> object:
+    """A number input with the input's range; floats or whole numbers as the input's default."""
+    spec = links.fields(page)[name]
+    kind = spec.kind
+    widget_key, now = state.bind(page, name)
+    value = st.number_input(spec.label, min_value=kind(spec.low), max_value=kind(spec.high), value=now,
+                            step=kind(step), format=fmt, help=spec.help, placeholder=placeholder, key=widget_key)
+    return _store(page, name, value)
 
 
-def choice(page: str, key: str, labels: Mapping | None = None, *, radio: bool = False, help: str | None = None,
+def choice(page: str, name: str, labels: Mapping | None = None, *, radio: bool = False,
            disabled: bool = False) -> object:
-    """A select box (or horizontal radio) over the field's choices."""
-    f = share.fields(page)[key]
+    """A select box (or horizontal radio) over the input's choices (led by None when it may be left unset)."""
+    spec = links.fields(page)[name]
+    options = ((None,) if spec.optional else ()) + tuple(spec.choices)
     show: Callable[[object], str] = (lambda value: labels.get(value, str(value))) if labels else str
     widget = st.radio if radio else st.selectbox
     extra = {"horizontal": True} if radio else {}
-    widget_key, now = state.bind(page, key)
-    value = widget(f.label, f.choices, index=f.choices.index(now), format_func=show, help=help, disabled=disabled,
-                   key=widget_key, **extra)
-    return _store(page, key, value)
+    widget_key, now = state.bind(page, name)
+    value = widget(spec.label, options, index=options.index(now), format_func=show, help=spec.help,
+                   disabled=disabled, key=widget_key, **extra)
+    return _store(page, name, value)
 
 
-def flag(page: str, key: str, help: str | None = None) -> bool:
-    f = share.fields(page)[key]
-    widget_key, now = state.bind(page, key)
-    return _store(page, key, st.toggle(f.label, value=now, help=help, key=widget_key))
+def flag(page: str, name: str) -> bool:
+    spec = links.fields(page)[name]
+    widget_key, now = state.bind(page, name)
+    return _store(page, name, st.toggle(spec.label, value=now, help=spec.help, key=widget_key))
 
 
 def unit(page: str) -> str:
@@ -90,19 +92,20 @@ def target_gpu(page: str) -> str:
 
 def lora_targets(page: str) -> str:
     """The adapted projections, as a multiselect over q, k, v, o, gate, up, down."""
-    short_to_hf = dict(zip(share.LORA_SHORT_NAMES, LORA_ROLES))
-    widget_key, now = state.bind(page, "targets", lambda text: text.split(",") if text else [])
-    chosen = st.multiselect("LoRA targets", share.LORA_SHORT_NAMES, default=now, format_func=short_to_hf.get,
+    short_to_hf = dict(zip(LORA_SHORT_NAMES, LORA_ROLES))
+    spec = links.fields(page)["lora_targets"]
+    widget_key, now = state.bind(page, "lora_targets", lambda text: text.split(",") if text else [])
+    chosen = st.multiselect(spec.label, LORA_SHORT_NAMES, default=now, format_func=short_to_hf.get,
                             help="Linear layers that get adapters. PEFT's default for Llama-style models is "
-                                 "q_proj, v_proj; 'all-linear' is all seven.", key=widget_key)
-    return _store(page, "targets", ",".join(name for name in share.LORA_SHORT_NAMES if name in chosen))
+                                 "q_proj, v_proj; 'all-linear' is all of them.", key=widget_key)
+    return _store(page, "lora_targets", ",".join(name for name in LORA_SHORT_NAMES if name in chosen))
 
 
 def model_source(page: str) -> None:
     """Where the model comes from: a parameter count (quick method), a catalog model or a config.json
     (detailed method), with the inputs of that source."""
     widget_key, now = state.bind(page, "src")
-    src = st.segmented_control("Model", share.SOURCES, default=now, format_func=SOURCE_LABELS.get, required=True,
+    src = st.segmented_control("Model", links.SOURCES, default=now, format_func=SOURCE_LABELS.get, required=True,
                                key=widget_key,
                                help="A parameter count uses the reference document's rule of thumb. A catalog "
                                     "model or a config.json gives the detailed, architecture-aware estimate.")
@@ -114,16 +117,15 @@ def model_source(page: str) -> None:
         _store(page, "moe", moe)
         total, active = st.columns(2) if moe else (st.container(), None)
         with total:
-            number(page, "params", step=1.0, fmt="%.2f", help="All parameters, in billions (7 for a 7B model).")
+            number(page, "params", step=1.0, fmt="%.2f")
         if moe:
             with active:
-                number(page, "active", step=1.0, fmt="%.2f", placeholder="= total",
-                       help="Parameters used per token, in billions (13 for Mixtral 8x7B). Empty = total.")
+                number(page, "active", step=1.0, fmt="%.2f", placeholder="= total")
     elif src == "catalog":
         models = catalog_models()
         widget_key, now = state.bind(page, "model")
-        model_id = st.selectbox("Catalog model", tuple(models), index=tuple(models).index(now), format_func=models.get,
-                                key=widget_key,
+        model_id = st.selectbox(links.fields(page)["model"].label, tuple(models), index=tuple(models).index(now),
+                                format_func=models.get, key=widget_key,
                                 help="Type to search. Values are read from each model's published config.json.")
         _store(page, "model", model_id)
         entry = catalog.model(model_id)
@@ -135,35 +137,44 @@ def model_source(page: str) -> None:
     else:
         config_text(page)
     if src != "params":
-        choice(page, "method", METHOD_LABELS, radio=True,
-               help="Detailed counts every tensor of the architecture. Quick applies the reference document's "
-                    "rule of thumb to the parameter count, for comparison.")
+        method(page)
+
+
+def method(page: str) -> str:
+    """Detailed (the input's "auto": the architecture is known here) or quick, for comparison."""
+    spec = links.fields(page)["method"]
+    widget_key, now = state.bind(page, "method", lambda value: "quick" if value == "quick" else "auto")
+    value = st.radio(spec.label, tuple(METHOD_LABELS), index=tuple(METHOD_LABELS).index(now),
+                     format_func=METHOD_LABELS.get, horizontal=True, key=widget_key,
+                     help="Detailed counts every tensor of the architecture. Quick applies the reference document's "
+                          "rule of thumb to the parameter count, for comparison.")
+    return _store(page, "method", value)
 
 
 def config_text(page: str) -> None:
     """Upload or paste a Hugging Face config.json; an upload fills the text box, which is what counts."""
     box, _ = state.bind(page, "cfg")
     upload = st.file_uploader("Upload config.json", type=["json"], key=f"{page}.upload",
-                              help=f"At most {share.MAX_CONFIG_CHARS // 1000} KB. Nothing is downloaded or run.")
+                              help=f"At most {links.MAX_LINK_CONFIG_CHARS // 1000} KB. Nothing is downloaded or run.")
     seen = f"{page}.upload_seen"
     if upload is not None and st.session_state.get(seen) != upload.file_id:
         st.session_state[seen] = upload.file_id
         data = upload.getvalue()
-        if len(data) > share.MAX_CONFIG_CHARS:
+        if len(data) > links.MAX_LINK_CONFIG_CHARS:
             st.error(f"{len(data):,} bytes is too large for a config.json (the limit is "
-                     f"{share.MAX_CONFIG_CHARS:,}); is this the right file?")
+                     f"{links.MAX_LINK_CONFIG_CHARS:,}); is this the right file?")
         else:
             try:
                 st.session_state[box] = data.decode("utf-8")
             except UnicodeDecodeError:
                 st.error("config.json must be UTF-8 text")
     text = st.text_area("...or paste it here", value=st.session_state[box], key=box, height=180,
-                        max_chars=share.MAX_CONFIG_CHARS,
+                        max_chars=links.MAX_LINK_CONFIG_CHARS,
                         placeholder='{"model_type": "llama", "hidden_size": 4096, ...}')
     _store(page, "cfg", text)
     if text.strip():
         try:
-            a = share.config_architecture(text)
+            a = links.config_architecture(text)
         except ValueError:
             return  # the page shows the error where the results would be
         counts = parameter_counts(a)

@@ -10,25 +10,25 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from estimator import catalog, charts, fit, fit_table, max_concurrency, max_seq_len, share, sweep, tables
+from estimator import catalog, fit, fit_table, max_concurrency, max_seq_len, sweep
 from estimator.hardware import with_gpus
 from estimator.units import in_unit
-from ui import form, state
+from ui import charts, form, links, state, tables
 from ui.text import escape, markdown_table
 
 SEQ_SWEEP_FLOOR = 32_768  # curves reach at least this length (or the model's trained context, if longer)
 SEQ_SWEEP_CEILING = 1_048_576
-LOAD_FIELD = {"inference": ("concurrency", "conc", "Concurrency", 64),
-              "finetune": ("batch_size", "batch", "Batch size", 32)}  # field, input key, axis title, x reach
+LOAD_FIELD = {"inference": ("concurrency", "Concurrency", 64),
+              "finetune": ("batch_size", "Batch size", 32)}  # input, axis title, x reach
 
 
 def _scenario_rows(page: str, inputs: dict):
-    s = share.scenario(page, inputs)
-    return s, tables.table_rows(page, s, inputs.get("w", ""))
+    s = links.scenario_of(page, inputs)
+    return s, tables.table_rows(page, s, inputs.get("weights"))
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
-def estimate(page: str, inputs: dict) -> list[tuple[tables.Row, object]]:
+def estimate(page: str, inputs: dict) -> list[tuple[tables.TableRow, object]]:
     """(row, Breakdown) for every row of the page's table; ValueError for invalid inputs."""
     s, rows = _scenario_rows(page, inputs)
     return [(row, row.fn(s)) for row in rows]
@@ -59,8 +59,8 @@ def compared(page: str, inputs: dict, gpu_id: str):
     """(automatic name, Breakdown, GpuFit on the target GPU) of a compared scenario's selected row;
     ValueError when its inputs are not a valid scenario."""
     s, rows = _scenario_rows(page, inputs)
-    row = tables.selected_row(rows, inputs["row"])
-    name = tables.describe(page, share.model_name(inputs), inputs, row.label)
+    row = tables.selected_row(rows, inputs[links.ROW[page]])
+    name = tables.describe(page, links.model_name(inputs), inputs, row.label)
     return name, row.fn(s), fit(s, row.fn, catalog.gpu(gpu_id))
 
 
@@ -70,11 +70,11 @@ def curves(page: str, inputs: dict) -> dict[str, tuple[list[int], list[tuple[str
     s, rows = _scenario_rows(page, inputs)
     trained = getattr(s.model, "max_position_embeddings", 0)
     top = min(max(SEQ_SWEEP_FLOOR, 2 * s.seq_len, trained), SEQ_SWEEP_CEILING)
-    field, key, _, reach = LOAD_FIELD[page]
+    field, _, reach = LOAD_FIELD[page]
     out = {}
     for name, x in (("seq_len", tables.sweep_values(s.seq_len, 256, top)),
-                    (field, tables.sweep_values(inputs[key], 1, min(max(reach, 2 * inputs[key]),
-                                                                    share.fields(page)[key].high)))):
+                    (field, tables.sweep_values(inputs[field], 1, min(max(reach, 2 * inputs[field]),
+                                                                      links.fields(page)[field].high)))):
         out[name] = (x, [(row.short, [b.total for b in sweep(s, row.fn, name, x)]) for row in rows])
     return out
 
@@ -123,31 +123,31 @@ def render(page: str) -> None:
 
 def _method_note(page: str, inputs: dict, method: str) -> str:
     if method == "quick":
-        source = "the parameter count" if inputs["src"] == "params" else escape(share.model_name(inputs))
+        source = "the parameter count" if inputs["src"] == "params" else escape(links.model_name(inputs))
         return (f"**Quick method** (the reference document's rule of thumb) for {source}. "
                 "Pick a catalog model or a config.json for the architecture-aware estimate.")
-    return f"**Detailed method** from the architecture of {escape(share.model_name(inputs))}."
+    return f"**Detailed method** from the architecture of {escape(links.model_name(inputs))}."
 
 
-def _controls(page: str, inputs: dict, rows: list[tables.Row]) -> str:
+def _controls(page: str, inputs: dict, rows: list[tables.TableRow]) -> str:
     """Row and target GPU pickers and the "Add to comparison" button; the selected row key."""
-    labels = {row.key: row.label for row in rows}
-    if inputs["row"] not in labels:  # e.g. the extra weight-format row was just removed
-        inputs["row"] = next(iter(labels))
-        st.session_state[f"{page}.row"] = inputs["row"]
+    labels, name = {row.key: row.label for row in rows}, links.ROW[page]
+    if inputs[name] not in labels:  # e.g. the extra weight-format row was just removed
+        inputs[name] = next(iter(labels))
+        st.session_state[f"{page}.{name}"] = inputs[name]
     pick_row, pick_gpu, add = st.columns([2, 2, 1.3], vertical_alignment="bottom")
     with pick_row:
-        widget_key, now = state.bind(page, "row")
+        widget_key, now = state.bind(page, name)
         row = st.selectbox("Row for GPU fit and comparison", tuple(labels), index=tuple(labels).index(now),
                            format_func=labels.get, key=widget_key)
-        inputs["row"] = row
+        inputs[name] = row
     with pick_gpu:
         form.target_gpu(page)
     with add:
-        full = len(state.compare_items()) >= share.MAX_COMPARE
+        full = len(state.compare_items()) >= links.MAX_COMPARE
         st.button("Add to comparison", icon=":material/add_chart:", disabled=full, key=f"{page}.add",
                   on_click=_add_to_compare, args=(page,), width="stretch",
-                  help=f"Compare holds up to {share.MAX_COMPARE} scenarios; remove one there first" if full else
+                  help=f"Compare holds up to {links.MAX_COMPARE} scenarios; remove one there first" if full else
                   "Adds the selected row with all inputs to the Compare page")
     return row
 
@@ -159,7 +159,7 @@ def _add_to_compare(page: str) -> None:
     except ValueError as err:
         st.toast(f"Not added: {escape(str(err))}", icon=":material/error:")
         return
-    st.toast(f"Added to the comparison ({len(state.compare_items())} of {share.MAX_COMPARE}).",
+    st.toast(f"Added to the comparison ({len(state.compare_items())} of {links.MAX_COMPARE}).",
              icon=":material/check:")
 
 
@@ -176,7 +176,7 @@ def _fit_summary(page: str, inputs: dict, placed, longest: int, most: int, unit:
     second[0].metric("Longest sequence", f"{longest:,} tokens")
     if page == "inference":
         second[1].metric("Most concurrent requests", f"{most:,}")
-    trained = getattr(share.model_of(inputs), "max_position_embeddings", 0)
+    trained = getattr(links.model_of(inputs), "max_position_embeddings", 0)
     beyond = f" The model was trained for {trained:,} tokens." if 0 < trained < longest else ""
     st.caption(f"On {tables.fit_text(placed)}, the fewest that hold the selected row, with the other inputs as "
                f"set.{beyond}")
@@ -186,7 +186,7 @@ def _gpu_tabs(page: str, inputs: dict, view: dict, row: str, unit: str, lines: l
     """GPU fit and the two memory curves, in tabs that track which one is open (`on_change="rerun"`), so a
     rerun computes and draws only the open one: hidden tabs would otherwise cost their sweeps, figures and
     browser renders on every change."""
-    field, key, load_title, _ = LOAD_FIELD[page]
+    field, load_title, _ = LOAD_FIELD[page]
     tab_key = f"{page}.tab"
     fit_tab, seq_tab, load_tab = st.tabs(["GPU fit", "Memory vs sequence length", f"Memory vs {load_title.lower()}"],
                                          key=tab_key, default=st.session_state.get(tab_key), on_change="rerun")
@@ -196,8 +196,8 @@ def _gpu_tabs(page: str, inputs: dict, view: dict, row: str, unit: str, lines: l
             _fit_summary(page, inputs, placed, longest, most, unit)
             frame = tables.fit_frame(fits(page, inputs, row), unit)
             st.dataframe(frame, hide_index=True, column_config=number_columns(frame, unit), height=300)
-    for tab, name, title, current in ((seq_tab, "seq_len", "Sequence length", inputs["seq"]),
-                                      (load_tab, field, load_title, inputs[key])):
+    for tab, name, title, current in ((seq_tab, "seq_len", "Sequence length", inputs["seq_len"]),
+                                      (load_tab, field, load_title, inputs[field])):
         if tab.open:
             with tab:
                 x, series = curves(page, inputs)[name]

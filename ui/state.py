@@ -1,6 +1,6 @@
 """Inputs in the Streamlit session, and the share link that mirrors them.
 
-On the first run of a session the URL is decoded (`estimator.share`) into the session: each estimate page's
+On the first run of a session the URL is decoded (`ui.links`) into the session: each estimate page's
 inputs, the view settings (unit, target GPU) and the comparison set. Widgets are then bound to that state:
 `bind` seeds a widget from it whenever the widget has no value yet (first render, or back from another page,
 since Streamlit drops the values of widgets it did not render), and the page writes the widget's value back.
@@ -14,13 +14,13 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from estimator import share
+from ui import links
 
 PAGES, VIEW, COMPARE, WARNINGS, SHOWN = "_pages", "_view", "_compare", "_link_warnings", "_shown_page"
 # URL path of each page. They differ from the file names on purpose: with a pages/ folder, the first request
 # a fresh server gets runs a page file whose name matches the path directly, without app.py.
 URL_PATHS = {"inference": "", "finetune": "fine-tuning", "compare": "comparison", "methodology": "how-it-works"}
-VIEW_KEYS = {f.key for f in share.VIEW_FIELDS}
+VIEW_KEYS = set(links.VIEW_FIELDS)
 
 
 def load_link(landing_page: str) -> str:
@@ -28,8 +28,8 @@ def load_link(landing_page: str) -> str:
     ss = st.session_state
     if PAGES in ss:
         return landing_page
-    link = share.decode(st.query_params.to_dict(), landing_page)
-    ss[PAGES] = {page: share.defaults(page) for page in share.ESTIMATE_PAGES}
+    link = links.decode(st.query_params.to_dict(), landing_page)
+    ss[PAGES] = {page: links.defaults(page) for page in links.ESTIMATE_PAGES}
     if link.state is not None:
         ss[PAGES][link.page] = link.state
     ss[VIEW] = link.view
@@ -60,7 +60,7 @@ def view() -> dict:
     return st.session_state[VIEW]
 
 
-def compare_items() -> list[share.Item]:
+def compare_items() -> list[links.Item]:
     return st.session_state[COMPARE]
 
 
@@ -69,9 +69,9 @@ def add_to_compare(page: str) -> None:
     adding nothing, when they do not make a valid scenario (the inputs can change between the page's last run
     and the click: a fast click after switching to an empty config.json)."""
     inputs = dict(page_state(page))
-    share.scenario(page, inputs)
+    links.scenario_of(page, inputs)
     items = compare_items()
-    items.append(share.Item(page, inputs, uid=max((i.uid for i in items), default=0) + 1))
+    items.append(links.Item(page, inputs, uid=max((i.uid for i in items), default=0) + 1))
 
 
 def take_warnings() -> list[str]:
@@ -98,8 +98,8 @@ def bind(page: str, key: str, to_widget: Callable[[object], object] = lambda val
 
 def sync_url(page: str) -> dict[str, str]:
     """Write the page's link into the address bar (only when it changed); the link's parameters."""
-    inputs = page_state(page) if page in share.ESTIMATE_PAGES else None
-    params = share.encode(page, inputs, view(), compare_items())
+    inputs = page_state(page) if page in links.ESTIMATE_PAGES else None
+    params = links.encode(page, inputs, view(), compare_items())
     if st.query_params.to_dict() != params:
         st.query_params.from_dict(params)
     return params

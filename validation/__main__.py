@@ -1,21 +1,26 @@
 """python -m validation [--fast] [--only CASE ...] [--out PATH] [--summary]
+python -m validation trace inference|training (--model ID | --config PATH) [options]
 
-Runs the validation matrix (or its fast CI subset), writes the rows (the full matrix: validation/results.csv)
-and prints the summary: median and worst error per component. --summary prints the summary of the committed
-results without tracing anything.
+The first form runs the validation matrix (or its fast CI subset), writes the rows (the full matrix:
+validation/results.csv) and prints the summary: median and worst error per component; --summary prints the
+summary of the committed results without tracing anything. `trace` measures one scenario by running the real
+Hugging Face model code with fake tensors and prints each component next to the estimate.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+
+from estimator.cli import Parser, UsageError, read_config_file
 
 from . import install_hint, load_results, missing_dependencies, run_matrix, summary_markdown
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m validation", description=__doc__.split("\n\n")[1])
+def run(argv: list[str]) -> int:
+    parser = Parser(prog="python -m validation", description="Run the validation matrix and print its summary.")
     parser.add_argument("--fast", action="store_true", help="only the CI subset (small dimensions)")
     parser.add_argument("--only", nargs="+", default=(), metavar="CASE", help="run these cases only")
     parser.add_argument("--out", help="write the rows here (default: results.csv for the full matrix)")
@@ -33,6 +38,76 @@ def main(argv: list[str] | None = None) -> int:
     print(summary_markdown(rows))
     print(f"\n{len(rows)} rows in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return 0
+
+
+def trace_parser() -> argparse.ArgumentParser:
+    tr = Parser(prog="python -m validation trace", description="Measure a scenario by running the real HF model "
+                                                                 "code with fake tensors.")
+    tr.add_argument("kind", choices=("inference", "training"))
+    tr.add_argument("--model", metavar="ID", help="catalog model id")
+    tr.add_argument("--config", metavar="PATH", help="a Hugging Face config.json")
+    tr.add_argument("--batch", type=int, default=1)
+    tr.add_argument("--seq-len", type=int, default=512, help="training sequence or inference prompt length")
+    tr.add_argument("--concurrency", type=int, default=1)
+    tr.add_argument("--decode-steps", type=int, default=16)
+    tr.add_argument("--technique", choices=("full", "lora"), default="full")
+    tr.add_argument("--lora-rank", type=int, default=16)
+    tr.add_argument("--lora-targets", default="q,v")
+    tr.add_argument("--grad-checkpointing", action="store_true")
+    tr.add_argument("--attn", choices=("sdpa", "eager"), default="sdpa")
+    tr.add_argument("--layers", metavar="LO,HI", help="trace LO and HI layers at full width and extrapolate "
+                                                        "(for large models, e.g. 2,3)")
+    tr.add_argument("--json", action="store_true")
+    return tr
+
+
+def trace(argv: list[str]) -> int:
+    from estimator import catalog
+    from estimator.hf_config import architecture_from_config
+
+    args = trace_parser().parse_args(argv)
+    try:
+        if (args.model is None) == (args.config is None):
+            raise ValueError("give exactly one of --model or --config")
+        config = catalog.raw_config(args.model) if args.model is not None else read_config_file(args.config)
+        architecture_from_config(config)  # a clear error before any tracing
+    except (ValueError, UsageError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if missing_dependencies():
+        print(install_hint(), file=sys.stderr)
+        return 2
+    from . import compare
+    from . import trace as tracing
+
+    if args.kind == "inference":
+        options = dict(batch=args.batch, concurrency=args.concurrency, prefill_len=args.seq_len,
+                       decode_steps=args.decode_steps, attn_impl=args.attn)
+        measure, estimate = tracing.trace_inference, compare.estimate_inference(config, **options)
+    else:
+        options = dict(batch=args.batch, seq=args.seq_len, technique=args.technique, lora_rank=args.lora_rank,
+                       lora_targets=args.lora_targets, gradient_checkpointing=args.grad_checkpointing,
+                       attn_impl=args.attn)
+        measure, estimate = tracing.trace_training, compare.estimate_training(config, **options)
+    if args.layers:
+        low, high = (int(n) for n in args.layers.split(","))
+        measured = tracing.trace_scaled(measure, config, (low, high), **options)
+    else:
+        measured = measure(config, **options)
+    rows = compare.rows("cli", str(config.get("model_type")), args.kind, args.kind, estimate, measured)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{'component':<24}{'estimate (B)':>18}{'measured (B)':>18}{'error':>10}")
+    for row in rows:
+        print(f"{row['component']:<24}{row['estimate_bytes']:>18,}{row['measured_bytes']:>18,}"
+              f"{row['error_pct']:>+9.2f}%")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    return trace(argv[1:]) if argv[:1] == ["trace"] else run(argv)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ the estimator's components (weights, gradients, optimizer_states, activations, l
 `peak`, `peak_phase` and `phases` (the peak total of each phase).
 
 `trace_scaled` traces two layer counts at real width and extrapolates every number linearly to the
-model's own depth (as shared/reference/measuring/REPORT.md does for 7B).
+model's own depth: every layer of a kind saves the same bytes (docs/measurements.md).
 """
 
 from __future__ import annotations
@@ -34,10 +34,9 @@ def _config_dict(config) -> dict:
     if hasattr(config, "architecture") and hasattr(config, "id"):  # estimator.CatalogModel
         config = config.id
     if isinstance(config, str) and not config.lstrip().startswith("{"):  # a catalog id
-        from estimator.catalog import _read, model
+        from estimator.catalog import raw_config
 
-        wanted = model(config).id  # raises ValueError with suggestions for an unknown id
-        return next(dict(e["config"]) for e in _read("models.json")["models"] if e["id"] == wanted)
+        return raw_config(config)  # raises ValueError with suggestions for an unknown id
     if isinstance(config, (str, bytes)):
         from estimator.hf_config import parse_config_text
 

@@ -12,11 +12,11 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from deploy import replicas
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
@@ -36,17 +36,7 @@ def free_port() -> int:
 
 
 def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"streamlit exited with code {process.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"streamlit did not become healthy within {timeout:.0f} s")
+    replicas.wait_healthy(url, [process], timeout)
 
 
 def start_server(port: int) -> subprocess.Popen:

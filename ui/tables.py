@@ -16,21 +16,21 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from .breakdown import Breakdown
-from .charts import COMPONENT_STYLE, short_gpu_name
-from .finetune import finetune_rows
-from .formats import WEIGHT_FORMATS
-from .hardware import GpuFit
-from .inference import estimate_inference, inference_rows
-from .scenarios import FinetuneScenario, InferenceScenario
-from .training import TECHNIQUE_LABELS
-from .units import in_unit
+from estimator.breakdown import Breakdown
+from estimator.finetune import finetune_rows
+from estimator.formats import WEIGHT_FORMATS
+from estimator.hardware import GpuFit
+from estimator.inference import estimate_inference, inference_rows
+from estimator.scenarios import FinetuneScenario, InferenceScenario
+from estimator.training import TECHNIQUE_LABELS
+from estimator.units import in_unit
+from ui.charts import COMPONENT_STYLE, short_gpu_name
 
 Scenario = InferenceScenario | FinetuneScenario
 
 
 @dataclass(frozen=True)
-class Row:
+class TableRow:
     """One row of a page's table."""
 
     key: str  # "16-bit", "8-bit", "4-bit", "custom"; or "full", "lora", "qlora-8bit", "qlora-4bit"
@@ -39,18 +39,18 @@ class Row:
     fn: Callable[[Scenario], Breakdown]  # the row for any variant of the scenario (other length, GPU count)
 
 
-def table_rows(page: str, s: Scenario, extra_weights: str = "") -> tuple[Row, ...]:
+def table_rows(page: str, s: Scenario, extra_weights: str | None = None) -> tuple[TableRow, ...]:
     """The reference document's rows for the page, plus a row for `extra_weights` (a weight format id)."""
     if page == "finetune":
-        return tuple(Row(key, TECHNIQUE_LABELS[key], TECHNIQUE_LABELS[key], fn) for key, fn in finetune_rows(s))
-    rows = tuple(Row(key, f"Inference ({key})", key, fn) for key, fn in inference_rows(s))
+        return tuple(TableRow(key, TECHNIQUE_LABELS[key], TECHNIQUE_LABELS[key], fn) for key, fn in finetune_rows(s))
+    rows = tuple(TableRow(key, f"Inference ({key})", key, fn) for key, fn in inference_rows(s))
     if extra_weights:
         label = WEIGHT_FORMATS[extra_weights].label
-        rows += (Row("custom", f"Inference ({label})", label, estimate_inference),)
+        rows += (TableRow("custom", f"Inference ({label})", label, estimate_inference),)
     return rows
 
 
-def selected_row(rows: Sequence[Row], key: str) -> Row:
+def selected_row(rows: Sequence[TableRow], key: str) -> TableRow:
     """The row with `key`, or the first one when the table has no such row (e.g. the extra row was removed)."""
     return next((row for row in rows if row.key == key), rows[0])
 
@@ -182,7 +182,7 @@ def sweep_values(current: int, low: int, high: int) -> list[int]:
 def describe(page: str, model_name: str, state: Mapping, row_label: str) -> str:
     """A default name for a compared scenario, e.g. 'Llama 3.1 8B · Inference (16-bit) · 8,192 tok x 4'."""
     if page == "inference":
-        load = f"{state['seq']:,} tok × {state['conc']}"
+        load = f"{state['seq_len']:,} tok × {state['concurrency']}"
     else:
-        load = f"b{state['batch']} × {state['seq']:,} tok"
+        load = f"b{state['batch_size']} × {state['seq_len']:,} tok"
     return f"{model_name} · {row_label} · {load}"

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
-from .breakdown import Breakdown
-from .catalog import Gpu
-from .units import in_unit
+from estimator.breakdown import Breakdown
+from estimator.catalog import Gpu
+from estimator.units import in_unit
 
 COMPONENT_STYLE = {  # name -> (label, colour); colour-blind-safe Tableau 10 hues
     "weights": ("Weights", "#4E79A7"),

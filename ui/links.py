@@ -1,0 +1,295 @@
+"""Share links: the inputs of a page <-> the URL query string, versioned and tolerant of bad input.
+
+A link such as `?v=1&p=inference&params=70&conc=8&seq=8192` reproduces the same inputs, hence the same
+numbers, in a fresh browser. Its keys are the `link` keys of the estimator's input declarations
+(`estimator/scenarios.py`, `estimator/inputs.py`), read with the same parser as the CLI options; a value equal
+to its default is left out so links stay short, which is safe because the defaults are pinned per link version
+(`VERSION`): changing a default means a new version. Compared scenarios ride along as `c1.*`, `c2.*`, ... with
+the same keys, and a pasted config.json travels as `cfg` (zlib-compressed, base64url).
+
+Decoding never raises. An unknown key, a malformed or out-of-range value, or a combination the estimator
+rejects (active > total parameters, a LoRA rank wider than the model) falls back to the default of the
+offending input, and a warning names it.
+
+The page state is a plain dict keyed by input name: the scenario's field names (`seq_len`, `concurrency`,
+...), the model's source `src` ("params", "catalog" or "config") and its inputs (`moe`, `params`, `active`,
+`model`, `cfg`), and on the Inference page the selected `row`. `scenario_of(page, state)` turns it into the
+estimator's scenario.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from estimator import catalog
+from estimator.checks import printable_text
+from estimator.hf_config import architecture_from_config, parse_config_text
+from estimator.inputs import Input, inputs
+from estimator.scenarios import (ACTIVE_PARAMS, CATALOG_MODEL, PARAMS, TARGET_GPU, FinetuneScenario, InferenceScenario,
+                                 ParamCount)
+
+VERSION = "1"
+PAGES = ("inference", "finetune", "compare", "methodology")
+SCENARIOS = {"inference": InferenceScenario, "finetune": FinetuneScenario}
+ESTIMATE_PAGES = tuple(SCENARIOS)
+SOURCES = ("params", "catalog", "config")
+MAX_COMPARE = 6
+MAX_SCENARIO_NAME_CHARS = 60
+MAX_LINK_CONFIG_CHARS = 100_000  # a config.json is a few KB; this also bounds what a link can make us decompress
+INFERENCE_ROWS = ("16-bit", "8-bit", "4-bit", "custom")  # custom: the extra row of the chosen weight format
+ROW = {"inference": "row", "finetune": "technique"}  # the input that selects the row for the fit and Compare
+FALLBACK = {"model": "the parameter count", "cfg": "the parameter count"}  # replaces a bad value (else: default)
+
+
+def pack_config(text: str) -> str:
+    """config.json text -> the `cfg` value of a link (zlib + base64url, no padding)."""
+    return base64.urlsafe_b64encode(zlib.compress(text.encode("utf-8"), 9)).decode("ascii").rstrip("=")
+
+
+def unpack_config(token: str) -> str:
+    """The inverse of `pack_config`; refuses anything that does not decode to at most MAX_LINK_CONFIG_CHARS."""
+    try:
+        data = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        inflater = zlib.decompressobj()
+        raw = inflater.decompress(data, 4 * MAX_LINK_CONFIG_CHARS + 1)  # UTF-8 is at most 4 bytes a character
+        text = raw.decode("utf-8")
+    except (binascii.Error, ValueError, zlib.error, UnicodeDecodeError):
+        raise ValueError("the config.json in the link is not encoded correctly (truncated link?)") from None
+    if inflater.unconsumed_tail or len(text) > MAX_LINK_CONFIG_CHARS:
+        raise ValueError(f"the config.json in the link is longer than {MAX_LINK_CONFIG_CHARS:,} characters")
+    return text
+
+
+def _check_config(token: str) -> str:
+    """A link's `cfg` value -> the config.json text it packs, which must read as an architecture."""
+    text = unpack_config(token)
+    config_architecture(text)  # fails here, with the parser's message, rather than later on the page
+    return text
+
+
+def _page_inputs(page: str) -> dict[str, Input]:
+    """Every input of an estimate page by name, in link order: the model's, then the scenario's (method first),
+    and on the Inference page the selected row (on the Fine-tuning page the technique is the row)."""
+    scenario = inputs(SCENARIOS[page])
+    model = {"moe": Input("Model type (MoE)", False, link="moe"), "params": PARAMS, "active": ACTIVE_PARAMS,
+             "model": CATALOG_MODEL, "cfg": Input("config.json", "", link="cfg", text=_check_config),
+             "method": scenario.pop("method")}
+    row = {"row": Input("Selected row", "16-bit", link="row", choices=INFERENCE_ROWS)} if page == "inference" else {}
+    return {**model, **scenario, **row}
+
+
+FIELDS = {page: _page_inputs(page) for page in ESTIMATE_PAGES}
+VIEW_FIELDS = {"unit": Input("Unit", "GB", link="unit", choices=("GB", "GiB")), "gpu": TARGET_GPU}
+
+
+def fields(page: str) -> dict[str, Input]:
+    """The inputs of an estimate page ("inference" or "finetune"), by name."""
+    return FIELDS[page]
+
+
+def page_default(spec: Input) -> object:
+    """An input's value on a fresh page: its default, or None for an input the page may leave unset."""
+    return None if spec.optional else spec.default
+
+
+def defaults(page: str) -> dict:
+    """A fresh page state with every input at its default (a bare 7 B parameter count, quick method)."""
+    return {"src": "params", **{name: page_default(spec) for name, spec in FIELDS[page].items()}}
+
+
+def view_defaults() -> dict:
+    return {name: spec.default for name, spec in VIEW_FIELDS.items()}
+
+
+def fallback_text(name: str, spec: Input) -> str:
+    """What a link's bad value of this input is replaced by, in words."""
+    return FALLBACK.get(name) or spec.format(page_default(spec)) or "none"
+
+
+@functools.lru_cache(maxsize=32)
+def config_architecture(text: str):
+    """The Architecture of a pasted config.json (cached: pages re-read it on every rerun)."""
+    return architecture_from_config(parse_config_text(text))
+
+
+def model_of(state: Mapping) -> object:
+    """The scenario's model: a catalog Architecture, a parsed config's Architecture, or a ParamCount."""
+    if state["src"] == "catalog":
+        return catalog.model(state["model"]).architecture
+    if state["src"] == "config":
+        return config_architecture(state["cfg"])
+    active = state["active"] if state["moe"] else None
+    return ParamCount.from_billions(state["params"], active)
+
+
+def model_name(state: Mapping) -> str:
+    """How the page names the model: the catalog name, the config's name, or '7B' / '47B MoE (13B active)'."""
+    if state["src"] == "catalog":
+        return catalog.model(state["model"]).name
+    if state["src"] == "config":
+        return config_architecture(state["cfg"]).name
+    if state["moe"] and state["active"] is not None:
+        return f"{state['params']:g}B MoE ({state['active']:g}B active)"
+    return f"{state['params']:g}B"
+
+
+def scenario_of(page: str, state: Mapping) -> InferenceScenario | FinetuneScenario:
+    """The estimator scenario a page state describes; ValueError naming the field when it is not valid."""
+    given = {name: state[name] for name in inputs(SCENARIOS[page])}
+    # a parameter count is quick; a known architecture is detailed unless quick is asked for
+    given["method"] = "quick" if state["src"] == "params" or state["method"] == "quick" else "detailed"
+    if page == "inference":
+        given["weights"] = state["weights"] or "bf16"  # the extra row's format, else the scenario's default
+    return SCENARIOS[page](model=model_of(state), **given)
+
+
+@dataclass
+class Item:
+    """A scenario on the Compare page: an estimate page's state and the row it compares."""
+
+    page: str  # "inference" or "finetune"
+    state: dict  # that page's state; state[ROW[page]] is the compared row
+    name: str = ""  # the user's name for it ("" = described automatically)
+    uid: int = 0  # stable id for the page's widgets (not part of links)
+
+
+@dataclass
+class Link:
+    """What a query string says. `state` is the estimate page's inputs (None on other pages)."""
+
+    page: str
+    state: dict | None
+    view: dict
+    compare: list[Item] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _state_with(page: str, given: Mapping) -> dict:
+    state = {**defaults(page), **given}
+    state["src"] = "config" if "cfg" in given else "catalog" if "model" in given else "params"
+    return state
+
+
+def _decode_state(page: str, query: dict, prefix: str, warnings: list[str]) -> dict:
+    """Read `page`'s inputs (keys `prefix` + link key) out of `query`, consuming them."""
+    given = {}
+    for name, spec in FIELDS[page].items():
+        raw = query.pop(prefix + spec.link, None)
+        if raw is None:
+            continue
+        try:
+            given[name] = spec.parse(raw)
+        except ValueError as err:
+            warnings.append(_ignored(prefix + spec.link, raw, err, fallback_text(name, spec)))
+    try:
+        scenario_of(page, _state_with(page, given))
+    except ValueError as err:
+        for name in reversed(list(given)):  # the inputs that come later depend on the earlier ones
+            fewer = {k: v for k, v in given.items() if k != name}
+            try:
+                scenario_of(page, _state_with(page, fewer))
+            except ValueError:
+                continue
+            spec = FIELDS[page][name]
+            shown = "(the config)" if name == "cfg" else spec.format(given[name])
+            warnings.append(_ignored(prefix + spec.link, shown, err, fallback_text(name, spec)))
+            given = fewer
+            break
+        else:
+            warnings.append(f"Link inputs{' of comparison ' + prefix[1:-1] if prefix else ''} ignored: {err}. "
+                            "Using the defaults.")
+            given = {}
+    return _state_with(page, given)
+
+
+def _ignored(key: str, raw: str, err: Exception, instead: str) -> str:
+    shown = raw if len(raw) <= 40 else raw[:40] + "..."
+    return f"Link parameter {key}={shown!r} ignored: {err}. Using {instead} instead."
+
+
+def _text(query: Mapping, key: str) -> str | None:
+    value = query.get(key)
+    if isinstance(value, (list, tuple)):
+        value = value[-1] if value else None
+    return None if value is None else str(value)
+
+
+def decode(query: Mapping[str, str | list[str]], landing_page: str) -> Link:
+    """Read a query string (as st.query_params gives it). `landing_page` is used when the link names none."""
+    query = {str(k): _text(query, k) for k in query}
+    warnings: list[str] = []
+    version = query.pop("v", VERSION)
+    if version != VERSION:
+        warnings.append(f"Link version v={version[:10]!r} is not supported; read as version {VERSION}.")
+    page = query.pop("p", landing_page)
+    if page not in PAGES:
+        warnings.append(_ignored("p", page, ValueError(f"the page must be one of {', '.join(PAGES)}"), landing_page))
+        page = landing_page
+    view = view_defaults()
+    for name, spec in VIEW_FIELDS.items():
+        raw = query.pop(spec.link, None)
+        if raw is not None:
+            try:
+                view[name] = spec.parse(raw)
+            except ValueError as err:
+                warnings.append(_ignored(spec.link, raw, err, fallback_text(name, spec)))
+    state = _decode_state(page, query, "", warnings) if page in ESTIMATE_PAGES else None
+    compare = []
+    for i in range(1, MAX_COMPARE + 1):
+        prefix = f"c{i}."
+        if not any(key.startswith(prefix) for key in query):
+            continue
+        item_page = query.pop(prefix + "p", None)
+        name = clean_scenario_name(query.pop(prefix + "name", None) or "")
+        if item_page not in ESTIMATE_PAGES:
+            warnings.append(f"Comparison {i} ignored: {prefix}p must be inference or finetune.")
+            for key in [k for k in query if k.startswith(prefix)]:
+                del query[key]
+            continue
+        compare.append(Item(item_page, _decode_state(item_page, query, prefix, warnings), name, uid=i))
+    if query:
+        unknown = sorted(query)
+        shown = ", ".join(k if len(k) <= 20 else k[:20] + "..." for k in unknown[:8])
+        warnings.append(f"Unknown link parameter{'s' if len(unknown) > 1 else ''} ignored: {shown}"
+                        + (f" and {len(unknown) - 8} more." if len(unknown) > 8 else "."))
+    return Link(page, state, view, compare, warnings)
+
+
+def clean_scenario_name(text: str) -> str:
+    """A scenario name on the Compare page: printable characters only, at most MAX_SCENARIO_NAME_CHARS."""
+    return printable_text(text, MAX_SCENARIO_NAME_CHARS)
+
+
+def _encode_state(page: str, state: Mapping, prefix: str = "") -> dict[str, str]:
+    """Non-default inputs of a page state; the model by its source (catalog id, config, or counts)."""
+    skip = {"params": {"model", "cfg", "method"}, "catalog": {"moe", "params", "active", "cfg"},
+            "config": {"moe", "params", "active", "model"}}[state["src"]]
+    out = {}
+    for name, spec in FIELDS[page].items():
+        value = state[name]
+        always = (name == "model" and state["src"] == "catalog") or (name == "cfg" and state["src"] == "config")
+        if name in skip or (name == "active" and not state["moe"]) or (value == page_default(spec) and not always):
+            continue
+        out[prefix + spec.link] = pack_config(value) if name == "cfg" else spec.format(value)
+    return out
+
+
+def encode(page: str, state: Mapping | None, view: Mapping, compare: list[Item] = ()) -> dict[str, str]:
+    """The query parameters of a link to `page` with these inputs, view settings and comparison set."""
+    out = {"v": VERSION, "p": page}
+    if page in ESTIMATE_PAGES:
+        out.update(_encode_state(page, state, ""))
+    for name, spec in VIEW_FIELDS.items():
+        if view[name] != spec.default:
+            out[spec.link] = spec.format(view[name])
+    for i, item in enumerate(compare[:MAX_COMPARE], start=1):
+        out[f"c{i}.p"] = item.page
+        if item.name:
+            out[f"c{i}.name"] = item.name
+        out.update(_encode_state(item.page, item.state, f"c{i}."))
+    return out

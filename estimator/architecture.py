@@ -115,6 +115,7 @@ class Architecture:
     expert_saved_tensors: int = 4  # expert-width tensors each routed token saves (7 for gpt-oss' clamped SwiGLU)
     lora_reaches_experts: bool = True  # peft's all-linear adapts the routed experts and router (False: gpt-oss)
     source: str = field(default="", compare=False)  # where the numbers come from
+    notes: tuple[str, ...] = field(default=(), compare=False)  # what the config reader assumed, in words
 
     def __post_init__(self) -> None:
         require_int("hidden_size", self.hidden_size, 1, MAX_WIDTH)

@@ -6,8 +6,10 @@ user's config, so a catalog model and a pasted config can never disagree.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
+import re
 from dataclasses import dataclass
 from importlib import resources
 
@@ -54,15 +56,52 @@ def models() -> tuple[CatalogModel, ...]:
     return tuple(out)
 
 
+# Words of a model id that name a release of the same architecture: an instruct or chat tune, a base model,
+# transformers' own weights (-hf) or a dated refresh (Qwen3-30B-A3B-Instruct-2507, Mistral-Nemo-Base-2407)
+VARIANT_WORDS = {"instruct", "it", "chat", "base", "hf"}
+DATE = re.compile(r"\d{4}")
+SIZE = re.compile(r"\d+(\.\d+)?[bm]|\d+x\d+b|e\d+b|a\d+(\.\d+)?b")  # 8b, 0.5b, 8x7b, a3b
+
+
+def model_key(model_id: str) -> str:
+    """How people may type a catalog model: case-insensitive, with or without the organisation, with or without
+    a variant word or date (`meta-llama/Llama-3.1-8B-Instruct`, `llama-3.1-8b`, `Qwen3-30B-A3B-Instruct-2507`)."""
+    words = str(model_id).strip().lower().split("/")[-1].replace("_", "-").split("-")
+    return "-".join(w for w in words if w not in VARIANT_WORDS and not DATE.fullmatch(w))
+
+
+def _family(key: str) -> str:
+    """The words before the first size: 'qwen3-32b' -> 'qwen3', 'llama-3.1-8b' -> 'llama-3.1'."""
+    words = key.split("-")
+    sized = next((i for i, w in enumerate(words) if SIZE.fullmatch(w)), len(words))
+    return "-".join(words[:sized])
+
+
+@functools.lru_cache(maxsize=1)
+def _by_key() -> dict[str, CatalogModel]:
+    keys: dict[str, CatalogModel] = {}
+    for m in models():
+        keys.setdefault(model_key(m.id), m)  # the first listed release of an architecture answers for all
+    return keys
+
+
 def model(model_id: str) -> CatalogModel:
-    """A catalog model by id (case-insensitive), with an error that suggests close ids."""
-    by_id = {m.id.lower(): m for m in models()}
-    found = by_id.get(str(model_id).lower())
+    """A catalog model by id, as people type it (`model_key`: case, organisation and variant words do not
+    matter); ValueError listing the closest ids, every size of the family included."""
+    exact = {m.id.lower(): m for m in models()}
+    found = exact.get(str(model_id).strip().lower()) or _by_key().get(model_key(model_id))
     if found is None:
-        close = [m.id for m in models() if str(model_id).lower().split("/")[-1][:6] in m.id.lower()][:5]
-        hint = f"; did you mean {', '.join(close)}?" if close else "; run `python -m estimator models` for the list"
-        raise ValueError(f"unknown model {str(model_id)[:80]!r}{hint}")
+        raise ValueError(f"unknown model {str(model_id)[:80]!r}{_suggestions(model_id)}")
     return found
+
+
+def _suggestions(model_id: str) -> str:
+    key = model_key(model_id)
+    family = _family(key)
+    same = [m.id for m in models() if family and _family(model_key(m.id)) == family]
+    close = same or [_by_key()[k].id for k in difflib.get_close_matches(key, list(_by_key()), n=5, cutoff=0.6)]
+    return (f"; did you mean {', '.join(close)}?" if close
+            else "; run `python -m estimator models` for the list, or give a config.json or a parameter count")
 
 
 def raw_config(model_id: str) -> dict:

@@ -166,7 +166,7 @@ def detailed_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
         f"Optimizer step: {s.optimizer_impl} implementation" + (f", {step:,} B of temporaries" if step else ""),
         f"Peak at {peak_phase}: " + PHASE_NOTES[peak_phase],
         f"Runtime overhead: {s.overhead_gb:g} GB per GPU",
-        *shard_notes, *optimizer_notes(optimizer(s.optimizer)),
+        *shard_notes, *optimizer_notes(optimizer(s.optimizer)), *a.notes,
     ]
     return make_breakdown(technique, "detailed", components, gpus=s.num_gpus, peak_phase=peak_phase,
                           phases=phases, host_bytes=host, assumptions=tuple(notes))

@@ -8,7 +8,9 @@ code from the config is executed; the JSON text is size- and depth-limited befor
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -50,24 +52,18 @@ def parse_config_text(text: str | bytes) -> dict:
     if not text.strip():
         raise ValueError("config.json is empty")
     try:
-        config = json.loads(text, parse_constant=_reject_constant)
+        config = json.loads(text)  # NaN and Infinity parse as floats: a field the estimate reads refuses them
     except RecursionError as err:
         raise ValueError("config.json is nested too deeply") from err
     except json.JSONDecodeError as err:
         raise ValueError(f"config.json is not valid JSON: {err.msg} (line {err.lineno}, column {err.colno})") from err
-    except ValueError as err:  # NaN/Infinity (ours), or an integer longer than Python's 4,300-digit limit
-        if str(err).startswith("config.json"):
-            raise
+    except ValueError as err:  # an integer longer than Python's 4,300-digit limit
         raise ValueError("config.json contains a number with too many digits") from err
     if not isinstance(config, dict):
         raise ValueError(f"config.json must be a JSON object ({{...}}), not a {type(config).__name__}")
     if _depth(config) > MAX_CONFIG_DEPTH:
         raise ValueError(f"config.json is nested more than {MAX_CONFIG_DEPTH} levels deep")
     return config
-
-
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"config.json contains {name}, which is not a valid number")
 
 
 def _shown(value: Any) -> str:
@@ -185,6 +181,12 @@ def _llama(f: _Fields, name: str, model_type: str) -> Architecture:
     return _llama_like(f, name, model_type)
 
 
+def _smollm3(f: _Fields, name: str, model_type: str) -> Architecture:
+    # SmolLM3Config: a Llama decoder whose embeddings are tied by default (tie_word_embeddings: bool = True);
+    # no_rope_layer_interval only skips RoPE on some layers, which changes no tensor
+    return _llama_like(f, name, model_type, tie=True)
+
+
 def _qwen2(f: _Fields, name: str, model_type: str) -> Architecture:
     # Qwen2Attention: q/k/v bias=True hard-coded, o_proj bias=False; window only with use_sliding_window,
     # on layers i >= max_window_layers
@@ -226,6 +228,8 @@ def _softcap(f: _Fields, name: str, default: bool) -> bool:
     if name not in f.config:
         return default
     value = f.config[name]
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number or null, got {value}")
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
 
 
@@ -384,9 +388,79 @@ def _opt(f: _Fields, name: str, model_type: str) -> Architecture:
                         max_position_embeddings=positions)
 
 
+NESTED_TEXT_CONFIGS = ("text_config", "llm_config", "language_config")  # multimodal models' language model
+# Signs of layers that are not attention + MLP (state-space, linear attention), or of a layer plan the standard
+# fields do not describe (Llama 4's interleaved MoE layers with a separate dense width): a standard decoder would
+# misread them, so the generic reader refuses them by name
+NON_STANDARD_LAYER_FIELDS = ("hybrid_override_pattern", "layers_block_type", "attn_layer_indices", "mamba_d_state",
+                             "ssm_state_size", "linear_num_key_heads", "linear_key_head_dim", "full_attention_interval",
+                             "interleave_moe_layer_step", "intermediate_size_mlp")
+STANDARD_LAYER_TYPES = {"full_attention", "sliding_attention"}
+
+
+def _generic(f: _Fields, name: str, model_type: str) -> Architecture:
+    """Any decoder-only config with the standard field names, for a model_type without a reader of its own: a
+    Llama-like decoder (gated MLP, RMSNorm, grouped-query attention), with routed (and shared) experts when the
+    config names them, dense-first layers, and `layer_types` sliding windows. The language model of a multimodal
+    config is read from its nested text config; its vision or audio tower is not counted."""
+    nested = next((key for key in NESTED_TEXT_CONFIGS if isinstance(f.config.get(key), Mapping)), "")
+    text = _Fields(f.config[nested]) if nested else f
+    inner = text.config.get("model_type")
+    if nested and isinstance(inner, str) and inner in READERS:  # e.g. Mistral 3's text_config is a "mistral"
+        a = READERS[inner](text, name, inner)
+        return dataclasses.replace(a, notes=(f"The language model of {model_type!r} is read from its {nested} "
+                                             f"({inner!r}); a vision or audio tower is not counted",))
+    found = [key for key in NON_STANDARD_LAYER_FIELDS if key in text.config]
+    types = set(text.layer_list("layer_types", str))
+    if found or types - STANDARD_LAYER_TYPES:
+        shown = found[0] if found else sorted(types - STANDARD_LAYER_TYPES)[0]
+        raise ValueError(f"model_type {model_type!r} has layers the estimator cannot read yet ({shown}: not a "
+                         "standard attention + MLP decoder); estimate it from its parameter count instead")
+    if text.config.get("kv_lora_rank"):  # multi-head latent attention: DeepSeek's reader, noted as such
+        a = _deepseek(text, name, model_type)
+        return dataclasses.replace(a, notes=(f"Generic reader: model_type {model_type!r} has no reader of its own; "
+                                             "read as DeepSeek-V3 (multi-head latent attention"
+                                             + (", routed experts" if a.num_experts else "") + ") from its fields"
+                                             + (f" in {nested}" if nested else ""),))
+    try:
+        base = _common(text, name, model_type)
+        experts = next((text.integer(key, low=1) for key in ("num_experts", "num_local_experts", "n_routed_experts")
+                        if text.config.get(key)), 0)
+        moe = _generic_moe(text, base["num_layers"], experts) if experts else {}
+        dense = base["num_layers"] - len(moe.get("moe_layers", ()))
+        width = text.need("intermediate_size") if dense else text.get("intermediate_size", 0)
+    except ValueError as err:
+        raise ValueError(f"{err}; model_type {model_type!r} has no reader of its own, and the generic reader needs "
+                         "hidden_size, num_hidden_layers, num_attention_heads, intermediate_size and vocab_size "
+                         "(and num_experts_per_tok with experts); or estimate it from its parameter count") from None
+    sliding_layers, window = _window_layers(text, base["num_layers"], lambda i: False)
+    notes = (f"Generic reader: model_type {model_type!r} has no reader of its own; standard decoder assumed (gated "
+             "MLP, RMSNorm, grouped-query attention" + (", routed experts" if experts else "") + ") from its "
+             "standard fields" + (f"; the language model is read from {nested}, a vision or audio tower is not "
+                                  "counted" if nested else ""),)
+    return Architecture(**base, intermediate_size=width, qkv_bias=text.flag("attention_bias", False),
+                        o_bias=text.flag("attention_bias", False), mlp_bias=text.flag("mlp_bias", False),
+                        tie_word_embeddings=text.flag("tie_word_embeddings", False), sliding_window=window,
+                        sliding_layers=sliding_layers, notes=notes, **moe)
+
+
+def _generic_moe(text: _Fields, num_layers: int, experts: int) -> dict:
+    """Routed experts of a generic config: every layer from first_k_dense_replace on (DeepSeek's field), except
+    mlp_only_layers, every decoder_sparse_step-th (Qwen's rule, i+1 divisible), or every moe_layer_freq-th
+    (DeepSeek's rule, i divisible); shared experts from shared_expert_intermediate_size or n_shared_experts."""
+    first, step = text.get("first_k_dense_replace", 0), text.get("decoder_sparse_step", 1) or 1
+    freq, dense_only = text.get("moe_layer_freq", 1) or 1, set(text.layer_list("mlp_only_layers", int))
+    layers = tuple(i for i in range(num_layers) if i >= first and i not in dense_only and (i + 1) % step == 0
+                   and i % freq == 0)
+    width = text.get("moe_intermediate_size", 0) or text.need("intermediate_size")
+    shared = text.get("shared_expert_intermediate_size", 0) or text.get("n_shared_experts", 0) * width
+    return dict(num_experts=experts, experts_per_token=text.need("num_experts_per_tok", "experts_per_token"),
+                moe_intermediate_size=width, shared_expert_intermediate_size=shared, moe_layers=layers)
+
+
 READERS: dict[str, Callable[[_Fields, str, str], Architecture]] = {
     "llama": _llama, "mistral": _llama, "granite": _llama, "yi": _llama, "phi3": _llama,
-    "qwen2": _qwen2, "qwen3": _qwen3, "gemma": _gemma, "gemma2": _gemma2, "gemma3": _gemma3,
+    "smollm3": _smollm3, "qwen2": _qwen2, "qwen3": _qwen3, "gemma": _gemma, "gemma2": _gemma2, "gemma3": _gemma3,
     "gemma3_text": _gemma3, "mixtral": _mixtral, "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe,
     "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "gpt_oss": _gpt_oss, "gpt2": _gpt2, "falcon": _falcon,
     "RefinedWebModel": _falcon, "RefinedWeb": _falcon, "phi": _phi, "opt": _opt, "olmo2": _olmo2,
@@ -397,7 +471,8 @@ SUPPORTED_MODEL_TYPES = tuple(sorted(READERS))
 def architecture_from_config(config: Config, name: str = "") -> Architecture:
     """Read an `Architecture` from a parsed `config.json` (see `parse_config_text`).
 
-    Raises ValueError naming the problem: an unsupported model_type, a missing or malformed field.
+    A model_type without a reader of its own is read by the generic reader (`_generic`). Raises ValueError naming
+    the problem: a missing or malformed field, or layers the estimator cannot read.
     """
     if not isinstance(config, Mapping):
         raise ValueError("config.json must be a JSON object")
@@ -406,10 +481,9 @@ def architecture_from_config(config: Config, name: str = "") -> Architecture:
         raise ValueError(f"model_type must be a string, got {_shown(model_type)}")
     if not model_type:
         raise ValueError("config.json is missing model_type")
-    reader = READERS.get(model_type)
-    if reader is None:
-        shown = model_type if len(model_type) <= 40 else model_type[:40] + "..."
-        raise ValueError(f"unsupported model_type {shown!r}; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
+    if len(model_type) > 100:
+        raise ValueError(f"model_type is not a model type name: {_shown(model_type)}")
+    reader = READERS.get(model_type, _generic)
     name = printable_text(name, MAX_MODEL_NAME_CHARS) or _default_name(config, model_type)
     return reader(_Fields(config), name, model_type)
 

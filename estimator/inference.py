@@ -75,6 +75,7 @@ def _assumptions(s: InferenceScenario, format_id: str) -> tuple[str, ...]:
     if a.sliding_layers:
         notes.append(f"{len(a.sliding_layers)} of {a.num_layers} layers use a {a.sliding_window:,}-token "
                      "sliding window and cache at most that many tokens")
+    notes += a.notes
     if s.tensor_parallel > 1:
         notes.append(f"Tensor parallel over {s.tensor_parallel} GPUs: weights split, KV heads per GPU = "
                      f"max(1, {a.num_kv_heads} // {s.tensor_parallel})" + ("; the MLA latent is replicated"

@@ -40,6 +40,17 @@ a config uses detailed (you can switch back to quick to compare). Every estimate
 the same ones in the tables, the bars and the JSON export: weights, master weights, KV cache, activations,
 logits, gradients, optimizer states and overhead.
 
+**Reading a config.json.** Each supported `model_type` has a reader that follows its `transformers` config class
+and modeling code (which tensors exist, their defaults, which layers are MoE or windowed). Any other decoder-only
+config with the standard field names (`hidden_size`, `num_hidden_layers`, `num_attention_heads`,
+`num_key_value_heads`, `head_dim`, `intermediate_size`, `vocab_size`, and `num_experts` / `num_experts_per_tok` /
+`moe_intermediate_size` / `first_k_dense_replace` / `n_shared_experts` for MoE) is read by a **generic reader** as a
+standard decoder (gated MLP, RMSNorm, grouped-query attention; DeepSeek's multi-head latent attention when it has
+`kv_lora_rank`), from its nested `text_config` / `llm_config` / `language_config` when it is multimodal (the vision
+tower is then not counted), and the assumptions say so. It does not know a family's own tensors (Qwen3's q/k norms:
+$2 d L$ parameters) or class defaults, and it refuses, by name, layers it would misread: Mamba and linear-attention
+layers (`hybrid_override_pattern`, `linear_num_key_heads`) and Llama 4's interleaved MoE layers.
+
 Symbols: $P$ total parameters, $P_a$ active parameters per token (MoE), $b$ batch size, $s$ sequence length,
 $C$ concurrent requests, $h$ hidden size, $L$ layers, $V$ vocabulary, $n_h$ query heads, $n_{kv}$ KV heads,
 $d$ head dimension, $I$ MLP width, $A$ bytes of an activation (2 for 16-bit), $t = b \\cdot s$ tokens in a step,

@@ -129,7 +129,7 @@ def test_an_uploaded_config_fills_the_text_box():
 
 @pytest.mark.parametrize("config, message", [
     ({k: v for k, v in LLAMA3_8B.items() if k != "num_attention_heads"}, "missing num_attention_heads"),
-    ({**LLAMA3_8B, "model_type": "foo"}, "unsupported model_type 'foo'"),
+    ({"model_type": "foo"}, "config.json is missing hidden_size; model_type 'foo' has no reader of its own"),
     ("{not json", "not valid JSON"),
     ([1, 2], "must be a JSON object"),
 ])

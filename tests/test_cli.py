@@ -107,7 +107,7 @@ def test_a_bad_config_file_is_exit_code_2(tmp_path, capsys):
     path = tmp_path / "config.json"
     path.write_text('{"model_type": "foo"}')
     code, _, err = _run(capsys, "params", "--config", str(path))
-    assert code == 2 and "unsupported model_type 'foo'" in err
+    assert code == 2 and "missing hidden_size; model_type 'foo' has no reader of its own" in err
 
 
 def test_python_dash_m_entry_point_and_argparse_errors_exit_2():

@@ -118,7 +118,7 @@ def test_a_pasted_config_travels_compressed_and_comes_back_verbatim():
 @pytest.mark.parametrize("token, message", [
     ("!!!not-base64!!!", "not encoded correctly"),
     (base64.urlsafe_b64encode(b"plain bytes").decode(), "not encoded correctly"),
-    (links.pack_config('{"model_type": "foo"}'), "unsupported model_type 'foo'"),
+    (links.pack_config('{"model_type": "foo"}'), "missing hidden_size; model_type 'foo' has no reader of its own"),
     (links.pack_config('{"model_type": "llama", "hidden_size": 64}'), "missing"),
     (links.pack_config("x" * (links.MAX_LINK_CONFIG_CHARS + 1)), "longer than"),
 ])

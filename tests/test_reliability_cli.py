@@ -91,11 +91,11 @@ CONFIG_FILES = {
     "too deep": (b'{"a":' * 25 + b"1" + b"}" * 25, "nested more than 20 levels"),
     "recursion bomb": (b"[" * 500_000, "nested too deeply"),
     "too large": (b"{" + b" " * MAX_CONFIG_CHARS + b"}", "too large"),
-    "NaN": (json.dumps(LLAMA3_8B).replace("4096", "NaN", 1).encode(), "NaN, which is not a valid number"),
+    "NaN": (json.dumps(LLAMA3_8B).replace("4096", "NaN", 1).encode(), "hidden_size must be a whole number"),
     "5,000-digit number": (json.dumps(LLAMA3_8B).replace("4096", "9" * 5_000, 1).encode(), "too many digits"),
     "long string value": (json.dumps({**LLAMA3_8B, "hidden_size": "x" * 500_000}).encode(),
                           "hidden_size must be a whole number"),
-    "unknown model type": (json.dumps({**LLAMA3_8B, "model_type": "bert"}).encode(), "unsupported model_type"),
+    "unknown model type": (b'{"model_type": "bert"}', "model_type 'bert' has no reader of its own"),
     "inconsistent heads": (json.dumps({**LLAMA3_8B, "num_key_value_heads": 64}).encode(), "cannot exceed"),
     "empty": (b"", "config.json is empty"),
 }

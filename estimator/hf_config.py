@@ -187,6 +187,21 @@ def _smollm3(f: _Fields, name: str, model_type: str) -> Architecture:
     return _llama_like(f, name, model_type, tie=True)
 
 
+def _qwen1(f: _Fields, name: str, model_type: str) -> Architecture:
+    # Qwen (1), remote code modeling_qwen.py (Qwen/Qwen-7B-Chat at HF commit 04df5dd): c_attn = Linear(h, 3 x
+    # kv_channels x n_h) with a bias, attention c_proj without one (no_bias), SwiGLU w1 and w2 of ffn_hidden_size / 2
+    # and c_proj back, RMSNorm ln_1 / ln_2 / ln_f, untied lm_head. Early configs use n_embd / n_layer / n_head /
+    # ffn_hidden_size, later ones the standard names. (LoRA on the fused c_attn is modelled as separate q, k, v.)
+    hidden, heads = f.need("n_embd", "hidden_size"), f.need("n_head", "num_attention_heads")
+    bias = not f.flag("no_bias", True)
+    return Architecture(name=name, model_type=model_type, hidden_size=hidden, num_layers=f.need("n_layer",
+                        "num_hidden_layers"), vocab_size=f.need("vocab_size"), num_heads=heads, num_kv_heads=heads,
+                        head_dim=f.get("kv_channels", hidden // heads),
+                        intermediate_size=f.need("ffn_hidden_size", "intermediate_size") // 2, qkv_bias=True,
+                        o_bias=bias, mlp_bias=bias, tie_word_embeddings=f.flag("tie_word_embeddings", False),
+                        max_position_embeddings=f.get("seq_length", 0))
+
+
 def _qwen2(f: _Fields, name: str, model_type: str) -> Architecture:
     # Qwen2Attention: q/k/v bias=True hard-coded, o_proj bias=False; window only with use_sliding_window,
     # on layers i >= max_window_layers
@@ -460,7 +475,7 @@ def _generic_moe(text: _Fields, num_layers: int, experts: int) -> dict:
 
 READERS: dict[str, Callable[[_Fields, str, str], Architecture]] = {
     "llama": _llama, "mistral": _llama, "granite": _llama, "yi": _llama, "phi3": _llama,
-    "smollm3": _smollm3, "qwen2": _qwen2, "qwen3": _qwen3, "gemma": _gemma, "gemma2": _gemma2, "gemma3": _gemma3,
+    "smollm3": _smollm3, "qwen": _qwen1, "qwen2": _qwen2, "qwen3": _qwen3, "gemma": _gemma, "gemma2": _gemma2, "gemma3": _gemma3,
     "gemma3_text": _gemma3, "mixtral": _mixtral, "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe,
     "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "gpt_oss": _gpt_oss, "gpt2": _gpt2, "falcon": _falcon,
     "RefinedWebModel": _falcon, "RefinedWeb": _falcon, "phi": _phi, "opt": _opt, "olmo2": _olmo2,

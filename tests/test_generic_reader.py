@@ -1,5 +1,5 @@
-"""Models the estimator has no reader for (issue 12): the generic reader of standard decoder configs, configs with
-Infinity in fields the estimate never reads, and catalog ids as people type them.
+"""Models the estimator had no reader for (issue 12): the generic reader of standard decoder configs, the Qwen 1 and
+SmolLM3 readers, configs with Infinity in fields the estimate never reads, and catalog ids as people type them.
 
 The real configs here are verbatim copies kept in validation/published/configs/ (INDEX.md gives each source).
 """
@@ -73,6 +73,15 @@ def test_smollm3_ties_its_embeddings_by_default():
     assert est.parameter_counts(a).total == llama_like_params(2048, 36, 16, 4, 128, 11008, 128256, tied=True) \
         == 3_075_098_624
     assert not a.notes  # its own reader, not the generic one
+
+
+def test_qwen_1_reads_its_fused_attention_and_halved_swiglu_width():
+    # modeling_qwen.py: c_attn 4096 -> 3 x 128 x 32 with bias, c_proj without; w1, w2: 4096 -> 22016 / 2; c_proj back
+    a = est.architecture_from_config(published("Qwen__Qwen-7B-Chat"))
+    layer = (4096 * 3 * 4096 + 3 * 4096) + 4096 * 4096 + 3 * 4096 * 11008 + 2 * 4096
+    assert est.parameter_counts(a).total == 2 * 151936 * 4096 + 32 * layer + 4096 == 7_721_324_544
+    assert est.kv_bytes_per_token(a) == 2 * 32 * 32 * 128 * 2 == 524_288  # K and V x layers x heads x d x 2 B
+    assert a.max_position_embeddings == 2048 and not a.notes
 
 
 @pytest.mark.parametrize("name, field", [

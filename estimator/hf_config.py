@@ -475,8 +475,8 @@ def _generic_moe(text: _Fields, num_layers: int, experts: int) -> dict:
 
 READERS: dict[str, Callable[[_Fields, str, str], Architecture]] = {
     "llama": _llama, "mistral": _llama, "granite": _llama, "yi": _llama, "phi3": _llama,
-    "smollm3": _smollm3, "qwen": _qwen1, "qwen2": _qwen2, "qwen3": _qwen3, "gemma": _gemma, "gemma2": _gemma2, "gemma3": _gemma3,
-    "gemma3_text": _gemma3, "mixtral": _mixtral, "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe,
+    "smollm3": _smollm3, "qwen": _qwen1, "qwen2": _qwen2, "qwen3": _qwen3, "gemma": _gemma, "gemma2": _gemma2,
+    "gemma3": _gemma3, "gemma3_text": _gemma3, "mixtral": _mixtral, "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe,
     "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "gpt_oss": _gpt_oss, "gpt2": _gpt2, "falcon": _falcon,
     "RefinedWebModel": _falcon, "RefinedWeb": _falcon, "phi": _phi, "opt": _opt, "olmo2": _olmo2,
 }

@@ -63,7 +63,8 @@ class Input:
             raise ValueError(f"{self.label} must be a {'whole ' if kind is int else ''}number") from None
         if self.choices and value not in self.choices:
             raise ValueError(f"{self.label} must be one of {', '.join(map(str, self.choices))}")
-        if (kind is float and not math.isfinite(value)) or (self.low is not None and not self.low <= value <= self.high):
+        out_of_range = self.low is not None and not self.low <= value <= self.high
+        if (kind is float and not math.isfinite(value)) or out_of_range:
             raise ValueError(f"{self.label} must be between {shown_number(self.low)} and {shown_number(self.high)}")
         return value
 

@@ -179,8 +179,9 @@ def test_any_standard_config_gives_a_finite_estimate_and_the_hand_count(config):
     text = config.get("text_config", config)
     a = est.architecture_from_config(config)
     h, layers, inter = text["hidden_size"], text["num_hidden_layers"], text["intermediate_size"]
-    expected = llama_like_params(h, layers, text["num_attention_heads"], text["num_key_value_heads"],
-                                 h // text["num_attention_heads"], inter, text["vocab_size"], text["tie_word_embeddings"])
+    heads = text["num_attention_heads"]
+    expected = llama_like_params(h, layers, heads, text["num_key_value_heads"], h // heads, inter, text["vocab_size"],
+                                 text["tie_word_embeddings"])
     if "num_experts" in text:  # the MoE layers swap the dense MLP for a router and the experts
         moe_layers = max(0, layers - text["first_k_dense_replace"])
         expected += moe_layers * (text["num_experts"] * h + text["num_experts"] * 3 * h * text["moe_intermediate_size"]

@@ -62,7 +62,8 @@ def test_the_cli_and_the_links_accept_the_same_values(page, name, spec):
     assert any(cli_accepts(COMMAND[page], spec, text) for text in probes(spec))  # the probes reach valid values
 
 
-@pytest.mark.parametrize("name, spec", MODEL_INPUTS + [("gpu", TARGET_GPU)], ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize("name, spec", MODEL_INPUTS + [("gpu", TARGET_GPU)],
+                         ids=lambda v: v if isinstance(v, str) else "")
 def test_the_model_and_gpu_inputs_accept_the_same_values(name, spec):
     context = {"moe": "1", "params": "20000"} if name == "active" else {}  # active counts need an MoE model
     for text in probes(spec) + ["7", "0.001", "0.0009", "20000", "20001", "Qwen/Qwen3-8B", "RTX-4090", "tpu"]:

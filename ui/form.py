@@ -1,8 +1,9 @@
 """Input widgets shared by the Inference and Fine-tuning pages.
 
 Each widget takes its label, help, range or choices and default from the input's declaration
-(`estimator.inputs.Input`, via `ui.links.fields`), so the form, the link codec and the CLI cannot disagree. A widget reads and writes the page state through
-`ui.state.bind`; invalid combinations are reported by the page, never by resetting what the user typed.
+(`estimator.inputs.Input`, via `ui.links.fields`), so the form, the link codec and the CLI cannot disagree. A
+widget reads and writes the page state through `ui.state.bind`; invalid combinations are reported by the page,
+never by resetting what the user typed.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ are derived from it. So the same text is accepted, with the same bounds, whereve
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -82,18 +83,34 @@ class Input:
     def check(self, name: str, value: object) -> None:
         """ValueError unless `value` is a valid value of field `name` (the messages name the field, as the API
         reports them)."""
+        self.checker(name)(value)
+
+    def checker(self, name: str) -> Callable[[object], None]:
+        """`check` for field `name`, with its branch chosen once (scenarios are built by the thousand in sweeps)."""
         if self.text is not None:
-            if not isinstance(value, str):
-                raise ValueError(f"{name} must be text, got {quoted(value)}")
-            self.text(value)
-        elif self.choices:
-            require_choice(name, value, self.choices)
-        elif self.kind is bool:
-            require_bool(name, value)
-        elif self.kind is int:
-            require_int(name, value, int(self.low), int(self.high))
-        else:
-            require_number(name, value, self.low, self.high)
+            parse = self.text
+
+            def check_text(value: object) -> None:
+                if not isinstance(value, str):
+                    raise ValueError(f"{name} must be text, got {quoted(value)}")
+                parse(value)
+            return check_text
+        if self.choices:
+            allowed, choices = {(type(c), c) for c in self.choices}, self.choices
+
+            def check_choice(value: object) -> None:
+                try:
+                    if (type(value), value) in allowed:  # of the same type: True is not 1, 16.0 is not 16
+                        return
+                except TypeError:  # unhashable
+                    pass
+                require_choice(name, value, choices)  # raises, naming the choices
+            return check_choice
+        if self.kind is bool:
+            return functools.partial(require_bool, name)
+        if self.kind is int:
+            return functools.partial(require_int, name, low=int(self.low), high=int(self.high))
+        return functools.partial(require_number, name, low=self.low, high=self.high)
 
 
 def declare(spec: Input, **changes: object) -> dataclasses.Field:
@@ -115,6 +132,11 @@ def _declared(cls: type) -> Iterator[tuple[str, Input]]:
 
 def check_inputs(obj: object) -> None:
     """Validate every declared field of a scenario (called by its __post_init__)."""
-    for name, spec in _declared(type(obj)):
-        spec.check(name, getattr(obj, name))
+    for name, check in _checkers(type(obj)):
+        check(getattr(obj, name))
+
+
+@functools.lru_cache(maxsize=None)
+def _checkers(cls: type) -> tuple[tuple[str, Callable[[object], None]], ...]:
+    return tuple((name, spec.checker(name)) for name, spec in _declared(cls))
 

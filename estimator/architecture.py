@@ -285,3 +285,13 @@ def parameter_counts(a: Architecture) -> ParameterCounts:
     lm_head = sum(t.numel for t in all_tensors if t.role == "output")
     return ParameterCounts(total=total, active=total - inactive, embedding=embedding, lm_head=lm_head,
                            routed_experts=routed)
+
+
+def mtp_parameters(a: Architecture, layers: int) -> int:
+    """Parameters of `layers` multi-token-prediction modules as DeepSeek-V3's checkpoint stores them (model.layers.61,
+    deepseek-ai/DeepSeek-V3 `inference/model.py` MTP layout): a copy of the last decoder layer, eh_proj (h x 2h),
+    enorm and hnorm, and copies of the embedding, the final norm and the output head. DeepSeek-V3's README: "685B,
+    which includes 671B of the Main Model weights and 14B of the Multi-Token Prediction (MTP) Module weights"."""
+    last = sum(t.numel for t in tensors(a) if t.layer == a.num_layers - 1)
+    h, v = a.hidden_size, a.vocab_size
+    return layers * (last + 2 * h * h + 2 * h + h + 2 * v * h)

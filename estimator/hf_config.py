@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .architecture import MAX_EXPERTS, MAX_HEADS, MAX_LAYERS, MAX_VOCAB, MAX_WIDTH, Architecture
+from .architecture import MAX_EXPERTS, MAX_HEADS, MAX_LAYERS, MAX_VOCAB, MAX_WIDTH, Architecture, mtp_parameters
 from .checks import printable_text
 
 MAX_CONFIG_CHARS = 1_000_000  # a config.json is a few KB; larger text is refused before parsing
@@ -307,7 +307,7 @@ def _deepseek(f: _Fields, name: str, model_type: str) -> Architecture:
     first_dense, freq = f.get("first_k_dense_replace", 0), f.get("moe_layer_freq", 1) or 1
     experts = f.get("n_routed_experts", 0)
     moe_layers = tuple(i for i in range(base["num_layers"]) if i >= first_dense and i % freq == 0) if experts else ()
-    return Architecture(**base, intermediate_size=f.need("intermediate_size"),
+    a = Architecture(**base, intermediate_size=f.need("intermediate_size"),
                         qkv_bias=f.flag("attention_bias", False), o_bias=f.flag("attention_bias", False),
                         tie_word_embeddings=f.flag("tie_word_embeddings", False),
                         kv_lora_rank=f.need("kv_lora_rank"), q_lora_rank=f.get("q_lora_rank", 0),
@@ -316,6 +316,19 @@ def _deepseek(f: _Fields, name: str, model_type: str) -> Architecture:
                         moe_intermediate_size=f.get("moe_intermediate_size", 0) if experts else 0,
                         shared_expert_intermediate_size=f.get("n_shared_experts", 0) * f.get("moe_intermediate_size", 0)
                         if experts else 0, moe_layers=moe_layers, router_fp32=bool(experts))
+    return _with_mtp_note(a, f)
+
+
+def _with_mtp_note(a: Architecture, f: _Fields) -> Architecture:
+    """Say what the checkpoint's multi-token-prediction layers (num_nextn_predict_layers) hold: inference engines
+    load them only for speculative decoding (vLLM's MTP), so the estimate leaves them out."""
+    layers = f.get("num_nextn_predict_layers", 0)
+    if not layers:
+        return a
+    note = (f"The checkpoint also holds {layers} multi-token-prediction layer{'s' if layers > 1 else ''} "
+            f"({mtp_parameters(a, layers):,} parameters), loaded only for speculative decoding (e.g. vLLM's MTP); "
+            "not counted")
+    return dataclasses.replace(a, notes=(*a.notes, note))
 
 
 def _gpt_oss(f: _Fields, name: str, model_type: str) -> Architecture:
@@ -424,7 +437,7 @@ def _generic(f: _Fields, name: str, model_type: str) -> Architecture:
     if nested and isinstance(inner, str) and inner in READERS:  # e.g. Mistral 3's text_config is a "mistral"
         a = READERS[inner](text, name, inner)
         return dataclasses.replace(a, notes=(f"The language model of {model_type!r} is read from its {nested} "
-                                             f"({inner!r}); a vision or audio tower is not counted",))
+                                             f"({inner!r}); a vision or audio tower is not counted", *a.notes))
     found = [key for key in NON_STANDARD_LAYER_FIELDS if key in text.config]
     types = set(text.layer_list("layer_types", str))
     if found or types - STANDARD_LAYER_TYPES:
@@ -436,7 +449,7 @@ def _generic(f: _Fields, name: str, model_type: str) -> Architecture:
         return dataclasses.replace(a, notes=(f"Generic reader: model_type {model_type!r} has no reader of its own; "
                                              "read as DeepSeek-V3 (multi-head latent attention"
                                              + (", routed experts" if a.num_experts else "") + ") from its fields"
-                                             + (f" in {nested}" if nested else ""),))
+                                             + (f" in {nested}" if nested else ""), *a.notes))
     try:
         base = _common(text, name, model_type)
         experts = next((text.integer(key, low=1) for key in ("num_experts", "num_local_experts", "n_routed_experts")
@@ -453,10 +466,11 @@ def _generic(f: _Fields, name: str, model_type: str) -> Architecture:
              "MLP, RMSNorm, grouped-query attention" + (", routed experts" if experts else "") + ") from its "
              "standard fields" + (f"; the language model is read from {nested}, a vision or audio tower is not "
                                   "counted" if nested else ""),)
-    return Architecture(**base, intermediate_size=width, qkv_bias=text.flag("attention_bias", False),
-                        o_bias=text.flag("attention_bias", False), mlp_bias=text.flag("mlp_bias", False),
-                        tie_word_embeddings=text.flag("tie_word_embeddings", False), sliding_window=window,
-                        sliding_layers=sliding_layers, notes=notes, **moe)
+    a = Architecture(**base, intermediate_size=width, qkv_bias=text.flag("attention_bias", False),
+                     o_bias=text.flag("attention_bias", False), mlp_bias=text.flag("mlp_bias", False),
+                     tie_word_embeddings=text.flag("tie_word_embeddings", False), sliding_window=window,
+                     sliding_layers=sliding_layers, notes=notes, **moe)
+    return _with_mtp_note(a, text)
 
 
 def _generic_moe(text: _Fields, num_layers: int, experts: int) -> dict:

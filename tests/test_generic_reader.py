@@ -189,3 +189,16 @@ def test_any_standard_config_gives_a_finite_estimate_and_the_hand_count(config):
     assert est.parameter_counts(a).total == expected
     rows = est.inference_table(est.InferenceScenario(a)) + est.finetune_table(est.FinetuneScenario(a, lora_rank=1))
     assert all(0 < r.total < 10**20 for r in rows)
+
+
+def test_deepseek_v3s_checkpoint_is_685b_with_its_mtp_layer_which_is_not_counted():
+    # DeepSeek-V3 README: "685B, which includes 671B of the Main Model weights and 14B of the Multi-Token
+    # Prediction (MTP) Module weights"; the MTP layer copies a decoder layer, the embedding and the head
+    a = est.model("deepseek-ai/DeepSeek-V3").architecture
+    main = est.parameter_counts(a).total
+    mtp = est.architecture.mtp_parameters(a, 1)
+    assert round(main / 1e9) == 671 and 13e9 < mtp < 14e9  # 13.46 B: "14B" is 685 - 671 of rounded figures
+    assert abs(main + mtp - 685e9) < 0.001 * 685e9  # 684.49 B, within the README's rounding of 685B
+    note = f"The checkpoint also holds 1 multi-token-prediction layer ({mtp:,} parameters)"
+    assert any(note in line for line in est.estimate_inference(est.InferenceScenario(a)).assumptions)
+    assert est.estimate_inference(est.InferenceScenario(a)).component("weights") < 2 * (main + 10**9)  # not counted

@@ -103,6 +103,15 @@ class Architecture:
     router_bias: bool = False  # router Linear has a bias (gpt-oss)
     expert_bias: bool = False  # expert projections have biases (gpt-oss)
     moe_layers: tuple[int, ...] = ()  # indices of the layers whose MLP is a MoE block
+    # Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5): a fixed-size state per sequence instead of a KV cache
+    linear_layers: tuple[int, ...] = ()  # indices of the linear-attention layers
+    linear_key_heads: int = 0  # n_k, key heads of a linear layer (queries have as many)
+    linear_value_heads: int = 0  # n_v
+    linear_key_head_dim: int = 0  # d_k
+    linear_value_head_dim: int = 0  # d_v
+    linear_conv_kernel: int = 0  # width of the causal depthwise convolution over q, k, v
+    linear_state_bytes: int = 2  # bytes of a recurrent-state element (4 when the config asks for fp32)
+    attn_output_gate: bool = False  # q_proj also emits a per-head output gate: 2 x n_h x d rows (Qwen3-Next)
     # Sliding-window attention
     sliding_window: int = 0  # W, tokens a windowed layer attends to (0 = none)
     sliding_layers: tuple[int, ...] = ()  # indices of the windowed layers
@@ -136,7 +145,8 @@ class Architecture:
         require_int("expert_saved_tensors", self.expert_saved_tensors, 1, 16)
         require_int("experts_per_token", self.experts_per_token, 0, max(self.num_experts, 0))
         for name in ("gated_mlp", "qkv_bias", "o_bias", "mlp_bias", "norm_bias", "tie_word_embeddings", "lm_head_bias", "softcap_attention", "softcap_logits", "fp32_norm_weight",
-                     "router_fp32", "lora_reaches_experts", "attention_sinks", "shared_expert_gate", "router_bias", "expert_bias"):
+                     "router_fp32", "lora_reaches_experts", "attention_sinks", "shared_expert_gate", "router_bias", "expert_bias",
+                     "attn_output_gate"):
             require_bool(name, getattr(self, name))
         if self.num_heads % self.num_kv_heads:
             raise ValueError(f"num_attention_heads ({self.num_heads}) must be a multiple of "
@@ -148,7 +158,11 @@ class Architecture:
                 raise ValueError("a mixture-of-experts model needs num_experts_per_tok >= 1 and an expert width >= 1")
         elif self.moe_layers:
             raise ValueError("moe_layers given but num_experts is 0")
-        for name in ("moe_layers", "sliding_layers"):
+        for name in ("linear_key_heads", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+                     "linear_conv_kernel"):
+            require_int(name, getattr(self, name), 1 if self.linear_layers else 0, MAX_WIDTH)
+        require_int("linear_state_bytes", self.linear_state_bytes, 1, 4)
+        for name in ("moe_layers", "sliding_layers", "linear_layers"):
             layers = getattr(self, name)
             if any(not 0 <= i < self.num_layers for i in layers) or len(set(layers)) != len(layers):
                 raise ValueError(f"{name} must list distinct layer indices in 0..{self.num_layers - 1}")
@@ -200,7 +214,8 @@ def _attention_tensors(a: Architecture, i: int) -> list[Tensor]:
         tensors = q + kv + out
     else:
         kv_width = a.num_kv_heads * a.head_dim
-        tensors = [Tensor("attn_q", i, a.q_width, h), Tensor("attn_k", i, kv_width, h),
+        q_rows = 2 * a.q_width if a.attn_output_gate else a.q_width  # the gate rides along in q_proj
+        tensors = [Tensor("attn_q", i, q_rows, h), Tensor("attn_k", i, kv_width, h),
                    Tensor("attn_v", i, kv_width, h), Tensor("attn_output", i, h, a.q_width)]
         biases = (a.q_width + 2 * kv_width if a.qkv_bias else 0) + (h if a.o_bias else 0)
         if a.qk_norm_params:
@@ -224,9 +239,22 @@ def _mlp_tensors(a: Architecture, i: int, width: int, prefix: str, copies: int =
     return tensors
 
 
+def _linear_attention_tensors(a: Architecture, i: int) -> list[Tensor]:
+    """Gated DeltaNet (transformers `models/qwen3_next/modeling_qwen3_next.py` Qwen3NextGatedDeltaNet; Qwen3.5 splits
+    in_proj_qkvz into in_proj_qkv and in_proj_z, same sizes): in_proj_qkvz (h -> 2 n_k d_k + 2 n_v d_v), in_proj_ba
+    (h -> 2 n_v), a depthwise conv1d over q, k, v (conv_dim x kernel), dt_bias and A_log (n_v each), a gated
+    RMSNorm (d_v) and out_proj (n_v d_v -> h)."""
+    h = a.hidden_size
+    key, value = a.linear_key_heads * a.linear_key_head_dim, a.linear_value_heads * a.linear_value_head_dim
+    return [Tensor("linear_in", i, 2 * key + 2 * value + 2 * a.linear_value_heads, h),
+            Tensor("linear_conv", i, 1, (2 * key + value) * a.linear_conv_kernel),
+            Tensor("linear_decay", i, 1, 2 * a.linear_value_heads), Tensor("norm", i, 1, a.linear_value_head_dim),
+            Tensor("linear_out", i, h, value)]
+
+
 def _layer_tensors(a: Architecture, i: int) -> list[Tensor]:
     h = a.hidden_size
-    tensors = _attention_tensors(a, i)
+    tensors = _linear_attention_tensors(a, i) if i in a.linear_layers else _attention_tensors(a, i)
     if i in a.moe_layers:
         tensors.append(Tensor("router", i, a.num_experts, h))
         if a.router_bias:

@@ -9,6 +9,7 @@ COMPONENTS = {
     "weights": "Model weights, in the chosen precision or format",
     "master_weights": "fp32 master copy of the trainable weights (mixed precision)",
     "kv_cache": "Key/value cache of every running sequence",
+    "state": "Recurrent state of linear-attention layers: a fixed size per running sequence, whatever its length",
     "activations": "Activations: the transient peak of a layer (inference) or tensors saved for backward",
     "logits": "Logits: fp32 buffers of the loss head (training) or of sampling (inference)",
     "gradients": "Gradients of the trainable parameters",

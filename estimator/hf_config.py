@@ -267,6 +267,38 @@ def _gemma3(f: _Fields, name: str, model_type: str) -> Architecture:
                        softcap_logits=_softcap(text, "final_logit_softcapping", False))
 
 
+def _qwen3_next(f: _Fields, name: str, model_type: str) -> Architecture:
+    # Qwen3-Next and Qwen3.5's language model (transformers models/qwen3_next, qwen3_5, qwen3_5_moe): Gated DeltaNet
+    # layers (layer_types "linear_attention", else all but every full_attention_interval-th) mixed with full
+    # attention that has q/k norms and an output gate in q_proj; dense MLPs or MoE with a sigmoid-gated shared expert
+    base = _common(f, name, model_type)
+    layers = base["num_layers"]
+    types = f.layer_list("layer_types", str)
+    if types and len(types) != layers:
+        raise ValueError(f"layer_types has {len(types)} entries but num_hidden_layers is {layers}")
+    interval = f.get("full_attention_interval", 4) or 1
+    linear = tuple(i for i, kind in enumerate(types) if kind == "linear_attention") if types else \
+        tuple(i for i in range(layers) if (i + 1) % interval)
+    moe = {}
+    if f.get("num_experts", 0):
+        shared = f.get("shared_expert_intermediate_size", 0)
+        moe = dict(num_experts=f.need("num_experts"), experts_per_token=f.need("num_experts_per_tok"),
+                   moe_intermediate_size=f.need("moe_intermediate_size"), shared_expert_intermediate_size=shared,
+                   shared_expert_gate=bool(shared), moe_layers=_moe_layers(f, layers))
+    return Architecture(**base, intermediate_size=f.get("intermediate_size", 0), qk_norm_params=2 * base["head_dim"],
+                        attn_output_gate=f.flag("attn_output_gate", True),
+                        tie_word_embeddings=f.flag("tie_word_embeddings", False), linear_layers=linear,
+                        linear_key_heads=f.need("linear_num_key_heads"),
+                        linear_value_heads=f.need("linear_num_value_heads"),
+                        linear_key_head_dim=f.need("linear_key_head_dim"),
+                        linear_value_head_dim=f.need("linear_value_head_dim"),
+                        linear_conv_kernel=f.need("linear_conv_kernel_dim"),
+                        linear_state_bytes=4 if f.config.get("mamba_ssm_dtype") == "float32" else 2, **moe,
+                        notes=(f"{len(linear)} of {layers} layers are Gated DeltaNet linear attention: a fixed state "
+                               "per sequence instead of a KV cache; their activations are estimated as an attention "
+                               "layer's (not traced yet) and LoRA all-linear leaves their projections out",))
+
+
 def _moe_layers(f: _Fields, num_layers: int) -> tuple[int, ...]:
     """Qwen2-MoE / Qwen3-MoE: sparse iff i not in mlp_only_layers and (i+1) % decoder_sparse_step == 0."""
     step = f.get("decoder_sparse_step", 1) or 1
@@ -490,7 +522,8 @@ def _generic_moe(text: _Fields, num_layers: int, experts: int) -> dict:
 READERS: dict[str, Callable[[_Fields, str, str], Architecture]] = {
     "llama": _llama, "mistral": _llama, "granite": _llama, "yi": _llama, "phi3": _llama,
     "smollm3": _smollm3, "qwen": _qwen1, "qwen2": _qwen2, "qwen3": _qwen3, "gemma": _gemma, "gemma2": _gemma2,
-    "gemma3": _gemma3, "gemma3_text": _gemma3, "mixtral": _mixtral, "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe,
+    "gemma3": _gemma3, "gemma3_text": _gemma3, "qwen3_next": _qwen3_next, "qwen3_5_text": _qwen3_next,
+    "qwen3_5_moe_text": _qwen3_next, "mixtral": _mixtral, "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe,
     "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "gpt_oss": _gpt_oss, "gpt2": _gpt2, "falcon": _falcon,
     "RefinedWebModel": _falcon, "RefinedWeb": _falcon, "phi": _phi, "opt": _opt, "olmo2": _olmo2,
 }

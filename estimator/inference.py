@@ -18,7 +18,7 @@ from .activations import inference_layer_peak, sampling_logits_bytes
 from .architecture import Architecture, parameter_counts
 from .breakdown import Breakdown, make_breakdown
 from .formats import weight_bytes, weight_format
-from .kv_cache import KV_DTYPE_LABELS, kv_bytes_per_token, kv_cache_bytes
+from .kv_cache import KV_DTYPE_LABELS, kv_bytes_per_token, kv_cache_bytes, linear_state_bytes
 from .quick import quick_inference
 from .scenarios import InferenceScenario
 from .units import bytes_from_gb
@@ -37,6 +37,7 @@ def detailed_inference(s: InferenceScenario, format_id: str, row: str) -> Breakd
     components = {
         "weights": -(-w.matrices // tp) + w.vectors,
         "kv_cache": kv_cache_bytes(a, s.seq_len, sequences, s.kv_dtype, tp, s.mla_latent_cache),
+        **({"state": linear_state_bytes(a, sequences, tp)} if a.linear_layers else {}),
         "activations": inference_layer_peak(a, s.batch_size, _prefill_tokens(s), s.seq_len, act_bytes=act_bytes,
                                             flash_attention=s.flash_attention, tp=tp),
         "logits": sampling_logits_bytes(a, sequences),

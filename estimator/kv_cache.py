@@ -9,6 +9,7 @@
         SGLang and llama.cpp (`src/llama-kv-cache.cpp`: `has_v = !is_mla`). Engines without MLA support, and
         transformers 4.x, cache the decompressed K and V: n_h x (d_nope + d_rope + d_v) per layer.
     sliding-window layers hold min(tokens, window) tokens                    (vLLM SlidingWindowSpec)
+    Gated DeltaNet (linear-attention) layers cache no tokens but a fixed state per sequence (`linear_state_bytes`)
     tensor parallel: kv heads per rank = max(1, n_kv // tp); the MLA latent is replicated on every rank
                                                                    (vLLM config/model.py::get_num_kv_heads)
 Versions read: transformers v5.24.0, vllm-project/vllm v0.33.0, ggml-org/llama.cpp as vendored in
@@ -66,7 +67,8 @@ def _layer_elements(a: Architecture, tp: int, mla_latent: bool) -> int:
 def kv_elements(a: Architecture, tp: int = 1, mla_latent: bool = True) -> KVElements:
     per_layer = _layer_elements(a, tp, mla_latent)
     windowed_layers = len(a.sliding_layers)
-    return KVElements(full=per_layer * (a.num_layers - windowed_layers), windowed=per_layer * windowed_layers,
+    attention_layers = a.num_layers - len(a.linear_layers)  # linear-attention layers keep a state instead
+    return KVElements(full=per_layer * (attention_layers - windowed_layers), windowed=per_layer * windowed_layers,
                       window=a.sliding_window)
 
 
@@ -82,3 +84,17 @@ def kv_bytes_per_token(a: Architecture, kv_dtype: str = "bf16", mla_latent: bool
     """Bytes one more token adds to the cache while it is shorter than every window (all layers count)."""
     e = kv_elements(a, 1, mla_latent)
     return -(-(e.full + e.windowed) * kv_dtype_bytes(kv_dtype) // 1)
+
+
+def linear_state_bytes(a: Architecture, sequences: int, tp: int = 1) -> int:
+    """Bytes of the linear-attention layers' state on one GPU, for `sequences` running sequences: per layer and
+    sequence a conv state of conv_dim / tp x (kernel - 1) elements in the model dtype and a recurrent state of
+    n_v / tp x d_v x d_k elements (vLLM `vllm/model_executor/layers/mamba/mamba_utils.py`
+    MambaStateShapeCalculator.gated_delta_net_state_shape), the latter in fp32 when the config's
+    mamba_ssm_dtype says so. The state does not grow with the sequence: it is the same at 1 and 1M tokens."""
+    if not a.linear_layers:
+        return 0
+    conv_dim = (2 * a.linear_key_heads * a.linear_key_head_dim + a.linear_value_heads * a.linear_value_head_dim) // tp
+    conv = conv_dim * (a.linear_conv_kernel - 1) * 2  # model dtype (bf16)
+    recurrent = max(1, a.linear_value_heads // tp) * a.linear_value_head_dim * a.linear_key_head_dim
+    return len(a.linear_layers) * sequences * (conv + recurrent * a.linear_state_bytes)

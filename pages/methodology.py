@@ -48,8 +48,15 @@ config with the standard field names (`hidden_size`, `num_hidden_layers`, `num_a
 standard decoder (gated MLP, RMSNorm, grouped-query attention; DeepSeek's multi-head latent attention when it has
 `kv_lora_rank`), from its nested `text_config` / `llm_config` / `language_config` when it is multimodal (the vision
 tower is then not counted), and the assumptions say so. It does not know a family's own tensors (Qwen3's q/k norms:
-$2 d L$ parameters) or class defaults, and it refuses, by name, layers it would misread: Mamba and linear-attention
-layers (`hybrid_override_pattern`, `linear_num_key_heads`) and Llama 4's interleaved MoE layers.
+$2 d L$ parameters) or class defaults, and it refuses, by name, layers it would misread: Mamba layers
+(`hybrid_override_pattern`), linear attention outside the families below, and Llama 4's interleaved MoE layers.
+
+**Linear attention (Qwen3-Next, Qwen3.5).** Gated DeltaNet layers replace attention on 3 of every 4 layers
+(`layer_types`). They cache no tokens; each running sequence keeps a fixed **recurrent state** per layer: a conv
+state of $(2 n_k d_k + n_v d_v) \times (\text{kernel} - 1)$ elements in the model dtype and a recurrent state of
+$n_v \times d_v \times d_k$ elements (fp32 when the config's `mamba_ssm_dtype` says so), divided over tensor
+parallelism (vLLM `mamba_utils.py`, `gated_delta_net_state_shape`). The state grows with concurrency, not with
+context; only the full-attention layers add KV cache per token. Parameter counts equal transformers' model code.
 
 Symbols: $P$ total parameters, $P_a$ active parameters per token (MoE), $b$ batch size, $s$ sequence length,
 $C$ concurrent requests, $h$ hidden size, $L$ layers, $V$ vocabulary, $n_h$ query heads, $n_{kv}$ KV heads,

@@ -27,6 +27,7 @@ COMPONENT_STYLE = {  # name -> (label, colour); colour-blind-safe Tableau 10 hue
     "weights": ("Weights", "#4E79A7"),
     "master_weights": ("Master weights (fp32)", "#A0CBE8"),
     "kv_cache": ("KV cache", "#F28E2B"),
+    "state": ("Recurrent state", "#EDC948"),
     "activations": ("Activations", "#59A14F"),
     "logits": ("Logits", "#8CD17D"),
     "gradients": ("Gradients", "#E15759"),

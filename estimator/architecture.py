@@ -94,6 +94,8 @@ class Architecture:
     qk_nope_head_dim: int = 0  # d_n
     qk_rope_head_dim: int = 0  # d_r, the decoupled RoPE key (cached next to the latent)
     v_head_dim: int = 0  # d_v
+    index_heads: int = 0  # DeepSeek-V3.2's lightning indexer: query heads (0 = no indexer)
+    index_head_dim: int = 0  # width of the indexer's one cached key per token and layer
     # Mixture of experts; num_experts = 0 means dense
     num_experts: int = 0  # E, routed experts per MoE layer
     experts_per_token: int = 0  # k, experts each token is routed to
@@ -145,8 +147,8 @@ class Architecture:
         require_int("expert_saved_tensors", self.expert_saved_tensors, 1, 16)
         require_int("experts_per_token", self.experts_per_token, 0, max(self.num_experts, 0))
         for name in ("gated_mlp", "qkv_bias", "o_bias", "mlp_bias", "norm_bias", "tie_word_embeddings", "lm_head_bias", "softcap_attention", "softcap_logits", "fp32_norm_weight",
-                     "router_fp32", "lora_reaches_experts", "attention_sinks", "shared_expert_gate", "router_bias", "expert_bias",
-                     "attn_output_gate"):
+                     "router_fp32", "lora_reaches_experts", "attention_sinks", "shared_expert_gate", "router_bias",
+                     "expert_bias", "attn_output_gate"):
             require_bool(name, getattr(self, name))
         if self.num_heads % self.num_kv_heads:
             raise ValueError(f"num_attention_heads ({self.num_heads}) must be a multiple of "
@@ -158,6 +160,10 @@ class Architecture:
                 raise ValueError("a mixture-of-experts model needs num_experts_per_tok >= 1 and an expert width >= 1")
         elif self.moe_layers:
             raise ValueError("moe_layers given but num_experts is 0")
+        require_int("index_heads", self.index_heads, 0, MAX_HEADS)
+        require_int("index_head_dim", self.index_head_dim, 1 if self.index_heads else 0, MAX_WIDTH)
+        if self.index_heads and not (self.is_mla and self.q_lora_rank):
+            raise ValueError("a lightning indexer (index_n_heads) needs MLA attention with q_lora_rank")
         for name in ("linear_key_heads", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim",
                      "linear_conv_kernel"):
             require_int(name, getattr(self, name), 1 if self.linear_layers else 0, MAX_WIDTH)
@@ -212,6 +218,11 @@ def _attention_tensors(a: Architecture, i: int) -> list[Tensor]:
         out = [Tensor("attn_output", i, h, a.num_heads * a.v_head_dim)]
         biases = (a.q_width + a.kv_lora_rank + a.qk_rope_head_dim if a.qkv_bias else 0) + (h if a.o_bias else 0)
         tensors = q + kv + out
+        if a.index_heads:  # DeepseekV32Indexer: wq_b (q latent -> heads x d_i), wk (h -> d_i), k_norm (LayerNorm
+            # weight and bias), weights_proj (h -> heads); transformers models/deepseek_v32/modeling_deepseek_v32.py
+            d = a.index_head_dim
+            tensors += [Tensor("attn_index_q", i, a.index_heads * d, a.q_lora_rank), Tensor("attn_index_k", i, d, h),
+                        Tensor("norm", i, 1, 2 * d), Tensor("attn_index_weights", i, a.index_heads, h)]
     else:
         kv_width = a.num_kv_heads * a.head_dim
         q_rows = 2 * a.q_width if a.attn_output_gate else a.q_width  # the gate rides along in q_proj

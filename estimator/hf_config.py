@@ -27,11 +27,13 @@ FIELD_LIMITS = {
     **dict.fromkeys(("num_hidden_layers", "n_layer"), MAX_LAYERS),
     **dict.fromkeys(("num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok",
                      "experts_per_token", "n_shared_experts"), MAX_EXPERTS),
-    **dict.fromkeys(("num_attention_heads", "n_head", "num_key_value_heads", "num_kv_heads", "n_head_kv"),
+    **dict.fromkeys(("num_attention_heads", "n_head", "num_key_value_heads", "num_kv_heads", "n_head_kv",
+                     "index_n_heads"),
                     MAX_HEADS),
     **dict.fromkeys(("hidden_size", "n_embd", "intermediate_size", "moe_intermediate_size", "head_dim", "n_inner",
                      "ffn_dim", "ffn_hidden_size", "shared_expert_intermediate_size", "kv_lora_rank",
-                     "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "sliding_window"),
+                     "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "sliding_window",
+                     "index_head_dim"),
                     MAX_WIDTH),
     **dict.fromkeys(("vocab_size", "n_positions"), MAX_VOCAB),
 }
@@ -344,6 +346,7 @@ def _deepseek(f: _Fields, name: str, model_type: str) -> Architecture:
                         tie_word_embeddings=f.flag("tie_word_embeddings", False),
                         kv_lora_rank=f.need("kv_lora_rank"), q_lora_rank=f.get("q_lora_rank", 0),
                         qk_nope_head_dim=nope, qk_rope_head_dim=rope, v_head_dim=f.need("v_head_dim"),
+                        index_heads=f.get("index_n_heads", 0), index_head_dim=f.get("index_head_dim", 0),
                         num_experts=experts, experts_per_token=f.get("num_experts_per_tok", 0) if experts else 0,
                         moe_intermediate_size=f.get("moe_intermediate_size", 0) if experts else 0,
                         shared_expert_intermediate_size=f.get("n_shared_experts", 0) * f.get("moe_intermediate_size", 0)
@@ -524,7 +527,8 @@ READERS: dict[str, Callable[[_Fields, str, str], Architecture]] = {
     "smollm3": _smollm3, "qwen": _qwen1, "qwen2": _qwen2, "qwen3": _qwen3, "gemma": _gemma, "gemma2": _gemma2,
     "gemma3": _gemma3, "gemma3_text": _gemma3, "qwen3_next": _qwen3_next, "qwen3_5_text": _qwen3_next,
     "qwen3_5_moe_text": _qwen3_next, "mixtral": _mixtral, "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe,
-    "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "gpt_oss": _gpt_oss, "gpt2": _gpt2, "falcon": _falcon,
+    "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "gpt_oss": _gpt_oss,
+    "gpt2": _gpt2, "falcon": _falcon,
     "RefinedWebModel": _falcon, "RefinedWeb": _falcon, "phi": _phi, "opt": _opt, "olmo2": _olmo2,
 }
 SUPPORTED_MODEL_TYPES = tuple(sorted(READERS))

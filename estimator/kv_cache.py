@@ -10,6 +10,7 @@
         transformers 4.x, cache the decompressed K and V: n_h x (d_nope + d_rope + d_v) per layer.
     sliding-window layers hold min(tokens, window) tokens                    (vLLM SlidingWindowSpec)
     Gated DeltaNet (linear-attention) layers cache no tokens but a fixed state per sequence (`linear_state_bytes`)
+    DeepSeek-V3.2's lightning indexer adds its own fp8 key per token and layer (`indexer_bytes_per_token`)
     tensor parallel: kv heads per rank = max(1, n_kv // tp); the MLA latent is replicated on every rank
                                                                    (vLLM config/model.py::get_num_kv_heads)
 Versions read: transformers v5.24.0, vllm-project/vllm v0.33.0, ggml-org/llama.cpp as vendored in
@@ -77,13 +78,27 @@ def kv_cache_bytes(a: Architecture, tokens: int, sequences: int, kv_dtype: str =
     """Bytes of the KV cache on one GPU for `sequences` sequences of `tokens` tokens each."""
     e = kv_elements(a, tp, mla_latent)
     per_sequence = e.full * tokens + e.windowed * min(tokens, e.window)
-    return -(-per_sequence * sequences * kv_dtype_bytes(kv_dtype) // 1)
+    indexer = indexer_bytes_per_token(a) * tokens * sequences
+    return -(-per_sequence * sequences * kv_dtype_bytes(kv_dtype) // 1) + indexer
 
 
 def kv_bytes_per_token(a: Architecture, kv_dtype: str = "bf16", mla_latent: bool = True) -> int:
     """Bytes one more token adds to the cache while it is shorter than every window (all layers count)."""
     e = kv_elements(a, 1, mla_latent)
-    return -(-(e.full + e.windowed) * kv_dtype_bytes(kv_dtype) // 1)
+    return -(-(e.full + e.windowed) * kv_dtype_bytes(kv_dtype) // 1) + indexer_bytes_per_token(a)
+
+
+INDEXER_QUANT_BLOCK = 128  # vLLM keeps the indexer keys in fp8 with one 4-byte scale per 128 values
+
+
+def indexer_bytes_per_token(a: Architecture) -> int:
+    """DeepSeek-V3.2's lightning indexer caches one key of index_head_dim per token and layer, next to the MLA
+    latent: in vLLM as fp8 values plus a 4-byte scale per 128 (`vllm/model_executor/models/deepseek_v2.py`
+    DeepseekV32IndexerCache, head_dim + head_dim // 128 * 4 uint8), replicated on every tensor-parallel rank, in
+    that layout whatever the KV-cache dtype."""
+    if not a.index_heads:
+        return 0
+    return a.num_layers * (a.index_head_dim + a.index_head_dim // INDEXER_QUANT_BLOCK * 4)
 
 
 def linear_state_bytes(a: Architecture, sequences: int, tp: int = 1) -> int:

@@ -101,7 +101,9 @@ st.markdown("""
   MLA models (DeepSeek-V2/V3) cache one latent of $r_{kv} + d_{rope}$ elements per layer and token, replicated on
   every tensor-parallel GPU, as vLLM, SGLang, llama.cpp and Hugging Face transformers 5 do
   (`modeling_deepseek_v3.py` updates the cache with the latent before `kv_b_proj`); untick *Cache the MLA latent*
-  for engines without MLA support (and transformers 4.x), which cache full K and V per head.
+  for engines without MLA support (and transformers 4.x), which cache full K and V per head. DeepSeek-V3.2's
+  lightning indexer caches one more key of `index_head_dim` per layer and token, as vLLM stores it: fp8 values and a
+  4-byte scale per 128 (`DeepseekV32IndexerCache`), 132 B for the published config.
 - **Activations**: the largest working set of one decoder layer while prefilling $b \\times s$ tokens without
   autograd: the embedding output, layer input and residual ($3Ath$) plus the larger of the attention phase
   (normed input, q, k, v and output: $Ath + At(2\\,n_h d + 2\\,n_{kv} d + n_h d)/tp$; eager attention adds the

@@ -1,6 +1,7 @@
-"""Hybrid linear-attention models (issue 12): Qwen3-Next and Qwen3.5 mix Gated DeltaNet layers, which keep a
-fixed-size state per sequence, with full-attention layers, which keep a KV cache. The configs are the published
-ones kept in validation/published/configs/ (INDEX.md gives each source)."""
+"""Architectures of 2025-2026 with caches of their own (issue 12): Qwen3-Next and Qwen3.5 mix Gated DeltaNet layers,
+which keep a fixed-size state per sequence, with full-attention layers, which keep a KV cache; DeepSeek-V3.2 adds a
+lightning indexer with its own per-token key cache. The configs are the published ones kept in
+validation/published/configs/ (INDEX.md gives each source)."""
 
 import json
 
@@ -14,7 +15,8 @@ from tests.test_generic_reader import published
 # Parameters of the language model as transformers 5.24 builds it from the config on the meta device
 # (AutoModelForCausalLM.from_config(AutoConfig.for_model(**text_config)), summing p.numel(); see the last test)
 TRANSFORMERS_COUNTS = {"Qwen__Qwen3-Next-80B-A3B-Thinking": 79_674_391_296, "Qwen__Qwen3.5-27B": 26_895_998_464,
-                       "Qwen__Qwen3.5-35B-A3B": 34_660_610_688}
+                       "Qwen__Qwen3.5-35B-A3B": 34_660_610_688, "deepseek-ai__DeepSeek-V3.2": 671_877_929_216,
+                       "deepseek-ai__DeepSeek-V3.1": 671_026_404_352}
 
 
 @pytest.mark.parametrize("name", TRANSFORMERS_COUNTS)
@@ -55,6 +57,18 @@ def test_the_state_grows_with_concurrency_not_with_context():
     assert long.component("kv_cache") == 128 * short.component("kv_cache")
     assert sum(size for _, size in busy.components) == busy.total
     assert any("Gated DeltaNet" in line for line in busy.assumptions)
+
+
+def test_deepseek_v32s_indexer_adds_its_weights_and_its_fp8_key_cache():
+    v31 = est.architecture_from_config(published("deepseek-ai__DeepSeek-V3.1"))
+    v32 = est.architecture_from_config(published("deepseek-ai__DeepSeek-V3.2"))
+    # DeepseekV32Indexer per layer: wq_b 1536 -> 64 x 128, wk 7168 -> 128, k_norm 2 x 128, weights_proj 7168 -> 64
+    indexer = 1536 * 64 * 128 + 7168 * 128 + 2 * 128 + 7168 * 64
+    assert est.parameter_counts(v32).total - est.parameter_counts(v31).total == 61 * indexer == 851_524_864
+    # MLA latent (512 + 64) x 2 B, plus vLLM's indexer key: 128 fp8 bytes + one 4-byte scale, per layer and token
+    assert est.kv_bytes_per_token(v31) == 61 * (512 + 64) * 2 == 70_272
+    assert est.kv_bytes_per_token(v32) == 70_272 + 61 * (128 + 4) == 78_324
+    assert est.kv_bytes_per_token(v32, "fp8") == 61 * (512 + 64) + 61 * 132  # the indexer layout does not change
 
 
 def test_the_inference_page_shows_the_recurrent_state():

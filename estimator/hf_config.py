@@ -318,6 +318,14 @@ def _mixtral(f: _Fields, name: str, model_type: str) -> Architecture:
                         sliding_layers=sliding_layers)
 
 
+def _minimax_m2(f: _Fields, name: str, model_type: str) -> Architecture:
+    # MiniMax-M2 (transformers models/minimax_m2/modeling_minimax_m2.py): Mixtral-style experts (num_local_experts
+    # of intermediate_size) with RMSNorms over all query heads and all key heads (qk_norm_type "per_layer")
+    a = _mixtral(f, name, model_type)
+    return dataclasses.replace(a, qk_norm_params=(a.num_heads + a.num_kv_heads) * a.head_dim
+                               if f.flag("use_qk_norm", True) else 0)
+
+
 def _qwen_moe(f: _Fields, name: str, model_type: str) -> Architecture:
     base = _common(f, name, model_type)
     is_qwen2 = model_type == "qwen2_moe"
@@ -526,7 +534,7 @@ READERS: dict[str, Callable[[_Fields, str, str], Architecture]] = {
     "llama": _llama, "mistral": _llama, "granite": _llama, "yi": _llama, "phi3": _llama,
     "smollm3": _smollm3, "qwen": _qwen1, "qwen2": _qwen2, "qwen3": _qwen3, "gemma": _gemma, "gemma2": _gemma2,
     "gemma3": _gemma3, "gemma3_text": _gemma3, "qwen3_next": _qwen3_next, "qwen3_5_text": _qwen3_next,
-    "qwen3_5_moe_text": _qwen3_next, "mixtral": _mixtral, "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe,
+    "qwen3_5_moe_text": _qwen3_next, "minimax_m2": _minimax_m2, "mixtral": _mixtral, "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe,
     "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "gpt_oss": _gpt_oss,
     "gpt2": _gpt2, "falcon": _falcon,
     "RefinedWebModel": _falcon, "RefinedWeb": _falcon, "phi": _phi, "opt": _opt, "olmo2": _olmo2,

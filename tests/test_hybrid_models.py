@@ -16,7 +16,9 @@ from tests.test_generic_reader import published
 # (AutoModelForCausalLM.from_config(AutoConfig.for_model(**text_config)), summing p.numel(); see the last test)
 TRANSFORMERS_COUNTS = {"Qwen__Qwen3-Next-80B-A3B-Thinking": 79_674_391_296, "Qwen__Qwen3.5-27B": 26_895_998_464,
                        "Qwen__Qwen3.5-35B-A3B": 34_660_610_688, "deepseek-ai__DeepSeek-V3.2": 671_877_929_216,
-                       "deepseek-ai__DeepSeek-V3.1": 671_026_404_352}
+                       "deepseek-ai__DeepSeek-V3.1": 671_026_404_352, "MiniMaxAI__MiniMax-M2.5": 228_689_748_992,
+                       # read by the generic reader (glm4_moe; glm4_moe_lite with MLA); abridged copies (INDEX.md)
+                       "zai-org__GLM-4.7-FP8": 352_796_472_320, "zai-org__GLM-4.7-Flash": 29_943_390_976}
 
 
 @pytest.mark.parametrize("name", TRANSFORMERS_COUNTS)
@@ -87,6 +89,7 @@ def test_the_counts_above_are_what_transformers_builds(name):
     transformers = pytest.importorskip("transformers")
     config = published(name)
     text = config.get("text_config", config)
+    text = {key: value for key, value in text.items() if key != "quantization_config"}  # built unquantized
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**text))
     assert sum(p.numel() for p in model.parameters()) == TRANSFORMERS_COUNTS[name]

@@ -492,7 +492,8 @@ def _generic(f: _Fields, name: str, model_type: str) -> Architecture:
         return dataclasses.replace(a, notes=(f"Generic reader: model_type {model_type!r} has no reader of its own; "
                                              "read as DeepSeek-V3 (multi-head latent attention"
                                              + (", routed experts" if a.num_experts else "") + ") from its fields"
-                                             + (f" in {nested}" if nested else ""), *a.notes))
+                                             + (f" in {nested}; a vision or audio tower is not counted" if nested
+                                                else ""), *a.notes))
     try:
         base = _common(text, name, model_type)
         experts = next((text.integer(key, low=1) for key in ("num_experts", "num_local_experts", "n_routed_experts")

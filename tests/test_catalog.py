@@ -10,12 +10,12 @@ import pytest
 import estimator as est
 
 RAW_MODELS = json.loads(resources.files("estimator").joinpath("data", "models.json").read_text())["models"]
-UNITS = {"B": 10**9, "billion": 10**9, "M": 10**6}
+UNITS = {"T": 10**12, "B": 10**9, "billion": 10**9, "M": 10**6}
 
 
 def _parse(published: str) -> tuple[Decimal, int]:
     """'7.61B' -> (7.61e9 as Decimal, unit); '124,439,808' -> (124439808, 1)."""
-    match = re.fullmatch(r"([\d,.]+)\s*(B|billion|M)?", published.strip())
+    match = re.fullmatch(r"([\d,.]+)\s*(T|B|billion|M)?", published.strip())
     assert match, f"unreadable published count {published!r}"
     number, unit = Decimal(match.group(1).replace(",", "")), UNITS.get(match.group(2), 1)
     return number, unit

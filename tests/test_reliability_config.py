@@ -178,7 +178,7 @@ def check_config_text(text) -> None:
     except ValueError as err:
         assert_clear(err)
         return
-    assert a.model_type in READERS
+    assert a.model_type in READERS or a.notes[0].startswith("Generic reader")  # read by a reader that says which
     assert_safe_name(a)
     s = est.InferenceScenario(a, seq_len=4096)
     rows = est.inference_table(s) + est.finetune_table(est.FinetuneScenario(a, lora_rank=1))

@@ -62,8 +62,8 @@ BAD_TEXT = [
     ("truncated JSON", with_()[:-20], "not valid JSON"),
     ("Python literal", "{'model_type': 'llama'}", "not valid JSON"),
     ("NaN", with_().replace("4096", "NaN", 1), "hidden_size must be a whole number between 1 and 1,000,000, got nan"),
-    ("-Infinity", with_().replace("4096", "-Infinity", 1), "hidden_size must be a whole number between 1 and 1,000,000, "
-                                                             "got -inf"),
+    ("-Infinity", with_().replace("4096", "-Infinity", 1),
+     "hidden_size must be a whole number between 1 and 1,000,000, got -inf"),
     ("5,000-digit integer", with_().replace("4096", "9" * 5_000, 1), "number with too many digits"),
     ("4,000-digit integer", with_().replace("4096", "9" * 4_000, 1), "hidden_size must be between 1 and 1,000,000"),
     ("float overflow", with_().replace("4096", "1e999", 1), "hidden_size must be a whole number"),

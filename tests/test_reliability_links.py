@@ -90,13 +90,15 @@ def queries(draw):
     if draw(st.integers(0, 3)) == 0:
         q["v"] = draw(st.sampled_from(["1", "2", "", "1.0", "0"]) | JUNK)
     fields_page = page if page in links.ESTIMATE_PAGES else draw(st.sampled_from(links.ESTIMATE_PAGES))
-    for f in draw(st.lists(st.sampled_from([*links.FIELDS[fields_page].values(), *links.VIEW_FIELDS.values()]), max_size=6,
+    page_fields = [*links.FIELDS[fields_page].values(), *links.VIEW_FIELDS.values()]
+    for f in draw(st.lists(st.sampled_from(page_fields), max_size=6,
                            unique_by=lambda f: f.link)):
         q[f.link] = draw(field_values(f))
     if draw(st.integers(0, 3)) == 0:
         item_page = draw(st.sampled_from(links.ESTIMATE_PAGES) | JUNK)
         q["c1.p"] = item_page
-        for f in draw(st.lists(st.sampled_from(list(links.FIELDS.get(item_page, links.FIELDS["inference"]).values())), max_size=3,
+        item_fields = list(links.FIELDS.get(item_page, links.FIELDS["inference"]).values())
+        for f in draw(st.lists(st.sampled_from(item_fields), max_size=3,
                                unique_by=lambda f: f.link)):
             q["c1." + f.link] = draw(field_values(f))
         if draw(st.booleans()):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from deploy import replicas
+from deploy.replicas import free_port  # noqa: F401  (the browser tests and benchmarks take it from here)
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
@@ -27,12 +27,6 @@ INSTALL_HINT = "install Chromium to run the browser tests: apt-get update && apt
 
 def chromium_path() -> str | None:
     return next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser")) if p), None)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 60) -> None:

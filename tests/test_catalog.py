@@ -79,6 +79,25 @@ def test_parameter_counts_equal_the_checkpoint_tensor_counts(model_id, exact):
     assert est.parameter_counts(est.model(model_id).architecture).total == exact
 
 
+# Parameters of the language model as transformers 5.24 builds it from each published config on the meta device
+# (AutoModelForCausalLM.from_config(AutoConfig.for_model(**config)), the text_config of a multimodal config, without
+# its quantization_config; p.numel() summed, tied weights once), for the models added from verbatim copies (issue 12)
+TRANSFORMERS_COUNTS = {
+    "Qwen/Qwen3.5-122B-A10B": 122_111_526_912,
+    "Qwen/Qwen3.6-35B-A3B": 34_660_610_688,
+    "MiniMaxAI/MiniMax-M2.7": 228_689_748_992,
+    "zai-org/GLM-5": 743_911_199_232,
+    "zai-org/GLM-5.1": 743_911_199_232,
+    "meta-llama/Llama-3.1-405B": 405_853_388_800,
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B": 32_763_876_352,
+}
+
+
+@pytest.mark.parametrize("model_id, exact", TRANSFORMERS_COUNTS.items())
+def test_parameter_counts_equal_transformers_builds(model_id, exact):
+    assert est.parameter_counts(est.model(model_id).architecture).total == exact
+
+
 def test_the_gpu_catalog_has_at_least_20_gpus_with_sources():
     gpus = est.gpus()
     assert len(gpus) >= 20

@@ -112,11 +112,26 @@ class Architecture:
     linear_key_head_dim: int = 0  # d_k
     linear_value_head_dim: int = 0  # d_v
     linear_conv_kernel: int = 0  # width of the causal depthwise convolution over q, k, v
-    linear_state_bytes: int = 2  # bytes of a recurrent-state element (4 when the config asks for fp32)
     attn_output_gate: bool = False  # q_proj also emits a per-head output gate: 2 x n_h x d rows (Qwen3-Next)
+    # Mamba-2 (SSD) mixers (Nemotron-H, Granite 4 hybrid, Falcon-H1): a fixed-size state per sequence, no KV cache
+    mamba_layers: tuple[int, ...] = ()  # indices of the layers with a Mamba-2 mixer
+    mamba_inner: int = 0  # d_inner, the width the SSM runs at (= mamba heads x head dim)
+    mamba_heads: int = 0  # SSM heads, each with its own decay A, step dt and skip D
+    mamba_head_dim: int = 0  # P, channels per SSM head
+    mamba_state_size: int = 0  # N (d_state), state channels per head channel
+    mamba_groups: int = 0  # G, groups of heads sharing the input-dependent B and C
+    mamba_conv_kernel: int = 0  # width of the causal depthwise convolution over x, B and C
+    mamba_proj_bias: bool = False  # in_proj and out_proj have biases
+    mamba_conv_bias: bool = True  # the convolution has a bias
+    mamba_norm: bool = True  # a gated RMSNorm over d_inner before out_proj (Falcon-H1 can turn it off)
+    ssm_state_bytes: int = 2  # bytes of a recurrent (SSM / delta-rule) state element: 4 when the config asks fp32
+    attention_free_layers: tuple[int, ...] = ()  # layers without attention: Mamba-only or MLP-only blocks
+    mlp_free_layers: tuple[int, ...] = ()  # layers without an MLP (Nemotron-H's mixer-only blocks)
+    moe_latent_size: int = 0  # routed experts run between two projections to this width (Nemotron 3 Super)
     # Sliding-window attention
     sliding_window: int = 0  # W, tokens a windowed layer attends to (0 = none)
     sliding_layers: tuple[int, ...] = ()  # indices of the windowed layers
+    chunked_attention: bool = False  # the window is a chunk (Llama 4): a token sees its own chunk of W tokens only
     max_position_embeddings: int = 0  # the context length the model was trained for (0 = unknown)
     # Implementation details that change the saved activations (validation/FINDINGS.md)
     softcap_attention: bool = False  # tanh soft-capping of attention scores (Gemma 2)
@@ -167,14 +182,30 @@ class Architecture:
         for name in ("linear_key_heads", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim",
                      "linear_conv_kernel"):
             require_int(name, getattr(self, name), 1 if self.linear_layers else 0, MAX_WIDTH)
-        require_int("linear_state_bytes", self.linear_state_bytes, 1, 4)
-        for name in ("moe_layers", "sliding_layers", "linear_layers"):
+        require_int("ssm_state_bytes", self.ssm_state_bytes, 1, 4)
+        for name in ("mamba_inner", "mamba_heads", "mamba_head_dim", "mamba_state_size", "mamba_groups",
+                     "mamba_conv_kernel"):
+            require_int(name, getattr(self, name), 1 if self.mamba_layers else 0, MAX_WIDTH)
+        if self.mamba_layers and (self.mamba_heads % self.mamba_groups or self.mamba_inner % self.mamba_groups):
+            raise ValueError(f"mamba heads ({self.mamba_heads}) and width ({self.mamba_inner}) must be multiples "
+                             f"of mamba_n_groups ({self.mamba_groups})")
+        require_int("moe_latent_size", self.moe_latent_size, 0, MAX_WIDTH)
+        for name in ("mamba_proj_bias", "mamba_conv_bias", "mamba_norm", "chunked_attention"):
+            require_bool(name, getattr(self, name))
+        for name in ("moe_layers", "sliding_layers", "linear_layers", "mamba_layers", "attention_free_layers",
+                     "mlp_free_layers"):
             layers = getattr(self, name)
             if any(not 0 <= i < self.num_layers for i in layers) or len(set(layers)) != len(layers):
                 raise ValueError(f"{name} must list distinct layer indices in 0..{self.num_layers - 1}")
         if self.sliding_layers and not self.sliding_window:
             raise ValueError("sliding_layers given but sliding_window is 0")
-        dense_layers = self.num_layers - len(self.moe_layers)
+        if set(self.linear_layers) & set(self.mamba_layers):
+            raise ValueError("a layer cannot have both a Gated DeltaNet and a Mamba mixer")
+        if set(self.sliding_layers) - set(self.attention_layers):
+            raise ValueError("sliding_layers must be attention layers")
+        if set(self.moe_layers) & set(self.mlp_free_layers):
+            raise ValueError("a layer without an MLP cannot be a MoE layer")
+        dense_layers = self.num_layers - len(self.moe_layers) - len(self.mlp_free_layers)
         if dense_layers and self.intermediate_size < 1:
             raise ValueError("intermediate_size must be at least 1 when some layers have a dense MLP")
 
@@ -193,6 +224,12 @@ class Architecture:
     @property
     def is_moe(self) -> bool:
         return self.num_experts > 0 and bool(self.moe_layers)
+
+    @property
+    def attention_layers(self) -> tuple[int, ...]:
+        """Indices of the layers with softmax attention: the layers that keep a KV cache."""
+        free = set(self.linear_layers) | set(self.attention_free_layers)
+        return tuple(i for i in range(self.num_layers) if i not in free)
 
     @property
     def q_width(self) -> int:
@@ -238,9 +275,11 @@ def _attention_tensors(a: Architecture, i: int) -> list[Tensor]:
     return tensors
 
 
-def _mlp_tensors(a: Architecture, i: int, width: int, prefix: str, copies: int = 1, bias: bool = False) -> list[Tensor]:
-    """Gate/up/down (gated) or up/down (plain) projections of `width`, `copies` times."""
-    h = a.hidden_size
+def _mlp_tensors(a: Architecture, i: int, width: int, prefix: str, copies: int = 1, bias: bool = False,
+                 width_in: int = 0) -> list[Tensor]:
+    """Gate/up/down (gated) or up/down (plain) projections of `width`, `copies` times, from and back to `width_in`
+    (the hidden size unless the experts run in a latent space)."""
+    h = width_in or a.hidden_size
     tensors = [Tensor(f"{prefix}_up", i, width, h, copies), Tensor(f"{prefix}_down", i, h, width, copies)]
     if a.gated_mlp:
         tensors.insert(0, Tensor(f"{prefix}_gate", i, width, h, copies))
@@ -263,14 +302,47 @@ def _linear_attention_tensors(a: Architecture, i: int) -> list[Tensor]:
             Tensor("linear_out", i, h, value)]
 
 
+def _mamba_tensors(a: Architecture, i: int) -> list[Tensor]:
+    """A Mamba-2 mixer (transformers `models/nemotron_h/modeling_nemotron_h.py` NemotronHMamba2Mixer; the same
+    tensors in `granitemoehybrid` GraniteMoeHybridMambaLayer and `falcon_h1` FalconH1Mixer): in_proj (h -> the gate z
+    of d_inner, x of d_inner, B and C of G x N each, dt of one per head), a depthwise conv1d over x, B and C
+    (conv_dim = d_inner + 2 G N channels of `kernel` taps, + bias), dt_bias, A_log and D (one per head), a gated
+    RMSNorm over d_inner and out_proj (d_inner -> h)."""
+    h, inner = a.hidden_size, a.mamba_inner
+    conv_dim = inner + 2 * a.mamba_groups * a.mamba_state_size
+    tensors = [Tensor("ssm_in", i, inner + conv_dim + a.mamba_heads, h),
+               Tensor("ssm_conv", i, 1, conv_dim * (a.mamba_conv_kernel + (1 if a.mamba_conv_bias else 0))),
+               Tensor("ssm_decay", i, 1, 3 * a.mamba_heads), Tensor("ssm_out", i, h, inner)]
+    if a.mamba_norm:
+        tensors.append(Tensor("norm", i, 1, inner))
+    if a.mamba_proj_bias:
+        tensors.append(Tensor("bias", i, 1, inner + conv_dim + a.mamba_heads + h))
+    return tensors
+
+
 def _layer_tensors(a: Architecture, i: int) -> list[Tensor]:
     h = a.hidden_size
-    tensors = _linear_attention_tensors(a, i) if i in a.linear_layers else _attention_tensors(a, i)
-    if i in a.moe_layers:
+    if i in a.linear_layers:
+        tensors = _linear_attention_tensors(a, i)
+    elif i in a.attention_free_layers:
+        tensors = []
+    else:
+        tensors = _attention_tensors(a, i)
+    if i in a.mamba_layers:  # alone (Nemotron-H, Granite 4) or next to attention (Falcon-H1)
+        tensors += _mamba_tensors(a, i)
+    if i in a.mlp_free_layers:
+        pass
+    elif i in a.moe_layers:
         tensors.append(Tensor("router", i, a.num_experts, h))
         if a.router_bias:
             tensors.append(Tensor("bias", i, 1, a.num_experts))
-        tensors += _mlp_tensors(a, i, a.moe_intermediate_size, "expert", a.num_experts, a.expert_bias)
+        if a.moe_latent_size:  # NemotronHMoE fc1_latent_proj / fc2_latent_proj around the experts
+            latent = a.moe_latent_size
+            tensors += [Tensor("latent_in", i, latent, h), Tensor("latent_out", i, h, latent)]
+            tensors += _mlp_tensors(a, i, a.moe_intermediate_size, "expert", a.num_experts, a.expert_bias,
+                                    width_in=latent)
+        else:
+            tensors += _mlp_tensors(a, i, a.moe_intermediate_size, "expert", a.num_experts, a.expert_bias)
         if a.shared_expert_intermediate_size:
             tensors += _mlp_tensors(a, i, a.shared_expert_intermediate_size, "shared", bias=a.mlp_bias)
         if a.shared_expert_gate:

@@ -36,6 +36,11 @@ FIELD_LIMITS = {
                      "index_head_dim"),
                     MAX_WIDTH),
     **dict.fromkeys(("vocab_size", "n_positions"), MAX_VOCAB),
+    **dict.fromkeys(("mamba_num_heads", "mamba_n_heads", "n_groups", "mamba_n_groups"), MAX_HEADS),
+    **dict.fromkeys(("mamba_head_dim", "mamba_d_head", "ssm_state_size", "mamba_d_state", "conv_kernel",
+                     "mamba_d_conv", "mamba_d_ssm", "mamba_expand", "moe_latent_size", "intermediate_size_mlp",
+                     "moe_shared_expert_intermediate_size", "shared_intermediate_size", "attention_chunk_size",
+                     "interleave_moe_layer_step", "no_rope_layer_interval"), MAX_WIDTH),
 }
 
 Config = Mapping[str, Any]
@@ -295,7 +300,7 @@ def _qwen3_next(f: _Fields, name: str, model_type: str) -> Architecture:
                         linear_key_head_dim=f.need("linear_key_head_dim"),
                         linear_value_head_dim=f.need("linear_value_head_dim"),
                         linear_conv_kernel=f.need("linear_conv_kernel_dim"),
-                        linear_state_bytes=4 if f.config.get("mamba_ssm_dtype") == "float32" else 2, **moe,
+                        ssm_state_bytes=4 if f.config.get("mamba_ssm_dtype") == "float32" else 2, **moe,
                         notes=(f"{len(linear)} of {layers} layers are Gated DeltaNet linear attention: a fixed state "
                                "per sequence instead of a KV cache; their activations are estimated as an attention "
                                "layer's (not traced yet) and LoRA all-linear leaves their projections out",))
@@ -362,16 +367,182 @@ def _deepseek(f: _Fields, name: str, model_type: str) -> Architecture:
     return _with_mtp_note(a, f)
 
 
-def _with_mtp_note(a: Architecture, f: _Fields) -> Architecture:
+def _with_mtp_note(a: Architecture, f: _Fields, counted: bool = True) -> Architecture:
     """Say what the checkpoint's multi-token-prediction layers (num_nextn_predict_layers) hold: inference engines
-    load them only for speculative decoding (vLLM's MTP), so the estimate leaves them out."""
+    load them only for speculative decoding (vLLM's MTP), so the estimate leaves them out. `counted`: their size
+    follows DeepSeek-V3's layout (`mtp_parameters`); other layouts are only named."""
     layers = f.get("num_nextn_predict_layers", 0)
     if not layers:
         return a
-    note = (f"The checkpoint also holds {layers} multi-token-prediction layer{'s' if layers > 1 else ''} "
-            f"({mtp_parameters(a, layers):,} parameters), loaded only for speculative decoding (e.g. vLLM's MTP); "
-            "not counted")
+    size = f" ({mtp_parameters(a, layers):,} parameters)" if counted else ""
+    note = (f"The checkpoint also holds {layers} multi-token-prediction layer{'s' if layers > 1 else ''}{size}, "
+            "loaded only for speculative decoding (e.g. vLLM's MTP); not counted")
     return dataclasses.replace(a, notes=(*a.notes, note))
+
+
+MAMBA_LAYER_TYPES = {"mamba", "linear_attention"}  # transformers remaps the legacy "mamba" (configuration_utils.py)
+ATTENTION_LAYER_TYPES = {"attention", "full_attention"}
+
+
+def _mamba_fields(f: _Fields, names: dict[str, str], defaults: dict[str, Any], inner: int) -> dict:
+    """The Mamba-2 mixer's fields, under the family's names (`names` maps ours to the config's) and with its config
+    class defaults (`defaults`), which published configs rely on."""
+    g = _Fields({**{names[k]: v for k, v in defaults.items()}, **f.config})
+    heads = g.need(names["heads"])
+    head_dim = inner // heads if g.config.get(names["head_dim"]) in (None, "auto") else g.need(names["head_dim"])
+    if heads * head_dim != inner:
+        raise ValueError(f"{names['heads']} ({heads}) x {names['head_dim']} ({head_dim}) must equal the Mamba width "
+                         f"({inner})")
+    return dict(mamba_inner=inner, mamba_heads=heads, mamba_head_dim=head_dim, mamba_state_size=g.need(names["state"]),
+                mamba_groups=g.need(names["groups"]), mamba_conv_kernel=g.need(names["kernel"]),
+                mamba_proj_bias=g.flag(names["proj_bias"], defaults["proj_bias"]),
+                mamba_conv_bias=g.flag(names["conv_bias"], defaults["conv_bias"]))
+
+
+def _mamba_note(mamba: int, layers: int, extra: str = "") -> str:
+    return (f"{mamba} of {layers} layers have a Mamba-2 mixer, which keeps a fixed state per sequence (conv + SSM "
+            f"state, vLLM's mamba2_state_shape) instead of a KV cache{extra}. Activations are estimated as if every "
+            "layer were attention + MLP (Mamba layers not traced)")
+
+
+def _ssm_cache_bytes(f: _Fields, *names: str) -> int:
+    """4 when the config asks for an fp32 SSM state cache (vLLM follows mamba_ssm_cache_dtype), else 2."""
+    return 4 if any(f.config.get(name) == "float32" for name in names) else 2
+
+
+NEMOTRON_H_BLOCKS = {"M": "linear_attention", "E": "moe", "*": "full_attention", "-": "mlp"}
+NEMOTRON_H_DEFAULTS = {"head_dim": 128, "num_attention_heads": 32, "num_key_value_heads": 8, "mamba_num_heads": 128,
+                       "mamba_head_dim": 64, "vocab_size": 131_072, "hidden_size": 4096}  # NemotronHConfig defaults
+
+
+def _nemotron_h(f: _Fields, name: str, model_type: str) -> Architecture:
+    # NVIDIA Nemotron-H and Nemotron 3 (transformers models/nemotron_h): one mixer per block, named by
+    # hybrid_override_pattern (M Mamba-2, * attention, E MoE, - MLP) or layers_block_type; one RMSNorm per block;
+    # squared-ReLU MLPs (up, down) and experts with a sigmoid fp32 router and one shared expert, optionally run in a
+    # latent space (moe_latent_size). num_hidden_layers is ignored: the pattern's length is the depth.
+    pattern = f.config.get("hybrid_override_pattern")
+    if isinstance(pattern, str) and pattern:
+        if len(pattern) > MAX_LAYERS or set(pattern) - set(NEMOTRON_H_BLOCKS):
+            raise ValueError(f"hybrid_override_pattern must be at most {MAX_LAYERS:,} of the letters M, E, * and -")
+        blocks = [NEMOTRON_H_BLOCKS[c] for c in pattern]
+    else:
+        blocks = [{"mamba": "linear_attention", "attention": "full_attention"}.get(b, b)
+                  for b in f.layer_list("layers_block_type", str) or f.layer_list("layer_types", str)]
+        if not blocks or set(blocks) - set(NEMOTRON_H_BLOCKS.values()):
+            raise ValueError("config.json needs hybrid_override_pattern (or layers_block_type with the block types "
+                             "linear_attention, full_attention, moe, mlp)")
+    layers = len(blocks)
+    f = _Fields({**NEMOTRON_H_DEFAULTS, **f.config, "num_hidden_layers": layers})
+    base = _common(f, name, model_type)
+    of = {kind: tuple(i for i, b in enumerate(blocks) if b == kind) for kind in NEMOTRON_H_BLOCKS.values()}
+    heads, head_dim = f.need("mamba_num_heads"), f.need("mamba_head_dim")
+    mamba = _mamba_fields(f, dict(heads="mamba_num_heads", head_dim="mamba_head_dim", state="ssm_state_size",
+                                  groups="n_groups", kernel="conv_kernel", proj_bias="use_bias",
+                                  conv_bias="use_conv_bias"),
+                          dict(state=128, groups=8, kernel=4, proj_bias=False, conv_bias=True), heads * head_dim)
+    moe = {}
+    if of["moe"]:
+        moe = dict(num_experts=f.need("n_routed_experts", "num_local_experts"),
+                   experts_per_token=f.need("num_experts_per_tok"), moe_intermediate_size=f.need("moe_intermediate_size"),
+                   shared_expert_intermediate_size=f.get("moe_shared_expert_intermediate_size", 0)
+                   if f.get("n_shared_experts", 1) else 0,
+                   moe_layers=of["moe"], moe_latent_size=f.get("moe_latent_size", 0), router_fp32=True)
+    a = Architecture(**base, intermediate_size=f.get("intermediate_size", 0) if not of["mlp"] else
+                     f.need("intermediate_size"), gated_mlp=False, mlp_bias=f.flag("mlp_bias", False),
+                     qkv_bias=f.flag("attention_bias", False), o_bias=f.flag("attention_bias", False),
+                     norms_per_layer=1, tie_word_embeddings=f.flag("tie_word_embeddings", False),
+                     mamba_layers=of["linear_attention"], **mamba,
+                     attention_free_layers=tuple(i for i, b in enumerate(blocks) if b != "full_attention"),
+                     mlp_free_layers=tuple(i for i, b in enumerate(blocks) if b in ("linear_attention", "full_attention")),
+                     ssm_state_bytes=_ssm_cache_bytes(f, "mamba_ssm_cache_dtype"), **moe,
+                     notes=(_mamba_note(len(of["linear_attention"]), layers,
+                                        f"; only the {len(of['full_attention'])} attention blocks keep a KV cache"),))
+    return _with_mtp_note(a, f, counted=False)
+
+
+def _granite_hybrid(f: _Fields, name: str, model_type: str) -> Architecture:
+    # IBM Granite 4 hybrid (transformers models/granitemoehybrid): layer_types "mamba" / "attention", each layer with
+    # a Mamba-2 mixer or attention, then a gated shared MLP (shared_intermediate_size) plus, when num_local_experts >
+    # 0, routed gated experts of intermediate_size (GraniteMoeHybridDecoderLayer); two RMSNorms per layer
+    defaults = {"num_local_experts": 8, "num_experts_per_tok": 2, "shared_intermediate_size": 1024,
+                "mamba_expand": 2, "mamba_n_heads": 128}  # GraniteMoeHybridConfig class defaults
+    f = _Fields({**defaults, **f.config})
+    base = _common(f, name, model_type)
+    layers = base["num_layers"]
+    types = f.layer_list("layer_types", str) or f.layer_list("layers_block_type", str) or ["mamba"] * layers
+    if len(types) != layers or set(types) - MAMBA_LAYER_TYPES - ATTENTION_LAYER_TYPES:
+        raise ValueError(f"layer_types must list {layers} entries, each mamba or attention")
+    mamba_layers = tuple(i for i, t in enumerate(types) if t in MAMBA_LAYER_TYPES)
+    mamba = _mamba_fields(f, dict(heads="mamba_n_heads", head_dim="mamba_d_head", state="mamba_d_state",
+                                  groups="mamba_n_groups", kernel="mamba_d_conv", proj_bias="mamba_proj_bias",
+                                  conv_bias="mamba_conv_bias"),
+                          dict(state=256, groups=1, kernel=4, proj_bias=False, conv_bias=True),
+                          f.need("mamba_expand") * base["hidden_size"])
+    experts, shared = f.get("num_local_experts", 0), f.need("shared_intermediate_size")
+    moe = dict(num_experts=experts, experts_per_token=f.need("num_experts_per_tok"),
+               moe_intermediate_size=f.need("intermediate_size"), shared_expert_intermediate_size=shared,
+               moe_layers=tuple(range(layers))) if experts else {}
+    return Architecture(**base, intermediate_size=0 if experts else shared,
+                        qkv_bias=f.flag("attention_bias", False), o_bias=f.flag("attention_bias", False),
+                        tie_word_embeddings=f.flag("tie_word_embeddings", False), mamba_layers=mamba_layers, **mamba,
+                        attention_free_layers=mamba_layers, ssm_state_bytes=_ssm_cache_bytes(f, "mamba_ssm_cache_dtype"),
+                        **moe, notes=(_mamba_note(len(mamba_layers), layers),))
+
+
+def _falcon_h1(f: _Fields, name: str, model_type: str) -> Architecture:
+    # TII Falcon-H1 (transformers models/falcon_h1): every layer runs attention and a Mamba-2 mixer side by side on the
+    # same normed input, then a gated MLP; the Mamba width is mamba_d_ssm (class default 1024) or mamba_expand x h;
+    # its gated RMSNorm only with mamba_rms_norm (default off)
+    defaults = {"mamba_d_ssm": 1024, "mamba_n_heads": 128, "mamba_expand": 2}  # FalconH1Config class defaults
+    g = _Fields({**defaults, **f.config})
+    base = _common(g, name, model_type)
+    inner = g.need("mamba_d_ssm") if g.config.get("mamba_d_ssm") is not None else g.need("mamba_expand") * base[
+        "hidden_size"]
+    mamba = _mamba_fields(g, dict(heads="mamba_n_heads", head_dim="mamba_d_head", state="mamba_d_state",
+                                  groups="mamba_n_groups", kernel="mamba_d_conv", proj_bias="mamba_proj_bias",
+                                  conv_bias="mamba_conv_bias"),
+                          dict(state=256, groups=1, kernel=4, proj_bias=False, conv_bias=True), inner)
+    mamba["mamba_proj_bias"] = g.flag("projectors_bias", False)  # FalconH1Mixer: in_proj mamba_proj_bias, out_proj
+    if g.flag("mamba_proj_bias", False) != mamba["mamba_proj_bias"]:  # projectors_bias; equal in published configs
+        raise ValueError("Falcon-H1 configs with mamba_proj_bias != projectors_bias are not supported")
+    layers = base["num_layers"]
+    return Architecture(**base, intermediate_size=g.need("intermediate_size"), qkv_bias=g.flag("attention_bias", False),
+                        o_bias=g.flag("attention_bias", False), mlp_bias=g.flag("mlp_bias", False),
+                        tie_word_embeddings=g.flag("tie_word_embeddings", False), mamba_layers=tuple(range(layers)),
+                        mamba_norm=g.flag("mamba_rms_norm", False), **mamba,
+                        ssm_state_bytes=_ssm_cache_bytes(g, "mamba_ssm_cache_dtype"),
+                        notes=(_mamba_note(layers, layers, ", next to each layer's attention (which keeps a KV "
+                                                            "cache)"),))
+
+
+def _llama4(f: _Fields, name: str, model_type: str) -> Architecture:
+    # Llama 4 text model (transformers models/llama4): MoE layers (moe_layers, else every interleave_moe_layer_step-th)
+    # with top-k routed gated experts of intermediate_size, one shared expert of the same width and a router without
+    # bias; the other layers a dense MLP of intermediate_size_mlp; chunked local attention of attention_chunk_size on
+    # the layers that use RoPE (all but every no_rope_layer_interval-th), global attention on the others; q/k L2 norms
+    # have no weights. The vision tower of Llama4ForConditionalGeneration is separate.
+    config = f.config.get("text_config", f.config)
+    if not isinstance(config, Mapping):
+        raise ValueError("text_config must be a JSON object")
+    t = _Fields({"interleave_moe_layer_step": 1, "attention_chunk_size": 8192, "no_rope_layer_interval": 4,
+                 "intermediate_size": 8192, "intermediate_size_mlp": 16384, **config})  # Llama4TextConfig defaults
+    base = _common(t, name, model_type)
+    layers = base["num_layers"]
+    step = t.need("interleave_moe_layer_step")
+    moe_layers = tuple(t.layer_list("moe_layers", int)) if t.config.get("moe_layers") is not None else         tuple(range(step - 1, layers, step))
+    interval = t.need("no_rope_layer_interval")
+    rope = [bool(x) for x in t.layer_list("no_rope_layers", int)] or [(i + 1) % interval != 0 for i in range(layers)]
+    if len(rope) != layers:
+        raise ValueError(f"no_rope_layers has {len(rope)} entries but num_hidden_layers is {layers}")
+    chunk = t.get("attention_chunk_size", 0) if t.config.get("attention_chunk_size") is not None else 0
+    chunked = tuple(i for i in range(layers) if rope[i]) if chunk else ()
+    experts = t.need("num_local_experts")
+    return Architecture(**base, intermediate_size=t.need("intermediate_size_mlp"),
+                        qkv_bias=t.flag("attention_bias", False), o_bias=t.flag("attention_bias", False),
+                        tie_word_embeddings=t.flag("tie_word_embeddings", False), num_experts=experts,
+                        experts_per_token=t.need("num_experts_per_tok"), moe_intermediate_size=t.need("intermediate_size"),
+                        shared_expert_intermediate_size=t.need("intermediate_size"), moe_layers=moe_layers,
+                        sliding_window=chunk if chunked else 0, sliding_layers=chunked, chunked_attention=bool(chunked))
 
 
 def _gpt_oss(f: _Fields, name: str, model_type: str) -> Architecture:
@@ -538,7 +709,8 @@ READERS: dict[str, Callable[[_Fields, str, str], Architecture]] = {
     "qwen3_5_moe_text": _qwen3_next, "minimax_m2": _minimax_m2, "mixtral": _mixtral, "qwen2_moe": _qwen_moe,
     "qwen3_moe": _qwen_moe,
     "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "gpt_oss": _gpt_oss,
-    "gpt2": _gpt2, "falcon": _falcon,
+    "gpt2": _gpt2, "falcon": _falcon, "nemotron_h": _nemotron_h, "granitemoehybrid": _granite_hybrid,
+    "falcon_h1": _falcon_h1, "llama4": _llama4, "llama4_text": _llama4,
     "RefinedWebModel": _falcon, "RefinedWeb": _falcon, "phi": _phi, "opt": _opt, "olmo2": _olmo2,
 }
 SUPPORTED_MODEL_TYPES = tuple(sorted(READERS))

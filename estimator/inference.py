@@ -18,7 +18,7 @@ from .activations import inference_layer_peak, sampling_logits_bytes
 from .architecture import Architecture, parameter_counts
 from .breakdown import Breakdown, make_breakdown
 from .formats import weight_bytes, weight_format
-from .kv_cache import KV_DTYPE_LABELS, kv_bytes_per_token, kv_cache_bytes, linear_state_bytes
+from .kv_cache import KV_DTYPE_LABELS, kv_bytes_per_token, kv_cache_bytes, state_bytes
 from .quick import quick_inference
 from .scenarios import InferenceScenario
 from .units import bytes_from_gb
@@ -37,7 +37,7 @@ def detailed_inference(s: InferenceScenario, format_id: str, row: str) -> Breakd
     components = {
         "weights": -(-w.matrices // tp) + w.vectors,
         "kv_cache": kv_cache_bytes(a, s.seq_len, sequences, s.kv_dtype, tp, s.mla_latent_cache),
-        **({"state": linear_state_bytes(a, sequences, tp)} if a.linear_layers else {}),
+        **({"state": state_bytes(a, sequences, tp)} if a.linear_layers or a.mamba_layers else {}),
         "activations": inference_layer_peak(a, s.batch_size, _prefill_tokens(s), s.seq_len, act_bytes=act_bytes,
                                             flash_attention=s.flash_attention, tp=tp),
         "logits": sampling_logits_bytes(a, sequences),
@@ -74,8 +74,11 @@ def _assumptions(s: InferenceScenario, format_id: str) -> tuple[str, ...]:
         f"Runtime overhead: {s.overhead_gb:g} GB per GPU",
     ]
     if a.sliding_layers:
-        notes.append(f"{len(a.sliding_layers)} of {a.num_layers} layers use a {a.sliding_window:,}-token "
-                     "sliding window and cache at most that many tokens")
+        kind = (f"chunked local attention in {a.sliding_window:,}-token chunks (a token sees only its own chunk; "
+                "vLLM's ChunkedLocalAttentionSpec frees finished chunks)" if a.chunked_attention
+                else f"a {a.sliding_window:,}-token sliding window")
+        notes.append(f"{len(a.sliding_layers)} of {a.num_layers} layers use {kind} and cache at most "
+                     f"{a.sliding_window:,} tokens")
     notes += a.notes
     if s.tensor_parallel > 1:
         notes.append(f"Tensor parallel over {s.tensor_parallel} GPUs: weights split, KV heads per GPU = "

@@ -9,7 +9,8 @@
         SGLang and llama.cpp (`src/llama-kv-cache.cpp`: `has_v = !is_mla`). Engines without MLA support, and
         transformers 4.x, cache the decompressed K and V: n_h x (d_nope + d_rope + d_v) per layer.
     sliding-window layers hold min(tokens, window) tokens                    (vLLM SlidingWindowSpec)
-    Gated DeltaNet (linear-attention) layers cache no tokens but a fixed state per sequence (`linear_state_bytes`)
+    Gated DeltaNet (linear-attention) and Mamba-2 layers cache no tokens but a fixed state per sequence
+    (`state_bytes`)
     DeepSeek-V3.2's lightning indexer adds its own fp8 key per token and layer (`indexer_bytes_per_token`)
     tensor parallel: kv heads per rank = max(1, n_kv // tp); the MLA latent is replicated on every rank
                                                                    (vLLM config/model.py::get_num_kv_heads)
@@ -68,7 +69,7 @@ def _layer_elements(a: Architecture, tp: int, mla_latent: bool) -> int:
 def kv_elements(a: Architecture, tp: int = 1, mla_latent: bool = True) -> KVElements:
     per_layer = _layer_elements(a, tp, mla_latent)
     windowed_layers = len(a.sliding_layers)
-    attention_layers = a.num_layers - len(a.linear_layers)  # linear-attention layers keep a state instead
+    attention_layers = len(a.attention_layers)  # linear-attention and Mamba layers keep a state instead
     return KVElements(full=per_layer * (attention_layers - windowed_layers), windowed=per_layer * windowed_layers,
                       window=a.sliding_window)
 
@@ -101,15 +102,28 @@ def indexer_bytes_per_token(a: Architecture) -> int:
     return a.num_layers * (a.index_head_dim + a.index_head_dim // INDEXER_QUANT_BLOCK * 4)
 
 
-def linear_state_bytes(a: Architecture, sequences: int, tp: int = 1) -> int:
-    """Bytes of the linear-attention layers' state on one GPU, for `sequences` running sequences: per layer and
-    sequence a conv state of conv_dim / tp x (kernel - 1) elements in the model dtype and a recurrent state of
-    n_v / tp x d_v x d_k elements (vLLM `vllm/model_executor/layers/mamba/mamba_utils.py`
-    MambaStateShapeCalculator.gated_delta_net_state_shape), the latter in fp32 when the config's
-    mamba_ssm_dtype says so. The state does not grow with the sequence: it is the same at 1 and 1M tokens."""
-    if not a.linear_layers:
-        return 0
-    conv_dim = (2 * a.linear_key_heads * a.linear_key_head_dim + a.linear_value_heads * a.linear_value_head_dim) // tp
-    conv = conv_dim * (a.linear_conv_kernel - 1) * 2  # model dtype (bf16)
-    recurrent = max(1, a.linear_value_heads // tp) * a.linear_value_head_dim * a.linear_key_head_dim
-    return len(a.linear_layers) * sequences * (conv + recurrent * a.linear_state_bytes)
+def state_bytes(a: Architecture, sequences: int, tp: int = 1) -> int:
+    """Bytes of the recurrent layers' state on one GPU for `sequences` running sequences. It does not grow with the
+    sequence: it is the same at 1 and 1M tokens. Per layer and sequence, as vLLM allocates it
+    (vllm-project/vllm `vllm/model_executor/layers/mamba/mamba_utils.py` at 02d7108, MambaStateShapeCalculator; one
+    MambaSpec page per sequence, `vllm/v1/kv_cache_interface.py`):
+      Gated DeltaNet  conv (kernel - 1) x conv_dim / tp, conv_dim = 2 n_k d_k + n_v d_v;
+                      recurrent n_v / tp x d_v x d_k                          (gated_delta_net_state_shape)
+      Mamba-2         conv (kernel - 1) x conv_dim / tp, conv_dim = d_inner + 2 G' N, where G' = G, or tp when G does not
+                      divide by tp (G + extra_groups_for_head_shards = G + tp - G);
+                      SSM heads / tp x head_dim x N                                     (mamba2_state_shape)
+    The conv state is in the model dtype (bf16); the recurrent / SSM state in fp32 when the config's
+    mamba_ssm_dtype / mamba_ssm_cache_dtype says so (`ssm_state_bytes`), as vLLM's MambaStateDtypeCalculator does."""
+    total = 0
+    if a.linear_layers:
+        conv_dim = 2 * a.linear_key_heads * a.linear_key_head_dim + a.linear_value_heads * a.linear_value_head_dim
+        conv = conv_dim // tp * (a.linear_conv_kernel - 1) * 2  # model dtype (bf16)
+        recurrent = max(1, a.linear_value_heads // tp) * a.linear_value_head_dim * a.linear_key_head_dim
+        total += len(a.linear_layers) * (conv + recurrent * a.ssm_state_bytes)
+    if a.mamba_layers:
+        groups = a.mamba_groups if a.mamba_groups % tp == 0 else tp  # G + (tp - G), vLLM's rule as written
+        conv_dim = a.mamba_inner + 2 * groups * a.mamba_state_size
+        conv = conv_dim // tp * (a.mamba_conv_kernel - 1) * 2
+        ssm = max(1, a.mamba_heads // tp) * a.mamba_head_dim * a.mamba_state_size
+        total += len(a.mamba_layers) * (conv + ssm * a.ssm_state_bytes)
+    return total * sequences

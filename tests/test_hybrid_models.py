@@ -9,7 +9,7 @@ import pytest
 from app_helpers import segmented, start, table
 
 import estimator as est
-from estimator.kv_cache import linear_state_bytes
+from estimator.kv_cache import state_bytes
 from tests.test_generic_reader import published
 
 # Parameters of the language model as transformers 5.24 builds it from the config on the meta device
@@ -18,7 +18,13 @@ TRANSFORMERS_COUNTS = {"Qwen__Qwen3-Next-80B-A3B-Thinking": 79_674_391_296, "Qwe
                        "Qwen__Qwen3.5-35B-A3B": 34_660_610_688, "deepseek-ai__DeepSeek-V3.2": 671_877_929_216,
                        "deepseek-ai__DeepSeek-V3.1": 671_026_404_352, "MiniMaxAI__MiniMax-M2.5": 228_689_748_992,
                        # read by the generic reader (glm4_moe; glm4_moe_lite with MLA); abridged copies (INDEX.md)
-                       "zai-org__GLM-4.7-FP8": 352_796_472_320, "zai-org__GLM-4.7-Flash": 29_943_390_976}
+                       "zai-org__GLM-4.7-FP8": 352_796_472_320, "zai-org__GLM-4.7-Flash": 29_943_390_976,
+                       # Mamba-2 hybrids (nemotron_h) and Llama 4's language model (llama4_text)
+                       "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": 31_577_937_344,
+                       "nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8": 120_668_687_360,
+                       "nvidia__Nemotron-H-56B-Base-8K": 56_324_350_464,
+                       "meta-llama__Llama-4-Scout-17B-16E-Instruct": 107_769_861_120,
+                       "meta-llama__Llama-4-Maverick-17B-128E-Instruct": 400_711_848_960}
 
 
 @pytest.mark.parametrize("name", TRANSFORMERS_COUNTS)
@@ -39,12 +45,12 @@ def test_the_linear_layers_state_per_sequence_follows_vllms_state_shapes():
     # recurrent (n_v, d_v, d_k); conv_dim = 2 n_k d_k + n_v d_v
     nxt = est.architecture_from_config(published("Qwen__Qwen3-Next-80B-A3B-Thinking"))
     conv, recurrent = (2 * 16 * 128 + 32 * 128) * (4 - 1) * 2, 32 * 128 * 128 * 2  # bf16 (no mamba_ssm_dtype)
-    assert linear_state_bytes(nxt, 1) == 36 * (conv + recurrent) == 39_518_208
+    assert state_bytes(nxt, 1) == 36 * (conv + recurrent) == 39_518_208
     qwen35 = est.architecture_from_config(published("Qwen__Qwen3.5-27B"))  # "mamba_ssm_dtype": "float32"
     conv, recurrent = (2 * 16 * 128 + 48 * 128) * 3 * 2, 48 * 128 * 128 * 4
-    assert linear_state_bytes(qwen35, 1) == 48 * (conv + recurrent) == 153_944_064
+    assert state_bytes(qwen35, 1) == 48 * (conv + recurrent) == 153_944_064
     # tensor parallel splits the heads: conv_dim / 2 and n_v / 2 per GPU
-    assert linear_state_bytes(nxt, 1, tp=2) == 39_518_208 // 2
+    assert state_bytes(nxt, 1, tp=2) == 39_518_208 // 2
 
 
 def test_the_state_grows_with_concurrency_not_with_context():
@@ -59,6 +65,75 @@ def test_the_state_grows_with_concurrency_not_with_context():
     assert long.component("kv_cache") == 128 * short.component("kv_cache")
     assert sum(size for _, size in busy.components) == busy.total
     assert any("Gated DeltaNet" in line for line in busy.assumptions)
+
+
+NANO = "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"  # hybrid_override_pattern "MEMEM*EMEMEM*..." (52 blocks)
+
+
+def test_nemotron_h_caches_tokens_only_in_its_attention_blocks():
+    # vLLM vllm/v1/kv_cache_interface.py FullAttentionSpec for the "*" blocks only: K and V x blocks x KV heads x
+    # head_dim x 2 B
+    nano = est.architecture_from_config(published(NANO))
+    assert (len(nano.mamba_layers), len(nano.attention_layers), len(nano.moe_layers)) == (23, 6, 23)
+    assert est.kv_bytes_per_token(nano) == 2 * 6 * 2 * 128 * 2 == 6_144
+    super_ = est.architecture_from_config(published("nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8"))
+    assert est.kv_bytes_per_token(super_) == 2 * 8 * 2 * 128 * 2 == 8_192
+    h56 = est.architecture_from_config(published("nvidia__Nemotron-H-56B-Base-8K"))
+    assert est.kv_bytes_per_token(h56) == 2 * 10 * 8 * 128 * 2 == 40_960
+
+
+def test_mamba_layers_state_per_sequence_follows_vllms_mamba2_state_shape():
+    # vllm-project/vllm vllm/model_executor/layers/mamba/mamba_utils.py (commit 02d7108) mamba2_state_shape:
+    # conv (kernel - 1, conv_dim / tp) with conv_dim = heads x head_dim + 2 G N, SSM (heads / tp, head_dim, N)
+    nano = est.architecture_from_config(published(NANO))  # 64 heads x 64, G = 8, N = 128, kernel 4
+    conv, ssm = (64 * 64 + 2 * 8 * 128) * 3 * 2, 64 * 64 * 128 * 4  # "mamba_ssm_cache_dtype": "float32"
+    assert state_bytes(nano, 1) == 23 * (conv + ssm) == 49_082_368
+    assert state_bytes(nano, 1, tp=4) == 49_082_368 // 4  # G = 8 splits evenly over 4 GPUs
+    # over 16 GPUs each needs whole groups: G' = 8 + (16 - 8) = 16 (extra_groups_for_head_shards)
+    conv16, ssm16 = (64 * 64 + 2 * 16 * 128) // 16 * 3 * 2, 64 // 16 * 64 * 128 * 4
+    assert state_bytes(nano, 1, tp=16) == 23 * (conv16 + ssm16) == 3_085_312
+    h56 = est.architecture_from_config(published("nvidia__Nemotron-H-56B-Base-8K"))  # no cache dtype: bf16 state
+    conv, ssm = (256 * 64 + 2 * 8 * 256) * 3 * 2, 256 * 64 * 256 * 2
+    assert state_bytes(h56, 1) == 54 * (conv + ssm) == 459_620_352
+
+
+def test_a_mamba_hybrids_state_grows_with_concurrency_not_with_context():
+    a = est.architecture_from_config(published(NANO))
+
+    def row(**inputs):
+        return est.estimate_inference(est.InferenceScenario(a, **inputs))
+
+    short, long, busy = row(seq_len=1024), row(seq_len=262_144), row(seq_len=1024, concurrency=4)
+    assert short.component("state") == long.component("state") == 49_082_368
+    assert busy.component("state") == 4 * 49_082_368
+    assert long.component("kv_cache") == 256 * short.component("kv_cache") == 6_144 * 262_144
+    assert any("Mamba-2" in line for line in busy.assumptions)
+
+
+def test_nemotron_3_super_runs_its_experts_in_a_latent_space():
+    # NemotronHMoE: fc1_latent_proj (4096 -> 1024), 512 experts up (2688 x 1024) and down (1024 x 2688), fc2 back
+    a = est.architecture_from_config(published("nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8"))
+    experts = sum(t.numel for t in est.architecture.tensors(a) if t.is_expert and t.layer == 1)
+    assert experts == 512 * 2 * 2688 * 1024
+    assert sum(t.numel for t in est.architecture.tensors(a) if t.role.startswith("latent_") and t.layer == 1) \
+        == 2 * 4096 * 1024
+    assert any("multi-token-prediction" in note for note in a.notes)
+
+
+def test_llama_4_interleaves_moe_and_chunks_its_attention():
+    scout = est.architecture_from_config(published("meta-llama__Llama-4-Scout-17B-16E-Instruct"))
+    maverick = est.architecture_from_config(published("meta-llama__Llama-4-Maverick-17B-128E-Instruct"))
+    assert len(scout.moe_layers) == 48 and maverick.moe_layers == tuple(range(1, 48, 2))  # interleave step 2
+    # every 4th layer (no RoPE) attends globally; the other 36 in 8,192-token chunks
+    assert scout.chunked_attention and scout.sliding_window == 8192 and 3 not in scout.sliding_layers
+    assert len(scout.sliding_layers) == 36
+    per_layer = 2 * 8 * 128 * 2  # K and V x 8 KV heads x 128 x 2 B
+    assert est.kv_bytes_per_token(scout) == 48 * per_layer == 196_608
+    assert est.kv_cache_bytes(scout, 131_072, 1) == 12 * per_layer * 131_072 + 36 * per_layer * 8192
+    # Meta: "17B active parameters" (HF transformers docs: "~109B total" Scout, "~400B total" Maverick, both with
+    # the vision tower); the language models' active counts, embedding included:
+    assert round(est.parameter_counts(scout).active / 1e9) == round(est.parameter_counts(maverick).active / 1e9) == 17
+    assert round(est.parameter_counts(maverick).total / 1e9) == 401
 
 
 def test_deepseek_v32s_indexer_adds_its_weights_and_its_fp8_key_cache():
@@ -81,6 +156,53 @@ def test_the_inference_page_shows_the_recurrent_state():
     assert list(frame["Recurrent state"]) == [0.04, 0.04, 0.04]  # 39.5 MB for one sequence, in GB
     traces = json.loads(at.get("plotly_chart")[0].proto.spec)["data"]
     assert "Recurrent state" in [trace.get("name") for trace in traces]
+
+
+# Structures without a published config here (Granite 4 hybrid, Falcon-H1), with the class defaults they rely on
+SYNTHETIC = [
+    dict(model_type="granitemoehybrid", hidden_size=512, num_hidden_layers=4, num_attention_heads=8,
+         num_key_value_heads=2, vocab_size=1000, intermediate_size=256, shared_intermediate_size=768,
+         num_local_experts=8, num_experts_per_tok=2, mamba_n_heads=16, mamba_d_head=64, mamba_d_state=64,
+         mamba_n_groups=1, layer_types=["mamba", "attention", "mamba", "mamba"]),
+    dict(model_type="granitemoehybrid", hidden_size=512, num_hidden_layers=4, num_attention_heads=8,
+         num_key_value_heads=2, vocab_size=1000, intermediate_size=256, shared_intermediate_size=768,
+         num_local_experts=0, num_experts_per_tok=0, mamba_n_heads=16, mamba_d_state=64, mamba_n_groups=2,
+         mamba_proj_bias=True, mamba_conv_bias=False, layer_types=["mamba", "attention", "mamba", "mamba"],
+         tie_word_embeddings=True),
+    dict(model_type="granitemoehybrid", hidden_size=512, num_hidden_layers=4, num_attention_heads=8, vocab_size=1000,
+         intermediate_size=256),  # defaults: 8 experts, all Mamba
+    dict(model_type="falcon_h1", hidden_size=512, num_hidden_layers=3, num_attention_heads=8, num_key_value_heads=2,
+         vocab_size=1000, intermediate_size=1024, mamba_d_ssm=768, mamba_n_heads=12, mamba_d_state=32,
+         mamba_rms_norm=True, head_dim=64),
+    dict(model_type="falcon_h1", hidden_size=512, num_hidden_layers=3, num_attention_heads=8, vocab_size=1000,
+         intermediate_size=1024, mamba_d_ssm=None, mamba_n_heads=16, mamba_d_head=64, projectors_bias=True,
+         mamba_proj_bias=True, attention_bias=True, mlp_bias=True),
+    dict(model_type="falcon_h1", hidden_size=512, num_hidden_layers=3, num_attention_heads=8, vocab_size=1000,
+         intermediate_size=1024),  # default mamba_d_ssm 1024
+]
+
+
+def test_granite_4_hybrid_layers_by_hand():
+    a = est.architecture_from_config(SYNTHETIC[0])
+    inner, conv_dim = 2 * 512, 2 * 512 + 2 * 1 * 64  # mamba_expand 2 x h; + B and C
+    mamba = 512 * (inner + conv_dim + 16) + conv_dim * (4 + 1) + 3 * 16 + inner + 512 * inner
+    attention = 512 * 512 + 2 * 512 * 128 + 512 * 512
+    moe = 8 * 512 + 8 * 3 * 512 * 256 + 3 * 512 * 768  # router, gated experts, gated shared MLP
+    assert est.parameter_counts(a).total == 2 * 1000 * 512 + 3 * mamba + attention + 4 * (moe + 2 * 512) + 512
+    assert est.kv_bytes_per_token(a) == 2 * 1 * 2 * 64 * 2  # one attention layer
+    assert state_bytes(a, 1) == 3 * (conv_dim * 3 * 2 + 16 * 64 * 64 * 2)
+
+
+@pytest.mark.parametrize("config", SYNTHETIC, ids=lambda c: c["model_type"])
+def test_hybrid_readers_equal_transformers_on_small_configs(config):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    fields = {k: v for k, v in config.items() if k != "model_type"}
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(
+            transformers.AutoConfig.for_model(config["model_type"], **fields))
+    a = est.architecture_from_config(config)
+    assert est.parameter_counts(a).total == sum(p.numel() for p in model.parameters())
 
 
 @pytest.mark.parametrize("name", TRANSFORMERS_COUNTS)

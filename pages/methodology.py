@@ -49,7 +49,8 @@ standard decoder (gated MLP, RMSNorm, grouped-query attention; DeepSeek's multi-
 `kv_lora_rank`), from its nested `text_config` / `llm_config` / `language_config` when it is multimodal (the vision
 tower is then not counted), and the assumptions say so. It does not know a family's own tensors (Qwen3's q/k norms:
 $2 d L$ parameters) or class defaults, and it refuses, by name, layers it would misread: Mamba layers
-(`hybrid_override_pattern`), linear attention outside the families below, and Llama 4's interleaved MoE layers.
+(`hybrid_override_pattern`) and linear attention outside the families below, and interleaved MoE layers with a
+separate dense width (`interleave_moe_layer_step`) outside Llama 4.
 
 **Linear attention (Qwen3-Next, Qwen3.5).** Gated DeltaNet layers replace attention on 3 of every 4 layers
 (`layer_types`). They cache no tokens; each running sequence keeps a fixed **recurrent state** per layer: a conv
@@ -57,6 +58,24 @@ state of $(2 n_k d_k + n_v d_v) \times (\text{kernel} - 1)$ elements in the mode
 $n_v \times d_v \times d_k$ elements (fp32 when the config's `mamba_ssm_dtype` says so), divided over tensor
 parallelism (vLLM `mamba_utils.py`, `gated_delta_net_state_shape`). The state grows with concurrency, not with
 context; only the full-attention layers add KV cache per token. Parameter counts equal transformers' model code.
+
+**Mamba-2 hybrids (Nemotron-H and Nemotron 3, Granite 4, Falcon-H1).** A Mamba-2 mixer has `in_proj`
+($h \to 2 d_{in} + 2 G N + n_{ssm}$), a depthwise convolution over $x$, $B$, $C$, the per-head `dt_bias`, `A_log`
+and `D`, a gated RMSNorm and `out_proj` ($d_{in} \to h$), where $d_{in}$ = Mamba heads $\times$ head dim, $G$ groups
+and $N$ the state size. Each running sequence keeps, per Mamba layer, a conv state of
+$(d_{in} + 2 G' N) / tp \times (\text{kernel} - 1)$ elements in the model dtype and an SSM state of
+$n_{ssm} / tp \times \text{head dim} \times N$ (fp32 when `mamba_ssm_cache_dtype` says so), where $G' = G$, or $tp$
+when $G$ does not divide by $tp$ (vLLM `mamba_utils.py`, `mamba2_state_shape`). Nemotron-H blocks hold one mixer
+each (`hybrid_override_pattern`: M Mamba, * attention, E MoE, - MLP), so only the * blocks cache tokens; its
+experts are squared-ReLU MLPs, run in a latent space in Nemotron 3 Super (`moe_latent_size`). Granite 4 alternates
+Mamba and attention layers, each followed by a gated shared MLP (and routed experts); Falcon-H1 runs attention
+and Mamba side by side in every layer. Their activations are estimated as attention + MLP layers (not traced).
+
+**Llama 4.** MoE layers (every `interleave_moe_layer_step`-th) have one routed expert per token plus a shared
+expert of the same width; the others a dense MLP of `intermediate_size_mlp`. Three of every four layers use
+**chunked local attention** (`attention_chunk_size`, 8,192 tokens): a token attends only within its chunk, so those
+layers cache at most one chunk per sequence (vLLM `ChunkedLocalAttentionSpec` frees finished chunks); every fourth
+layer attends globally and keeps every token.
 
 Symbols: $P$ total parameters, $P_a$ active parameters per token (MoE), $b$ batch size, $s$ sequence length,
 $C$ concurrent requests, $h$ hidden size, $L$ layers, $V$ vocabulary, $n_h$ query heads, $n_{kv}$ KV heads,
@@ -97,7 +116,8 @@ Per GPU of a tensor-parallel group of $tp$ GPUs, for $C$ requests of $b$ sequenc
 st.latex(r"\text{KV} = b\,C \times \sum_{\text{layers}} 2 \cdot \max\!\left(1, \left\lfloor \tfrac{n_{kv}}{tp} "
          r"\right\rfloor\right) \cdot d \cdot \min(s, W_\ell) \cdot \text{bytes}_{kv}")
 st.markdown("""
-  $W_\\ell$ is the sliding window of windowed layers (Mistral v0.1, Gemma 2/3, gpt-oss) and infinite otherwise.
+  $W_\\ell$ is the sliding window of windowed layers (Mistral v0.1, Gemma 2/3, gpt-oss), the chunk of Llama 4's
+  chunked layers, and infinite otherwise; layers without attention (linear attention, Mamba) add none.
   MLA models (DeepSeek-V2/V3) cache one latent of $r_{kv} + d_{rope}$ elements per layer and token, replicated on
   every tensor-parallel GPU, as vLLM, SGLang, llama.cpp and Hugging Face transformers 5 do
   (`modeling_deepseek_v3.py` updates the cache with the latent before `kv_b_proj`); untick *Cache the MLA latent*

@@ -79,3 +79,79 @@ def test_falcon_7b_multi_query_caches_one_kv_head():
 def test_unknown_kv_dtype_is_a_value_error(llama3_8b):
     with pytest.raises(ValueError, match="kv_dtype must be one of"):
         kv_cache_bytes(llama3_8b, 10, 1, "int2")
+
+
+# vLLM's KV-cache specs, transcribed from vllm-project/vllm `vllm/v1/kv_cache_interface.py` (commit 001cabc) and
+# `vllm/model_executor/layers/mamba/mamba_utils.py` (commit 02d7108): each layer's page of `block_size` tokens. The
+# estimator's bytes per token (block_size 1) and per sequence must equal them, layer kind by layer kind.
+def full_attention_page(block_size, num_kv_heads, head_size, dtype_bytes, head_size_v=None):
+    """FullAttentionSpec / SlidingWindowSpec / ChunkedLocalAttentionSpec.real_page_size_bytes"""
+    return block_size * num_kv_heads * (head_size + (head_size_v or head_size)) * dtype_bytes
+
+
+def mla_page(block_size, head_size, dtype_bytes):
+    """MLAAttentionSpec.real_page_size_bytes: one 'head' of kv_lora_rank + qk_rope_head_dim"""
+    return block_size * 1 * head_size * dtype_bytes
+
+
+def mamba_page(shapes, dtype_bytes):
+    """MambaSpec.page_size_bytes = sum(prod(shape) x dtype size): one page per sequence"""
+    total = 0
+    for shape, size in zip(shapes, dtype_bytes):
+        n = 1
+        for dim in shape:
+            n *= dim
+        total += n * size
+    return total
+
+
+def mamba2_state_shape(tp, intermediate_size, n_groups, num_heads, head_dim, state_size, conv_kernel):
+    n_groups = n_groups + (0 if n_groups % tp == 0 else tp - n_groups)  # extra_groups_for_head_shards
+    conv_dim = intermediate_size + 2 * n_groups * state_size
+    return (conv_kernel - 1, conv_dim // tp), (num_heads // tp, head_dim, state_size)
+
+
+def gated_delta_net_state_shape(tp, num_k_heads, num_v_heads, head_k_dim, head_v_dim, conv_kernel):
+    conv_dim = head_k_dim * num_k_heads * 2 + head_v_dim * num_v_heads
+    return (conv_kernel - 1, conv_dim // tp), (num_v_heads // tp, head_v_dim, head_k_dim)
+
+
+@pytest.mark.parametrize("model, kind, layers, kv_heads, head", [
+    ("meta-llama/Llama-3.1-8B", "full attention", 32, 8, 128),
+    ("mistralai/Mistral-7B-v0.1", "sliding window (4,096)", 32, 8, 128),
+    ("openai/gpt-oss-20b", "sliding window (128) + full", 24, 8, 64),
+    ("google/gemma-3-27b-it", "sliding window (1,024) + full", 62, 16, 128),
+])
+def test_attention_bytes_per_token_equal_vllms_page_at_block_size_1(model, kind, layers, kv_heads, head):
+    a = est.model(model).architecture
+    assert est.kv_bytes_per_token(a) == layers * full_attention_page(1, kv_heads, head, 2)
+
+
+def test_chunked_local_layers_keep_one_chunk_as_vllms_chunked_local_attention_spec():
+    from tests.test_generic_reader import published
+
+    scout = est.architecture_from_config(published("meta-llama__Llama-4-Scout-17B-16E-Instruct"))
+    page = full_attention_page(1, 8, 128, 2)
+    assert est.kv_bytes_per_token(scout) == 48 * page
+    # ChunkedLocalAttentionSpec allocates at most attention_chunk_size computed tokens (+ the tokens being
+    # scheduled, a transient of the step); the 12 global layers keep all 100,000
+    assert kv_cache_bytes(scout, 100_000, 1) == 12 * page * 100_000 + 36 * page * 8192
+
+
+def test_mla_bytes_per_token_equal_vllms_mla_page():
+    a = est.model("deepseek-ai/DeepSeek-V3").architecture
+    assert est.kv_bytes_per_token(a) == 61 * mla_page(1, 512 + 64, 2)
+    assert kv_cache_bytes(a, 1000, 1, tp=8) == 61 * mla_page(1000, 576, 2)  # replicated: no split over TP
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4, 16])
+def test_mamba_state_per_sequence_equals_vllms_mamba_page(tp):
+    from estimator.kv_cache import state_bytes
+    from tests.test_generic_reader import published
+
+    nano = est.architecture_from_config(published("nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"))
+    shapes = mamba2_state_shape(tp, 64 * 64, 8, 64, 64, 128, 4)
+    assert state_bytes(nano, 3, tp) == 3 * 23 * mamba_page(shapes, (2, 4))  # bf16 conv, fp32 SSM (config)
+    nxt = est.model("Qwen/Qwen3-Next-80B-A3B-Thinking").architecture
+    shapes = gated_delta_net_state_shape(tp, 16, 32, 128, 128, 4)
+    assert state_bytes(nxt, 3, tp) == 3 * 36 * mamba_page(shapes, (2, 2))

@@ -1,0 +1,518 @@
+"""Vision towers of multimodal configs: their exact parameter counts and how many tokens an image becomes.
+
+A multimodal `config.json` (Qwen2.5-VL, Qwen3-VL, Qwen3.5, Llama 4, Gemma 3, Gemma 4, Mistral 3, Kimi K2.5) keeps the
+language model under `text_config` and the vision encoder under `vision_config`. The language model is read by
+`hf_config`; this module counts what it leaves out: the vision encoder and the projector (merger, adapter) that maps
+its features into the language model's width. Every tensor is counted as the transformers v5.24.0 modeling code
+builds it, so `parameters` equals `sum(p.numel())` over the vision submodules of the model built from the config:
+
+    patch embedding   = channels x [temporal x] patch^2 x h  (+ h with a bias)   Conv2d/Conv3d or Linear on patches
+    positions         = learned table rows x h   (Qwen3-VL 2304, Llama 4 (image/patch)^2 + 1, SigLIP (image/patch)^2)
+    encoder layer     = q, k, v, o (h x h, biases on most) + MLP (fc1/fc2, or gate/up/down) + 2 or 4 norms
+    projector         = merger / adapter / projection Linear(s) into the text width  (+ norms)
+
+with h the vision width. Sources, each at transformers v5.24.0 (huggingface/transformers, `src/transformers/models/`):
+`qwen2_5_vl/modeling_qwen2_5_vl.py`, `qwen3_vl/modeling_qwen3_vl.py` (also `qwen3_vl_moe`),
+`qwen3_5/modeling_qwen3_5.py` (also `qwen3_5_moe`), `llama4/modeling_llama4.py`, `gemma3/modeling_gemma3.py` with
+`siglip/modeling_siglip.py`, `gemma4/modeling_gemma4.py`, `mistral3/modeling_mistral3.py` with
+`pixtral/modeling_pixtral.py`, `kimi_k25/modeling_kimi_k25.py`. tests/test_vision.py pins the counts to transformers' own builds.
+
+Image tokens follow each family's processor (the `_get_num_multimodal_tokens` that vLLM also calls, or the prompt
+string the processor writes); see `image_tokens`. Only the standard library and `estimator.checks` are imported.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .checks import quoted
+
+# Bounds on the fields read (a vision encoder is ~0.1-1B parameters; these are far above any published one and keep
+# a hostile config from asking for absurd loops or numbers)
+MAX_WIDTH = 1_000_000  # hidden / intermediate / output widths
+MAX_DEPTH = 2_000  # encoder layers
+MAX_HEADS = 16_384
+MAX_PATCH = 1_024  # pixels on a patch side
+MAX_IMAGE_SIDE = 1_000_000  # pixels on an image side (processor inputs and config image sizes)
+MAX_POSITIONS = 10_000_000  # rows of a learned position table
+MAX_CHANNELS = 64
+MAX_MERGE = 64  # patches merged per side
+MAX_LIST = 2_000  # entries of a list field (deepstack layer indexes, feature layers)
+MAX_TILES = 1_024  # Llama 4 tiles per image
+MAX_PIXELS = 10**12  # Qwen pixel bounds
+
+# Qwen image processors' pixel bounds as the models publish them in preprocessor_config.json (transformers'
+# Qwen2VLImageProcessor reads them from there; its class defaults are 3,136..1,003,520)
+QWEN25_VL_PIXELS = (3_136, 12_845_056)  # Qwen2.5-VL: "min_pixels": 3136, "max_pixels": 12845056
+QWEN3_VL_PIXELS = (65_536, 16_777_216)  # Qwen3-VL / Qwen3.5: "size": {"shortest_edge": 65536, "longest_edge": 16777216}
+
+
+@dataclass(frozen=True)
+class VisionTower:
+    """The vision side of a multimodal model: its weights and the numbers its image processor works with."""
+
+    family: str  # model_type of the top-level config, e.g. "qwen3_vl"
+    parameters: int  # vision encoder + the projector/merger/adapter outside the language model
+    audio_parameters: int = 0  # audio tower (0: none, or not counted; the notes say which)
+    patch_size: int = 0  # pixels on a patch side
+    merge: int = 1  # patches merged per side into one token (Qwen 2: tokens = patches / 4)
+    notes: tuple[str, ...] = ()  # what was counted, from which transformers module, and what was left out
+    token_rule: str = ""  # how image_tokens counts: "qwen", "fixed", "llama4", "pixtral", "gemma4", "kimi", "" unknown
+    image_size: int = 0  # fixed input (Gemma 3), tile side (Llama 4) or longest edge (Pixtral) in pixels
+    tokens_per_image: int = 0  # fixed tokens per image (Gemma 3), or the soft-token budget (Gemma 4)
+    max_patches: int = 0  # tiles per image (Llama 4) or patch budget (Kimi K2.5)
+    min_pixels: int = 0  # Qwen smart-resize bounds on width x height
+    max_pixels: int = 0
+
+
+class _Fields:
+    """Bounded reads from one (sub-)config; errors name the field with its path, e.g. `vision_config.depth`."""
+
+    def __init__(self, config: Mapping, path: str = ""):
+        self.config, self.path = config, path
+
+    def _name(self, name: str) -> str:
+        return f"{self.path}.{name}" if self.path else name
+
+    def has(self, name: str) -> bool:
+        return self.config.get(name) is not None
+
+    def int(self, names: str | tuple[str, ...], default: int | None, high: int = MAX_WIDTH, low: int = 1) -> int:
+        """The first of `names` present, as a whole number in low..high; `default` when none is (None: required)."""
+        names = (names,) if isinstance(names, str) else names
+        for name in names:
+            value = self.config.get(name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{self._name(name)} must be a whole number between {low:,} and {high:,}, "
+                                 f"got {quoted(value)}")
+            if not low <= value <= high:
+                shown = f"{value:,}" if abs(value) < 10**24 else f"a {len(str(abs(value)))}-digit number"
+                raise ValueError(f"{self._name(name)} must be between {low:,} and {high:,}, got {shown}")
+            return value
+        if default is None:
+            raise ValueError(f"config.json is missing {self._name(names[0])}")
+        return default
+
+    def flag(self, name: str, default: bool) -> bool:
+        value = self.config.get(name)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise ValueError(f"{self._name(name)} must be true or false, got {quoted(value)}")
+        return value
+
+    def ratio(self, name: str, default: float) -> float:
+        """A fraction in [1 / MAX_MERGE, 1] (Llama 4 pixel_shuffle_ratio)."""
+        value = self.config.get(name)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                or not 1 / MAX_MERGE <= value <= 1:
+            raise ValueError(f"{self._name(name)} must be a number between {1 / MAX_MERGE:g} and 1, "
+                             f"got {quoted(value)}")
+        return float(value)
+
+    def int_list(self, name: str, default: tuple[int, ...], high: int = MAX_DEPTH) -> tuple[int, ...]:
+        """A short list of whole numbers (layer indexes, kernel sizes)."""
+        value = self.config.get(name)
+        if value is None:
+            return default
+        if not isinstance(value, list) or len(value) > MAX_LIST:
+            raise ValueError(f"{self._name(name)} must be a list of at most {MAX_LIST:,} whole numbers")
+        if any(isinstance(v, bool) or not isinstance(v, int) or not -high <= v <= high for v in value):
+            raise ValueError(f"{self._name(name)} must hold whole numbers between {-high:,} and {high:,}")
+        return tuple(value)
+
+
+def _linear(n_in: int, n_out: int, bias: bool = True) -> int:
+    """nn.Linear(n_in, n_out): weight (n_out, n_in) [+ bias (n_out,)]."""
+    return n_in * n_out + (n_out if bias else 0)
+
+
+def _mlp(h: int, inner: int, bias: bool = True, gated: bool = False) -> int:
+    """fc1 + fc2 (GELU MLP) or gate + up + down (gated MLP)."""
+    return (3 if gated else 2) * h * inner + ((2 * inner + h if gated else inner + h) if bias else 0)
+
+
+# --- Qwen ---------------------------------------------------------------------------------------------------------
+
+def _qwen2_5_vl(v: _Fields, top: _Fields, family: str) -> VisionTower:
+    # Qwen2_5_VisionTransformerPretrainedModel: Conv3d patch embed without bias; blocks of RMSNorm x2, qkv and proj
+    # with biases, gated SiLU MLP with biases; Qwen2_5_VLPatchMerger: RMSNorm(h), Linear(4h, 4h), Linear(4h, out).
+    # Qwen2_5_VLVisionConfig defaults: depth 32, hidden 3584, intermediate 3420, patch 14, merge 2, temporal 2, out 3584
+    h, inner = v.int("hidden_size", 3584), v.int("intermediate_size", 3420)
+    depth, patch = v.int("depth", 32, MAX_DEPTH), v.int("patch_size", 14, MAX_PATCH)
+    merge, temporal = v.int("spatial_merge_size", 2, MAX_MERGE), v.int("temporal_patch_size", 2, MAX_PATCH)
+    channels, out = v.int("in_channels", 3, MAX_CHANNELS), v.int("out_hidden_size", 3584)
+    block = 2 * h + _linear(h, 3 * h) + _linear(h, h) + _mlp(h, inner, gated=True)
+    merged = h * merge**2
+    merger = h + _linear(merged, merged) + _linear(merged, out)
+    total = channels * temporal * patch**2 * h + depth * block + merger
+    note = (f"counted the patch embedding, {depth} vision blocks and the patch merger into width {out} "
+            "(transformers v5.24.0 models/qwen2_5_vl/modeling_qwen2_5_vl.py)")
+    return VisionTower(family, total, patch_size=patch, merge=merge, notes=(note,), token_rule="qwen",
+                       min_pixels=QWEN25_VL_PIXELS[0], max_pixels=QWEN25_VL_PIXELS[1])
+
+
+def _qwen3_vl(v: _Fields, top: _Fields, family: str, deepstack: bool = True) -> VisionTower:
+    # Qwen3VLVisionModel: Conv3d patch embed with bias, learned positions (num_position_embeddings x h), blocks of
+    # LayerNorm x2, qkv and proj with biases, GELU MLP fc1/fc2 with biases; merger: LayerNorm(h), Linear(4h, 4h),
+    # Linear(4h, out); one more merger per deepstack layer with its LayerNorm over 4h. Qwen3.5's vision model
+    # (qwen3_5/modeling_qwen3_5.py Qwen3_5VisionModel) is the same without the deepstack mergers.
+    h, inner = v.int("hidden_size", 1152), v.int("intermediate_size", 4304)
+    depth, patch = v.int("depth", 27, MAX_DEPTH), v.int("patch_size", 16, MAX_PATCH)
+    merge, temporal = v.int("spatial_merge_size", 2, MAX_MERGE), v.int("temporal_patch_size", 2, MAX_PATCH)
+    channels, out = v.int("in_channels", 3, MAX_CHANNELS), v.int("out_hidden_size", 3584)
+    positions = v.int("num_position_embeddings", 2304, MAX_POSITIONS)
+    stacks = len(v.int_list("deepstack_visual_indexes", (8, 16, 24))) if deepstack else 0
+    block = 2 * 2 * h + _linear(h, 3 * h) + _linear(h, h) + _mlp(h, inner)
+    merged = h * merge**2
+    merger = _linear(merged, merged) + _linear(merged, out)
+    embed = channels * temporal * patch**2 * h + h + positions * h
+    total = embed + depth * block + (2 * h + merger) + stacks * (2 * merged + merger)
+    source = "qwen3_5/modeling_qwen3_5.py" if family.startswith("qwen3_5") else f"{family}/modeling_{family}.py"
+    extra = f" and {stacks} deepstack mergers" if stacks else ""
+    note = (f"counted the patch embedding, {positions:,} learned positions, {depth} vision blocks, the merger into "
+            f"width {out}{extra} (transformers v5.24.0 models/{source})")
+    return VisionTower(family, total, patch_size=patch, merge=merge, notes=(note,), token_rule="qwen",
+                       min_pixels=QWEN3_VL_PIXELS[0], max_pixels=QWEN3_VL_PIXELS[1])
+
+
+def _qwen3_5(v: _Fields, top: _Fields, family: str) -> VisionTower:
+    return _qwen3_vl(v, top, family, deepstack=False)
+
+
+# --- Llama 4 ------------------------------------------------------------------------------------------------------
+
+def _llama4(v: _Fields, top: _Fields, family: str) -> VisionTower:
+    # Llama4VisionModel: patch embedding Linear(C p^2, h) without bias, class embedding (h), positions
+    # ((image/p)^2 + 1) x h, LayerNorm pre and post, layers of q, k, v, o with biases, GELU MLP fc1/fc2 with biases,
+    # 2 LayerNorms; vision_adapter (Llama4VisionPixelShuffleMLP): fc1 (intermediate -> projector_input_dim) and
+    # fc2 (projector_output_dim^2), no biases. Llama4MultiModalProjector: Linear(vision_output_dim, text h), no bias.
+    # Llama4VisionConfig defaults: h 768, 34 layers, intermediate 5632, image 448, patch 14, output 7680
+    h, inner = v.int("hidden_size", 768), v.int("intermediate_size", 5632)
+    layers, patch = v.int("num_hidden_layers", 34, MAX_DEPTH), v.int("patch_size", 14, MAX_PATCH)
+    image, channels = v.int("image_size", 448, MAX_IMAGE_SIDE), v.int("num_channels", 3, MAX_CHANNELS)
+    proj_in, proj_out = v.int("projector_input_dim", 4096), v.int("projector_output_dim", 4096)
+    output, text_h = v.int("vision_output_dim", 7680), _text_hidden(top, 5120)
+    shuffle = v.ratio("pixel_shuffle_ratio", 0.5)
+    if patch > image:
+        raise ValueError(f"vision_config.patch_size ({patch}) cannot exceed vision_config.image_size ({image})")
+    positions = (image // patch) ** 2 + 1
+    layer = 4 * _linear(h, h) + _mlp(h, inner) + 2 * 2 * h
+    encoder = channels * patch**2 * h + h + positions * h + 2 * 2 * h + layers * layer
+    adapter = inner * proj_in + proj_out * proj_out
+    total = encoder + adapter + output * text_h
+    note = (f"counted the patch embedding, {positions:,} learned positions, {layers} vision layers, the pixel-shuffle "
+            f"adapter and the projector into width {text_h} (transformers v5.24.0 models/llama4/modeling_llama4.py)")
+    # Llama4Processor: downsample_ratio = round(1 / pixel_shuffle_ratio^2) patches of a tile become one token
+    # (0.5: 4, a 2 x 2 merge); a tile is image_size pixels (Llama4ImageProcessor size 336 = the vision image_size)
+    downsample = round(1 / shuffle**2)
+    per_tile = (image // patch) ** 2 // downsample
+    return VisionTower(family, total, patch_size=patch, merge=max(1, math.isqrt(downsample)), notes=(note,),
+                       token_rule="llama4", image_size=image, tokens_per_image=per_tile, max_patches=16)
+
+
+# --- Gemma --------------------------------------------------------------------------------------------------------
+
+def _gemma3(v: _Fields, top: _Fields, family: str) -> VisionTower:
+    # SiglipVisionModel (siglip/modeling_siglip.py): Conv2d patch embedding with bias, positions (image/p)^2 x h,
+    # layers of LayerNorm x2, q, k, v, out with biases, GELU MLP fc1/fc2 with biases; post LayerNorm; the attention
+    # pooling head only when vision_use_head (Gemma 3 sets it false). Gemma3MultiModalProjector:
+    # mm_input_projection_weight (h x text h) and an RMSNorm over h. SiglipVisionConfig defaults: h 768, 12 layers,
+    # intermediate 3072, image 224, patch 16, vision_use_head true
+    h, inner = v.int("hidden_size", 768), v.int("intermediate_size", 3072)
+    layers, patch = v.int("num_hidden_layers", 12, MAX_DEPTH), v.int("patch_size", 16, MAX_PATCH)
+    image, channels = v.int("image_size", 224, MAX_IMAGE_SIDE), v.int("num_channels", 3, MAX_CHANNELS)
+    text_h = _text_hidden(top, 2304)
+    tokens = top.int("mm_tokens_per_image", 256, MAX_POSITIONS)
+    if patch > image:
+        raise ValueError(f"vision_config.patch_size ({patch}) cannot exceed vision_config.image_size ({image})")
+    positions = (image // patch) ** 2
+    layer = 2 * 2 * h + 4 * _linear(h, h) + _mlp(h, inner)
+    total = channels * patch**2 * h + h + positions * h + layers * layer + 2 * h
+    head = v.flag("vision_use_head", True)
+    if head:  # probe, nn.MultiheadAttention (in_proj 3h x h + 3h, out_proj), LayerNorm, MLP
+        total += h + _linear(h, 3 * h) + _linear(h, h) + 2 * h + _mlp(h, inner)
+    total += h * text_h + h
+    note = (f"counted the SigLIP encoder ({layers} layers, {positions:,} positions{', pooling head' if head else ''}) "
+            f"and the projector into width {text_h} (transformers v5.24.0 models/siglip/modeling_siglip.py, "
+            "models/gemma3/modeling_gemma3.py)")
+    side = math.isqrt(tokens)  # Gemma3MultiModalProjector pools the patch grid down to mm_tokens_per_image
+    merge = max(1, (image // patch) // side) if side else 1
+    return VisionTower(family, total, patch_size=patch, merge=merge, notes=(note,), token_rule="fixed",
+                       image_size=image, tokens_per_image=tokens)
+
+
+def _gemma4(v: _Fields, top: _Fields, family: str) -> VisionTower:
+    # Gemma4VisionModel: input_proj Linear(3 p^2, h) without bias, position table (2, position_embedding_size, h),
+    # layers of q, k, v, o (no biases; k and v with num_key_value_heads), q/k RMSNorms over head_dim, 4 RMSNorms,
+    # gated MLP without biases; the pooler has no weights. Gemma4MultimodalEmbedder (embed_vision):
+    # Linear(output_proj_dims or h, text h) without bias; its pre-projection RMSNorm has no scale.
+    # Gemma4VisionConfig defaults: h 768, 16 layers, 12 heads (12 KV), head_dim 64, intermediate 3072, patch 16
+    h, inner = v.int("hidden_size", 768), v.int("intermediate_size", 3072)
+    layers, patch = v.int("num_hidden_layers", 16, MAX_DEPTH), v.int("patch_size", 16, MAX_PATCH)
+    heads = v.int("num_attention_heads", 12, MAX_HEADS)
+    kv_heads, head_dim = v.int("num_key_value_heads", 12, MAX_HEADS), v.int("head_dim", 64)
+    positions = v.int("position_embedding_size", 10 * 1024, MAX_POSITIONS)
+    pooling = v.int("pooling_kernel_size", 3, MAX_MERGE)
+    projected, text_h = v.int("output_proj_dims", h), _text_hidden(top, 2304)
+    soft_tokens = top.int("vision_soft_tokens_per_image", 280, MAX_POSITIONS)
+    attention = h * heads * head_dim + 2 * h * kv_heads * head_dim + heads * head_dim * h + 2 * head_dim
+    layer = attention + 4 * h + _mlp(h, inner, bias=False, gated=True)
+    total = 3 * patch**2 * h + 2 * positions * h + layers * layer + projected * text_h
+    notes = [f"counted the patch embedding, the 2 x {positions:,} position table, {layers} vision layers and the "
+             f"embedder into width {text_h} (transformers v5.24.0 models/gemma4/modeling_gemma4.py)"]
+    if v.flag("standardize", False):
+        notes.append(f"the standardize buffers std_bias and std_scale (2 x {h:,} values) are in the checkpoint but are "
+                     "buffers, not parameters, and are not counted")
+    if v.flag("use_clipped_linears", False):
+        notes.append("the clipped linears' min/max buffers (4 scalars each) are not parameters and are not counted")
+    return VisionTower(family, total, patch_size=patch, merge=pooling, notes=tuple(notes), token_rule="gemma4",
+                       tokens_per_image=soft_tokens, max_patches=soft_tokens * pooling**2)
+
+
+# --- Mistral 3 (Pixtral encoder) -----------------------------------------------------------------------------------
+
+def _mistral3(v: _Fields, top: _Fields, family: str) -> VisionTower:
+    # PixtralVisionModel: Conv2d patch embedding without bias, RMSNorm ln_pre, layers of 2 RMSNorms, q, k, v, o and
+    # gate/up/down without biases. Mistral3MultiModalProjector: RMSNorm(h), patch merger Linear(h m^2, h) without
+    # bias, linear_1 (h x feature layers -> text h) and linear_2 (text h -> text h), biases when
+    # multimodal_projector_bias. PixtralVisionConfig defaults: h 1024, 24 layers, intermediate 4096, image 1024,
+    # patch 16
+    h, inner = v.int("hidden_size", 1024), v.int("intermediate_size", 4096)
+    layers, patch = v.int("num_hidden_layers", 24, MAX_DEPTH), v.int("patch_size", 16, MAX_PATCH)
+    image, channels = v.int("image_size", 1024, MAX_IMAGE_SIDE), v.int("num_channels", 3, MAX_CHANNELS)
+    merge, text_h = top.int("spatial_merge_size", 2, MAX_MERGE), _text_hidden(top, 5120)
+    bias = top.flag("multimodal_projector_bias", False)
+    feature = top.config.get("vision_feature_layer")
+    feature_layers = len(top.int_list("vision_feature_layer", ())) if isinstance(feature, list) else 1
+    if feature is not None and not isinstance(feature, list):
+        top.int("vision_feature_layer", -1, MAX_DEPTH, low=-MAX_DEPTH)
+    layer = 2 * h + 4 * h * h + _mlp(h, inner, bias=False, gated=True)
+    encoder = channels * patch**2 * h + h + layers * layer
+    projector = h + h * merge**2 * h + _linear(h * feature_layers, text_h, bias) + _linear(text_h, text_h, bias)
+    note = (f"counted the Pixtral encoder ({layers} layers) and the projector with its {merge}x{merge} patch merger "
+            f"into width {text_h} (transformers v5.24.0 models/pixtral/modeling_pixtral.py, "
+            "models/mistral3/modeling_mistral3.py)")
+    return VisionTower(family, encoder + projector, patch_size=patch, merge=merge, notes=(note,),
+                       token_rule="pixtral", image_size=image)
+
+
+# --- Kimi K2.5 (MoonViT) -------------------------------------------------------------------------------------------
+
+def _kimi_k25(v: _Fields, top: _Fields, family: str) -> VisionTower:
+    # Kimi_K25VisionModel: Conv2d patch embedding with bias, learned positions (pos_emb_height x pos_emb_width x h;
+    # the temporal table is a buffer), layers of LayerNorm x2, q, k, v, proj with biases, GELU MLP fc1/fc2 with
+    # biases; final LayerNorm. Kimi_K25MultimodalProjection: LayerNorm(projection_hidden_size), in_proj (h k -> h k),
+    # out_proj (h k -> text h), k = merge kernel area. The published config uses the remote code's names (vt_*,
+    # init_pos_emb_*, mm_hidden_size, text_hidden_size), read here as aliases; transformers 5.24 reads only its own
+    # names and falls back to Kimi_K25VisionConfig's defaults, which equal Kimi K2.5's values.
+    h = v.int(("hidden_size", "vt_hidden_size"), 1152)
+    inner = v.int(("intermediate_size", "vt_intermediate_size"), 4304)
+    layers = v.int(("num_hidden_layers", "vt_num_hidden_layers"), 27, MAX_DEPTH)
+    patch = v.int("patch_size", 14, MAX_PATCH)
+    grid_h = v.int(("pos_emb_height", "init_pos_emb_height"), 64, MAX_POSITIONS)
+    grid_w = v.int(("pos_emb_width", "init_pos_emb_width"), 64, MAX_POSITIONS)
+    kernel = v.int_list("merge_kernel_size", (2, 2), MAX_MERGE)
+    if len(kernel) != 2 or min(kernel) < 1:
+        raise ValueError("vision_config.merge_kernel_size must be two whole numbers from 1, e.g. [2, 2]")
+    if grid_h * grid_w > MAX_POSITIONS:
+        raise ValueError(f"vision_config position grid {grid_h} x {grid_w} exceeds {MAX_POSITIONS:,} positions")
+    projection = top.int("projection_hidden_size", v.int("mm_hidden_size", 1152))
+    text_h = _text_hidden(top, v.int("text_hidden_size", 7168))
+    layer = 2 * 2 * h + 4 * _linear(h, h) + _mlp(h, inner)
+    encoder = 3 * patch**2 * h + h + grid_h * grid_w * h + layers * layer + 2 * h
+    merged = h * kernel[0] * kernel[1]
+    projector = 2 * projection + _linear(merged, merged) + _linear(merged, text_h)
+    note = (f"counted the MoonViT encoder ({layers} layers, {grid_h} x {grid_w} learned positions) and the projector "
+            f"into width {text_h} (transformers v5.24.0 models/kimi_k25/modeling_kimi_k25.py)")
+    return VisionTower(family, encoder + projector, patch_size=patch, merge=kernel[0], notes=(note,),
+                       token_rule="kimi" if kernel[0] == kernel[1] else "", image_size=512 * patch,
+                       max_patches=16_384)
+
+
+def _text_hidden(top: _Fields, default: int) -> int:
+    """The language model's width: text_config.hidden_size, else a flat config's hidden_size, else the default of
+    the family's text config class."""
+    text = top.config.get("text_config")
+    if text is not None:
+        if not isinstance(text, Mapping):
+            raise ValueError("text_config must be a JSON object ({...})")
+        return _Fields(text, "text_config").int("hidden_size", default)
+    return top.int("hidden_size", default)
+
+
+# model_type -> reader; families whose transformers config builds a default vision tower when vision_config is absent
+_READERS: dict[str, Callable[[_Fields, _Fields, str], VisionTower]] = {
+    "qwen2_5_vl": _qwen2_5_vl, "qwen3_vl": _qwen3_vl, "qwen3_vl_moe": _qwen3_vl, "qwen3_5": _qwen3_5,
+    "qwen3_5_moe": _qwen3_5, "llama4": _llama4, "gemma3": _gemma3, "gemma4": _gemma4, "mistral3": _mistral3,
+    "kimi_k25": _kimi_k25,
+}
+_VISION_OPTIONAL = {"gemma4"}  # Gemma4Model builds no vision tower when vision_config is null
+# What a config class puts in place of an absent vision_config where that differs from the vision config class's
+# defaults: Mistral3Config's sub_configs_defaults (a given vision_config falls back to PixtralVisionConfig's 16 / 1024)
+_ABSENT_VISION = {"mistral3": {"patch_size": 14, "image_size": 1540}}
+
+
+def vision_tower(config: Mapping[str, Any]) -> VisionTower | None:
+    """The vision tower of a parsed top-level `config.json`, or None for a text-only model.
+
+    A known family (see `_READERS`) is counted tensor by tensor; a `vision_config` of any other family gives a tower
+    of 0 parameters with a note, so a config is never refused because of its tower. A known family whose
+    config has no `vision_config` (an abridged copy) is counted with transformers' defaults, and the notes say so.
+    Raises ValueError naming the field when a field the count reads is not a whole number in its range.
+    """
+    if not isinstance(config, Mapping):
+        raise ValueError(f"config.json must be a JSON object ({{...}}), not a {type(config).__name__}")
+    model_type = config.get("model_type")
+    family = model_type if isinstance(model_type, str) else ""
+    family = "".join(ch for ch in family if ch.isprintable())[:80]
+    vision, reader = config.get("vision_config"), _READERS.get(family)
+    notes: tuple[str, ...] = ()
+    if vision is None:
+        if reader is None or family in _VISION_OPTIONAL:
+            return None
+        vision = _ABSENT_VISION.get(family, {})
+        notes = (f"config.json has no vision_config: counted the defaults of transformers' {family} vision config "
+                 "class, which may not be the published model's tower",)
+    if not isinstance(vision, Mapping):
+        raise ValueError(f"vision_config must be a JSON object ({{...}}), got {quoted(vision)}")
+    audio = config.get("audio_config")
+    audio_note = ("audio tower present but not counted",) if audio is not None else ()
+    if reader is None:
+        shown = family or "this model"
+        return VisionTower(family, 0, notes=(f"vision tower of {shown} not counted",) + audio_note)
+    tower = reader(_Fields(vision, "vision_config"), _Fields(config), family)
+    return replace(tower, notes=notes + tower.notes + audio_note)
+
+
+# --- image tokens --------------------------------------------------------------------------------------------------
+
+def image_tokens(tower: VisionTower, width_px: int, height_px: int, *, min_pixels: int | None = None,
+                 max_pixels: int | None = None) -> int:
+    """Context tokens one `width_px` x `height_px` image becomes in the family's transformers processor.
+
+    qwen:    Qwen2VLImageProcessor.get_number_of_image_patches (qwen2_vl/image_processing_qwen2_vl.py): smart_resize
+             to multiples of patch x merge within [min_pixels, max_pixels], then (H/p)(W/p)/merge^2 <|image_pad|>
+             tokens (qwen3_vl/processing_qwen3_vl.py). The chat template's <|vision_start|>/<|vision_end|> are
+             not counted. min_pixels / max_pixels override the published preprocessor bounds.
+    fixed:   Gemma3Processor: mm_tokens_per_image (256) whatever the size (pan-and-scan crops off, its default).
+    llama4:  Llama4ImageProcessor picks a canvas of up to 16 tiles of 336 px (get_best_fit), and Llama4Processor
+             writes <|image_start|>, per tile 144 <|patch|> and separators, <|image|>, 144 for the global view and
+             <|image_end|> (llama4/processing_llama4.py _prompt_split_image).
+    pixtral: PixtralProcessor: the image is scaled to fit the longest edge (vision image_size), then one token per
+             (patch x merge) cell plus one [IMG_BREAK] per row, the last one being [IMG_END].
+    gemma4:  Gemma4Processor: aspect-preserving resize to at most soft_tokens x k^2 patches, multiples of k x patch,
+             then patches / k^2 soft tokens (k = pooling_kernel_size).
+    kimi:    Kimi_K25ImageProcessor navit_resize (at most 16,384 patches, 512 a side, no upscaling), padded to
+             multiples of patch x merge, then patches / merge^2.
+    """
+    for name, value in (("width_px", width_px), ("height_px", height_px)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_IMAGE_SIDE:
+            raise ValueError(f"{name} must be a whole number of pixels between 1 and {MAX_IMAGE_SIDE:,}, "
+                             f"got {quoted(value)}")
+    rule = tower.token_rule
+    if rule and (tower.patch_size < 1 or tower.merge < 1):
+        raise ValueError(f"the tower's patch_size and merge must be at least 1, got {tower.patch_size} and "
+                         f"{tower.merge}")
+    if rule == "qwen":
+        low = tower.min_pixels if min_pixels is None else min_pixels
+        high = tower.max_pixels if max_pixels is None else max_pixels
+        for name, value in (("min_pixels", low), ("max_pixels", high)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PIXELS:
+                raise ValueError(f"{name} must be a whole number between 1 and {MAX_PIXELS:,}, got {quoted(value)}")
+        h, w = qwen_smart_resize(height_px, width_px, tower.patch_size * tower.merge, low, high)
+        return (h // tower.patch_size) * (w // tower.patch_size) // tower.merge**2
+    if rule == "fixed":
+        return tower.tokens_per_image
+    if rule == "llama4":
+        return _llama4_tokens(tower, width_px, height_px)
+    if rule == "pixtral":
+        return _pixtral_tokens(tower, width_px, height_px)
+    if rule == "gemma4":
+        return _gemma4_tokens(tower, width_px, height_px)
+    if rule == "kimi":
+        return _kimi_tokens(tower, width_px, height_px)
+    raise ValueError(f"the image token count of {tower.family or 'this model'} is not known; "
+                     "give the context length with the image tokens included")
+
+
+def qwen_smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
+    """transformers v5.24.0 models/qwen2_vl/image_processing_qwen2_vl.py smart_resize: both sides multiples of
+    `factor`, the area within [min_pixels, max_pixels], the aspect ratio kept as closely as possible."""
+    if max(height, width) / min(height, width) > 200:
+        raise ValueError(f"the image's aspect ratio must be under 200 (Qwen processors refuse it), got "
+                         f"{width} x {height}")
+    h_bar, w_bar = round(height / factor) * factor, round(width / factor) * factor
+    if h_bar * w_bar > max_pixels:
+        beta = math.sqrt((height * width) / max_pixels)
+        h_bar = max(factor, math.floor(height / beta / factor) * factor)
+        w_bar = max(factor, math.floor(width / beta / factor) * factor)
+    elif h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h_bar = math.ceil(height * beta / factor) * factor
+        w_bar = math.ceil(width * beta / factor) * factor
+    return h_bar, w_bar
+
+
+def _llama4_tokens(tower: VisionTower, width: int, height: int) -> int:
+    # llama4/image_processing_llama4.py: find_supported_resolutions(max_num_chunks=16) lists every (rows, cols) tile
+    # grid of at most 16 tiles; get_best_fit takes the smallest scale >= 1 (else the largest < 1) at which the image
+    # fits a grid without distortion, ties to the smallest area. torch compares the scales in float32; Python's
+    # float64 can break an exact tie differently only for sizes that fall on a grid boundary to ~1e-7.
+    tile = tower.image_size
+    grids = [(rows, tiles // rows) for tiles in range(tower.max_patches, 0, -1)
+             for rows in range(1, tiles + 1) if tiles % rows == 0]
+    scales = [min(rows * tile / height, cols * tile / width) for rows, cols in grids]
+    up = [s for s in scales if s >= 1]
+    chosen = min(up) if up else max(scales)
+    rows, cols = min((g for g, s in zip(grids, scales) if s == chosen), key=lambda g: g[0] * g[1])
+    per_tile = tower.tokens_per_image  # (336 / 14)^2 = 576 patches / 4 = 144
+    tiled = rows * cols * per_tile + rows * (cols - 1) + rows if rows * cols > 1 else 0  # x and y separators
+    return 1 + tiled + 1 + per_tile + 1  # <|image_start|> ... <|image|> global tile <|image_end|>
+
+
+def _pixtral_tokens(tower: VisionTower, width: int, height: int) -> int:
+    # pixtral/processing_pixtral.py _get_num_multimodal_tokens with pixtral/image_processing_pixtral.py
+    # get_resize_output_image_size: scale down (floor) to fit longest_edge, then ceil to whole cells
+    cell, longest = tower.patch_size * tower.merge, tower.image_size
+    ratio = max(height / longest, width / longest)
+    if ratio > 1:
+        height, width = int(math.floor(height / ratio)), int(math.floor(width / ratio))
+    rows, cols = (height - 1) // cell + 1, (width - 1) // cell + 1
+    return (cols + 1) * rows
+
+
+def _gemma4_tokens(tower: VisionTower, width: int, height: int) -> int:
+    # gemma4/image_processing_gemma4.py get_aspect_ratio_preserving_size, gemma4/processing_gemma4.py
+    patch, k, max_patches = tower.patch_size, tower.merge, tower.max_patches
+    factor = math.sqrt(max_patches * patch**2 / (height * width))
+    side = k * patch
+    target_h = int(math.floor(factor * height / side)) * side
+    target_w = int(math.floor(factor * width / side)) * side
+    if target_h == 0 and target_w == 0:
+        raise ValueError(f"a {width} x {height} image is resized to 0 x 0 by the Gemma 4 processor")
+    longest = (max_patches // k**2) * side
+    if target_h == 0:
+        target_h, target_w = side, min(int(math.floor(width / height)) * side, longest)
+    elif target_w == 0:
+        target_w, target_h = side, min(int(math.floor(height / width)) * side, longest)
+    return (target_h // patch) * (target_w // patch) // k**2
+
+
+def _kimi_tokens(tower: VisionTower, width: int, height: int) -> int:
+    # kimi_k25/image_processing_kimi_k25.py navit_resize and get_number_of_image_patches
+    patch, merge, per_side = tower.patch_size, tower.merge, tower.image_size // tower.patch_size
+    patches = max(1, height // patch) * max(1, width // patch)
+    scale = min(1.0, math.sqrt(tower.max_patches / patches), per_side * patch / height, per_side * patch / width)
+    new_h = min(max(1, int(height * scale)), per_side * patch)
+    new_w = min(max(1, int(width * scale)), per_side * patch)
+    factor = merge * patch
+    pad_h, pad_w = -(-new_h // factor) * factor, -(-new_w // factor) * factor
+    return (pad_h // patch) * (pad_w // patch) // merge**2

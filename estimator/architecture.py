@@ -124,6 +124,8 @@ class Architecture:
     mamba_proj_bias: bool = False  # in_proj and out_proj have biases
     mamba_conv_bias: bool = True  # the convolution has a bias
     mamba_norm: bool = True  # a gated RMSNorm over d_inner before out_proj (Falcon-H1 can turn it off)
+    mamba_version: int = 2  # 1: the original Mamba mixer (Jamba): x_proj, dt_proj and a state per channel
+    mamba_dt_rank: int = 0  # Mamba-1: width of the low-rank step projection
     ssm_state_bytes: int = 2  # bytes of a recurrent (SSM / delta-rule) state element: 4 when the config asks fp32
     attention_free_layers: tuple[int, ...] = ()  # layers without attention: Mamba-only or MLP-only blocks
     mlp_free_layers: tuple[int, ...] = ()  # layers without an MLP (Nemotron-H's mixer-only blocks)
@@ -183,10 +185,14 @@ class Architecture:
                      "linear_conv_kernel"):
             require_int(name, getattr(self, name), 1 if self.linear_layers else 0, MAX_WIDTH)
         require_int("ssm_state_bytes", self.ssm_state_bytes, 1, 4)
-        for name in ("mamba_inner", "mamba_heads", "mamba_head_dim", "mamba_state_size", "mamba_groups",
-                     "mamba_conv_kernel"):
+        require_int("mamba_version", self.mamba_version, 1, 2)
+        v2 = self.mamba_layers and self.mamba_version == 2
+        for name in ("mamba_inner", "mamba_state_size", "mamba_conv_kernel"):
             require_int(name, getattr(self, name), 1 if self.mamba_layers else 0, MAX_WIDTH)
-        if self.mamba_layers and (self.mamba_heads % self.mamba_groups or self.mamba_inner % self.mamba_groups):
+        for name in ("mamba_heads", "mamba_head_dim", "mamba_groups"):
+            require_int(name, getattr(self, name), 1 if v2 else 0, MAX_WIDTH)
+        require_int("mamba_dt_rank", self.mamba_dt_rank, 1 if self.mamba_layers and not v2 else 0, MAX_WIDTH)
+        if v2 and (self.mamba_heads % self.mamba_groups or self.mamba_inner % self.mamba_groups):
             raise ValueError(f"mamba heads ({self.mamba_heads}) and width ({self.mamba_inner}) must be multiples "
                              f"of mamba_n_groups ({self.mamba_groups})")
         require_int("moe_latent_size", self.moe_latent_size, 0, MAX_WIDTH)
@@ -309,6 +315,8 @@ def _mamba_tensors(a: Architecture, i: int) -> list[Tensor]:
     (conv_dim = d_inner + 2 G N channels of `kernel` taps, + bias), dt_bias, A_log and D (one per head), a gated
     RMSNorm over d_inner and out_proj (d_inner -> h)."""
     h, inner = a.hidden_size, a.mamba_inner
+    if a.mamba_version == 1:
+        return _mamba1_tensors(a, i)
     conv_dim = inner + 2 * a.mamba_groups * a.mamba_state_size
     tensors = [Tensor("ssm_in", i, inner + conv_dim + a.mamba_heads, h),
                Tensor("ssm_conv", i, 1, conv_dim * (a.mamba_conv_kernel + (1 if a.mamba_conv_bias else 0))),
@@ -317,6 +325,22 @@ def _mamba_tensors(a: Architecture, i: int) -> list[Tensor]:
         tensors.append(Tensor("norm", i, 1, inner))
     if a.mamba_proj_bias:
         tensors.append(Tensor("bias", i, 1, inner + conv_dim + a.mamba_heads + h))
+    return tensors
+
+
+def _mamba1_tensors(a: Architecture, i: int) -> list[Tensor]:
+    """A Mamba (1) mixer as Jamba has it (transformers `models/jamba/modeling_jamba.py` JambaMambaMixer): in_proj
+    (h -> x and gate z, 2 d_inner), a depthwise conv1d over x (d_inner x kernel, + bias), x_proj (d_inner -> dt_rank +
+    2 N), dt_proj (dt_rank -> d_inner, with bias), A_log (d_inner x N) and D (d_inner), RMSNorms on dt, B and C, and
+    out_proj (d_inner -> h)."""
+    h, inner, n, rank = a.hidden_size, a.mamba_inner, a.mamba_state_size, a.mamba_dt_rank
+    tensors = [Tensor("ssm_in", i, 2 * inner, h),
+               Tensor("ssm_conv", i, 1, inner * (a.mamba_conv_kernel + (1 if a.mamba_conv_bias else 0))),
+               Tensor("ssm_x", i, rank + 2 * n, inner), Tensor("ssm_dt", i, inner, rank),
+               Tensor("ssm_decay", i, 1, inner * n + inner + inner),  # A_log, D, dt_proj's bias
+               Tensor("norm", i, 1, rank + 2 * n), Tensor("ssm_out", i, h, inner)]
+    if a.mamba_proj_bias:
+        tensors.append(Tensor("bias", i, 1, 2 * inner + h))
     return tensors
 
 

@@ -37,7 +37,7 @@ FIELD_LIMITS = {
                     MAX_WIDTH),
     **dict.fromkeys(("vocab_size", "n_positions"), MAX_VOCAB),
     **dict.fromkeys(("mamba_num_heads", "mamba_n_heads", "n_groups", "mamba_n_groups"), MAX_HEADS),
-    **dict.fromkeys(("mamba_head_dim", "mamba_d_head", "ssm_state_size", "mamba_d_state", "conv_kernel",
+    **dict.fromkeys(("mamba_head_dim", "mamba_d_head", "mamba_dt_rank", "attn_layer_period", "expert_layer_period", "ssm_state_size", "mamba_d_state", "conv_kernel",
                      "mamba_d_conv", "mamba_d_ssm", "mamba_expand", "moe_latent_size", "intermediate_size_mlp",
                      "moe_shared_expert_intermediate_size", "shared_intermediate_size", "attention_chunk_size",
                      "interleave_moe_layer_step", "no_rope_layer_interval"), MAX_WIDTH),
@@ -489,6 +489,56 @@ def _granite_hybrid(f: _Fields, name: str, model_type: str) -> Architecture:
                         **moe, notes=(_mamba_note(len(mamba_layers), layers),))
 
 
+def _bamba(f: _Fields, name: str, model_type: str) -> Architecture:
+    # IBM Bamba (transformers models/bamba): Mamba-2 mixers except on attn_layer_indices, each layer then a gated MLP of
+    # intermediate_size; two RMSNorms per layer (input_layernorm, pre_ff_layernorm)
+    g = _Fields({"mamba_n_heads": 128, "mamba_expand": 2, **f.config})  # BambaConfig class defaults
+    base = _common(g, name, model_type)
+    layers = base["num_layers"]
+    attention = set(g.layer_list("attn_layer_indices", int))
+    mamba_layers = tuple(i for i in range(layers) if i not in attention)
+    mamba = _mamba_fields(g, dict(heads="mamba_n_heads", head_dim="mamba_d_head", state="mamba_d_state",
+                                  groups="mamba_n_groups", kernel="mamba_d_conv", proj_bias="mamba_proj_bias",
+                                  conv_bias="mamba_conv_bias"),
+                          dict(state=256, groups=1, kernel=4, proj_bias=False, conv_bias=True),
+                          g.need("mamba_expand") * base["hidden_size"])
+    return Architecture(**base, intermediate_size=g.need("intermediate_size"), qkv_bias=g.flag("attention_bias", False),
+                        o_bias=g.flag("attention_bias", False), mlp_bias=g.flag("mlp_bias", False),
+                        tie_word_embeddings=g.flag("tie_word_embeddings", False), mamba_layers=mamba_layers, **mamba,
+                        attention_free_layers=mamba_layers, ssm_state_bytes=_ssm_cache_bytes(g, "mamba_ssm_cache_dtype"),
+                        notes=(_mamba_note(len(mamba_layers), layers),))
+
+
+def _jamba(f: _Fields, name: str, model_type: str) -> Architecture:
+    # AI21 Jamba (transformers models/jamba): Mamba (1) mixers except every attn_layer_period-th layer from
+    # attn_layer_offset; MoE (gated experts, router without bias) every expert_layer_period-th layer from
+    # expert_layer_offset, gated dense MLPs elsewhere; two RMSNorms per layer; mamba_dt_rank "auto" = ceil(h / 16)
+    g = _Fields({"num_experts": 16, "num_experts_per_tok": 2, "expert_layer_period": 2, "expert_layer_offset": 1,
+                 "attn_layer_period": 8, "attn_layer_offset": 4, "mamba_d_state": 16, "mamba_d_conv": 4,
+                 "mamba_expand": 2, **f.config})  # JambaConfig class defaults
+    base = _common(g, name, model_type)
+    layers, h = base["num_layers"], base["hidden_size"]
+    attn_period, expert_period = g.need("attn_layer_period"), g.need("expert_layer_period")
+    attn_offset, expert_offset = g.get("attn_layer_offset", 4), g.get("expert_layer_offset", 1)
+    mamba_layers = tuple(i for i in range(layers) if i % attn_period != attn_offset)
+    experts = g.need("num_experts")
+    moe_layers = tuple(i for i in range(layers) if i % expert_period == expert_offset) if experts > 1 else ()
+    rank = -(-h // 16) if g.config.get("mamba_dt_rank") in (None, "auto") else g.need("mamba_dt_rank")
+    return Architecture(**base, intermediate_size=g.need("intermediate_size"),
+                        tie_word_embeddings=g.flag("tie_word_embeddings", False), mamba_layers=mamba_layers,
+                        mamba_version=1, mamba_inner=g.need("mamba_expand") * h, mamba_state_size=g.need("mamba_d_state"),
+                        mamba_conv_kernel=g.need("mamba_d_conv"), mamba_dt_rank=rank,
+                        mamba_proj_bias=g.flag("mamba_proj_bias", False), mamba_conv_bias=g.flag("mamba_conv_bias", True),
+                        attention_free_layers=mamba_layers, ssm_state_bytes=_ssm_cache_bytes(g, "mamba_ssm_cache_dtype"),
+                        **(dict(num_experts=experts, experts_per_token=g.need("num_experts_per_tok"),
+                                moe_intermediate_size=g.need("intermediate_size"), moe_layers=moe_layers)
+                           if moe_layers else {}),
+                        notes=(f"{len(mamba_layers)} of {layers} layers have a Mamba mixer, which keeps a fixed state "
+                               "per sequence (conv + SSM state, vLLM's mamba1_state_shape) instead of a KV cache. "
+                               "Activations are estimated as if every layer were attention + MLP (Mamba layers not "
+                               "traced)",))
+
+
 def _falcon_h1(f: _Fields, name: str, model_type: str) -> Architecture:
     # TII Falcon-H1 (transformers models/falcon_h1): every layer runs attention and a Mamba-2 mixer side by side on the
     # same normed input, then a gated MLP; the Mamba width is mamba_d_ssm (class default 1024) or mamba_expand x h;
@@ -710,7 +760,7 @@ READERS: dict[str, Callable[[_Fields, str, str], Architecture]] = {
     "qwen3_moe": _qwen_moe,
     "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "gpt_oss": _gpt_oss,
     "gpt2": _gpt2, "falcon": _falcon, "nemotron_h": _nemotron_h, "granitemoehybrid": _granite_hybrid,
-    "falcon_h1": _falcon_h1, "llama4": _llama4, "llama4_text": _llama4,
+    "falcon_h1": _falcon_h1, "bamba": _bamba, "jamba": _jamba, "llama4": _llama4, "llama4_text": _llama4,
     "RefinedWebModel": _falcon, "RefinedWeb": _falcon, "phi": _phi, "opt": _opt, "olmo2": _olmo2,
 }
 SUPPORTED_MODEL_TYPES = tuple(sorted(READERS))

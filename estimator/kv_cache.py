@@ -112,6 +112,7 @@ def state_bytes(a: Architecture, sequences: int, tp: int = 1) -> int:
       Mamba-2         conv (kernel - 1) x conv_dim / tp, conv_dim = d_inner + 2 G' N, where G' = G, or tp when G does not
                       divide by tp (G + extra_groups_for_head_shards = G + tp - G);
                       SSM heads / tp x head_dim x N                                     (mamba2_state_shape)
+      Mamba (1)       conv d_inner / tp x (kernel - 1); SSM d_inner / tp x N          (mamba1_state_shape)
     The conv state is in the model dtype (bf16); the recurrent / SSM state in fp32 when the config's
     mamba_ssm_dtype / mamba_ssm_cache_dtype says so (`ssm_state_bytes`), as vLLM's MambaStateDtypeCalculator does."""
     total = 0
@@ -120,7 +121,11 @@ def state_bytes(a: Architecture, sequences: int, tp: int = 1) -> int:
         conv = conv_dim // tp * (a.linear_conv_kernel - 1) * 2  # model dtype (bf16)
         recurrent = max(1, a.linear_value_heads // tp) * a.linear_value_head_dim * a.linear_key_head_dim
         total += len(a.linear_layers) * (conv + recurrent * a.ssm_state_bytes)
-    if a.mamba_layers:
+    if a.mamba_layers and a.mamba_version == 1:  # mamba1_state_shape: conv (d_inner / tp, kernel - 1), SSM
+        per_rank = a.mamba_inner // tp  # (d_inner / tp, N)
+        total += len(a.mamba_layers) * (per_rank * (a.mamba_conv_kernel - 1) * 2 + per_rank * a.mamba_state_size
+                                        * a.ssm_state_bytes)
+    elif a.mamba_layers:
         groups = a.mamba_groups if a.mamba_groups % tp == 0 else tp  # G + (tp - G), vLLM's rule as written
         conv_dim = a.mamba_inner + 2 * groups * a.mamba_state_size
         conv = conv_dim // tp * (a.mamba_conv_kernel - 1) * 2

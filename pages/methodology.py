@@ -59,7 +59,7 @@ $n_v \times d_v \times d_k$ elements (fp32 when the config's `mamba_ssm_dtype` s
 parallelism (vLLM `mamba_utils.py`, `gated_delta_net_state_shape`). The state grows with concurrency, not with
 context; only the full-attention layers add KV cache per token. Parameter counts equal transformers' model code.
 
-**Mamba-2 hybrids (Nemotron-H and Nemotron 3, Granite 4, Falcon-H1).** A Mamba-2 mixer has `in_proj`
+**Mamba hybrids (Nemotron-H and Nemotron 3, Granite 4, Bamba, Falcon-H1, Jamba).** A Mamba-2 mixer has `in_proj`
 ($h \to 2 d_{in} + 2 G N + n_{ssm}$), a depthwise convolution over $x$, $B$, $C$, the per-head `dt_bias`, `A_log`
 and `D`, a gated RMSNorm and `out_proj` ($d_{in} \to h$), where $d_{in}$ = Mamba heads $\times$ head dim, $G$ groups
 and $N$ the state size. Each running sequence keeps, per Mamba layer, a conv state of
@@ -68,8 +68,11 @@ $n_{ssm} / tp \times \text{head dim} \times N$ (fp32 when `mamba_ssm_cache_dtype
 when $G$ does not divide by $tp$ (vLLM `mamba_utils.py`, `mamba2_state_shape`). Nemotron-H blocks hold one mixer
 each (`hybrid_override_pattern`: M Mamba, * attention, E MoE, - MLP), so only the * blocks cache tokens; its
 experts are squared-ReLU MLPs, run in a latent space in Nemotron 3 Super (`moe_latent_size`). Granite 4 alternates
-Mamba and attention layers, each followed by a gated shared MLP (and routed experts); Falcon-H1 runs attention
-and Mamba side by side in every layer. Their activations are estimated as attention + MLP layers (not traced).
+Mamba and attention layers, each followed by a gated shared MLP (and routed experts); Bamba puts attention on
+`attn_layer_indices`; Falcon-H1 runs attention and Mamba side by side in every layer. Jamba uses the original Mamba
+mixer (`x_proj`, `dt_proj`, a state of $d_{in} / tp \times N$ per layer, vLLM `mamba1_state_shape`), attention every
+`attn_layer_period`-th layer and experts every `expert_layer_period`-th. Their activations are estimated as
+attention + MLP layers (not traced).
 
 **Llama 4.** MoE layers (every `interleave_moe_layer_step`-th) have one routed expert per token plus a shared
 expert of the same width; the others a dense MLP of `intermediate_size_mlp`. Three of every four layers use

@@ -179,6 +179,14 @@ SYNTHETIC = [
          mamba_proj_bias=True, attention_bias=True, mlp_bias=True),
     dict(model_type="falcon_h1", hidden_size=512, num_hidden_layers=3, num_attention_heads=8, vocab_size=1000,
          intermediate_size=1024),  # default mamba_d_ssm 1024
+    dict(model_type="bamba", hidden_size=512, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+         vocab_size=1000, intermediate_size=1024, mamba_n_heads=16, mamba_d_state=64, mamba_n_groups=2,
+         attn_layer_indices=[2]),
+    dict(model_type="jamba", hidden_size=512, num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=2,
+         vocab_size=1000, intermediate_size=1024, num_experts=4, num_experts_per_tok=2, attn_layer_period=4,
+         attn_layer_offset=2, mamba_d_state=16),  # Mamba (1) mixers, dt_rank auto = 32
+    dict(model_type="jamba", hidden_size=512, num_hidden_layers=8, num_attention_heads=8, vocab_size=1000,
+         intermediate_size=1024, num_experts=1, mamba_dt_rank=24, mamba_proj_bias=True, mamba_conv_bias=False),
 ]
 
 
@@ -191,6 +199,19 @@ def test_granite_4_hybrid_layers_by_hand():
     assert est.parameter_counts(a).total == 2 * 1000 * 512 + 3 * mamba + attention + 4 * (moe + 2 * 512) + 512
     assert est.kv_bytes_per_token(a) == 2 * 1 * 2 * 64 * 2  # one attention layer
     assert state_bytes(a, 1) == 3 * (conv_dim * 3 * 2 + 16 * 64 * 64 * 2)
+
+
+def test_jamba_mamba_1_layers_by_hand():
+    a = est.architecture_from_config(SYNTHETIC[-2])  # d_inner 1024, N 16, kernel 4, dt_rank ceil(512 / 16) = 32
+    mamba = (512 * 2048 + 1024 * (4 + 1) + 1024 * (32 + 32) + 32 * 1024 + (1024 * 16 + 1024 + 1024) + (32 + 32)
+             + 512 * 1024)  # in_proj, conv, x_proj, dt_proj, A_log + D + dt bias, dt/B/C norms, out_proj
+    layer0 = [t for t in est.architecture.tensors(a) if t.layer == 0]
+    mixer = [t for t in layer0 if t.role.startswith("ssm_") or t.role == "norm" and t.cols == 32 + 2 * 16]
+    assert sum(t.numel for t in mixer) == mamba
+    assert a.attention_layers == (2, 6) and a.moe_layers == (1, 3, 5, 7)
+    # vLLM mamba1_state_shape: conv (d_inner, kernel - 1), SSM (d_inner, N), both bf16 here
+    assert state_bytes(a, 1) == 6 * (1024 * 3 * 2 + 1024 * 16 * 2)
+    assert state_bytes(a, 1, tp=2) == 6 * (512 * 3 * 2 + 512 * 16 * 2)
 
 
 @pytest.mark.parametrize("config", SYNTHETIC, ids=lambda c: c["model_type"])

@@ -1,10 +1,11 @@
 """Vision towers of multimodal configs: their exact parameter counts and how many tokens an image becomes.
 
-A multimodal `config.json` (Qwen2.5-VL, Qwen3-VL, Qwen3.5, Llama 4, Gemma 3, Gemma 4, Mistral 3, Kimi K2.5) keeps the
-language model under `text_config` and the vision encoder under `vision_config`. The language model is read by
-`hf_config`; this module counts what it leaves out: the vision encoder and the projector (merger, adapter) that maps
-its features into the language model's width. Every tensor is counted as the transformers v5.24.0 modeling code
-builds it, so `parameters` equals `sum(p.numel())` over the vision submodules of the model built from the config:
+A multimodal `config.json` (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3.5, Llama 4, Gemma 3, Gemma 4, Mistral 3, Kimi K2.5)
+keeps the language model under `text_config` and the vision encoder under `vision_config`. The language model is read
+by `hf_config`; this module counts what it leaves out: the vision encoder and the projector (merger, adapter) that
+maps its features into the language model's width, and Gemma 4's audio tower. Every tensor is counted as the
+transformers v5.24.0 modeling code builds it, so `parameters` equals `sum(p.numel())` over the vision submodules of
+the model built from the config:
 
     patch embedding   = channels x [temporal x] patch^2 x h  (+ h with a bias)   Conv2d/Conv3d or Linear on patches
     positions         = learned table rows x h   (Qwen3-VL 2304, Llama 4 (image/patch)^2 + 1, SigLIP (image/patch)^2)
@@ -12,10 +13,11 @@ builds it, so `parameters` equals `sum(p.numel())` over the vision submodules of
     projector         = merger / adapter / projection Linear(s) into the text width  (+ norms)
 
 with h the vision width. Sources, each at transformers v5.24.0 (huggingface/transformers, `src/transformers/models/`):
-`qwen2_5_vl/modeling_qwen2_5_vl.py`, `qwen3_vl/modeling_qwen3_vl.py` (also `qwen3_vl_moe`),
-`qwen3_5/modeling_qwen3_5.py` (also `qwen3_5_moe`), `llama4/modeling_llama4.py`, `gemma3/modeling_gemma3.py` with
-`siglip/modeling_siglip.py`, `gemma4/modeling_gemma4.py`, `mistral3/modeling_mistral3.py` with
-`pixtral/modeling_pixtral.py`, `kimi_k25/modeling_kimi_k25.py`. tests/test_vision.py pins the counts to transformers' own builds.
+`qwen2_vl/modeling_qwen2_vl.py`, `qwen2_5_vl/modeling_qwen2_5_vl.py`, `qwen3_vl/modeling_qwen3_vl.py` (also
+`qwen3_vl_moe`), `qwen3_5/modeling_qwen3_5.py` (also `qwen3_5_moe`), `llama4/modeling_llama4.py`,
+`gemma3/modeling_gemma3.py` with `siglip/modeling_siglip.py`, `gemma4/modeling_gemma4.py`,
+`mistral3/modeling_mistral3.py` with `pixtral/modeling_pixtral.py`, `kimi_k25/modeling_kimi_k25.py`.
+tests/test_vision.py pins the counts to transformers' own builds.
 
 Image tokens follow each family's processor (the `_get_num_multimodal_tokens` that vLLM also calls, or the prompt
 string the processor writes); see `image_tokens`. Only the standard library and `estimator.checks` are imported.
@@ -46,7 +48,7 @@ MAX_PIXELS = 10**12  # Qwen pixel bounds
 
 # Qwen image processors' pixel bounds as the models publish them in preprocessor_config.json (transformers'
 # Qwen2VLImageProcessor reads them from there; its class defaults are 3,136..1,003,520)
-QWEN25_VL_PIXELS = (3_136, 12_845_056)  # Qwen2.5-VL: "min_pixels": 3136, "max_pixels": 12845056
+QWEN25_VL_PIXELS = (3_136, 12_845_056)  # Qwen2-VL, Qwen2.5-VL: "min_pixels": 3136, "max_pixels": 12845056
 QWEN3_VL_PIXELS = (65_536, 16_777_216)  # Qwen3-VL / Qwen3.5: "size": {"shortest_edge": 65536, "longest_edge": 16777216}
 
 
@@ -140,6 +142,27 @@ def _mlp(h: int, inner: int, bias: bool = True, gated: bool = False) -> int:
 
 
 # --- Qwen ---------------------------------------------------------------------------------------------------------
+
+def _qwen2_vl(v: _Fields, top: _Fields, family: str) -> VisionTower:
+    # Qwen2VisionTransformerPretrainedModel (qwen2_vl/modeling_qwen2_vl.py): Conv3d patch embed without bias; blocks
+    # of LayerNorm x2, qkv and proj with biases, MLP fc1/fc2 (embed_dim x mlp_ratio) with biases; PatchMerger:
+    # LayerNorm(e), Linear(4e, 4e), Linear(4e, hidden_size). Here hidden_size is the output (language) width and
+    # embed_dim the vision width. Qwen2VLVisionConfig defaults: depth 32, embed 1280, ratio 4, hidden 3584, patch 14
+    e, out = v.int("embed_dim", 1280), v.int("hidden_size", 3584)
+    ratio = v.int("mlp_ratio", 4, MAX_MERGE)  # an int in Qwen2VLVisionConfig (strict: 4.0 is refused there too)
+    depth, patch = v.int("depth", 32, MAX_DEPTH), v.int("patch_size", 14, MAX_PATCH)
+    merge, temporal = v.int("spatial_merge_size", 2, MAX_MERGE), v.int("temporal_patch_size", 2, MAX_PATCH)
+    channels = v.int("in_channels", 3, MAX_CHANNELS)
+    inner = e * ratio
+    block = 2 * 2 * e + _linear(e, 3 * e) + _linear(e, e) + _mlp(e, inner)
+    merged = e * merge**2
+    merger = 2 * e + _linear(merged, merged) + _linear(merged, out)
+    total = channels * temporal * patch**2 * e + depth * block + merger
+    note = (f"counted the patch embedding, {depth} vision blocks and the patch merger into width {out} "
+            "(transformers v5.24.0 models/qwen2_vl/modeling_qwen2_vl.py)")
+    return VisionTower(family, total, patch_size=patch, merge=merge, notes=(note,), token_rule="qwen",
+                       min_pixels=QWEN25_VL_PIXELS[0], max_pixels=QWEN25_VL_PIXELS[1])
+
 
 def _qwen2_5_vl(v: _Fields, top: _Fields, family: str) -> VisionTower:
     # Qwen2_5_VisionTransformerPretrainedModel: Conv3d patch embed without bias; blocks of RMSNorm x2, qkv and proj
@@ -273,8 +296,42 @@ def _gemma4(v: _Fields, top: _Fields, family: str) -> VisionTower:
                      "buffers, not parameters, and are not counted")
     if v.flag("use_clipped_linears", False):
         notes.append("the clipped linears' min/max buffers (4 scalars each) are not parameters and are not counted")
-    return VisionTower(family, total, patch_size=patch, merge=pooling, notes=tuple(notes), token_rule="gemma4",
-                       tokens_per_image=soft_tokens, max_patches=soft_tokens * pooling**2)
+    audio, audio_config = 0, top.config.get("audio_config")
+    if audio_config is not None:
+        if not isinstance(audio_config, Mapping):
+            raise ValueError(f"audio_config must be a JSON object ({{...}}), got {quoted(audio_config)}")
+        audio, note = _gemma4_audio(_Fields(audio_config, "audio_config"), top)
+        notes.append(note)
+    return VisionTower(family, total, audio_parameters=audio, patch_size=patch, merge=pooling, notes=tuple(notes),
+                       token_rule="gemma4", tokens_per_image=soft_tokens, max_patches=soft_tokens * pooling**2)
+
+
+def _gemma4_audio(a: _Fields, top: _Fields) -> tuple[int, str]:
+    # Gemma4AudioModel (a Conformer): subsample_conv_projection of two Conv2d 3 x 3 without bias, each with a
+    # LayerNorm without bias, and input_proj_linear ((C0 // 4) x C1 -> h); per layer two macaron feed-forwards
+    # (h -> 4h -> h, pre and post RMSNorm), attention (q, k, v, relative_k_proj of heads x head_dim, post h x h,
+    # per_dim_scale), a light conv block (linear_start h -> 2h, depthwise Conv1d h x kernel, linear_end, 2 RMSNorms)
+    # and 3 RMSNorms; output_proj (h -> output_proj_dims, with bias). embed_audio: Linear(output_proj_dims, text h).
+    # Gemma4AudioConfig defaults: h 1024, 12 layers, 8 heads, channels (128, 32), kernel 5, output 1536
+    h, layers = a.int("hidden_size", 1024), a.int("num_hidden_layers", 12, MAX_DEPTH)
+    heads, kernel = a.int("num_attention_heads", 8, MAX_HEADS), a.int("conv_kernel_size", 5, MAX_PATCH)
+    channels = a.int_list("subsampling_conv_channels", (128, 32), MAX_WIDTH)
+    if len(channels) != 2 or min(channels) < 1:
+        raise ValueError("audio_config.subsampling_conv_channels must be two whole numbers from 1, e.g. [128, 32]")
+    out, text_h = a.int("output_proj_dims", 1536), _text_hidden(top, 2304)
+    if heads > h:
+        raise ValueError(f"audio_config.num_attention_heads ({heads}) cannot exceed audio_config.hidden_size ({h})")
+    width = heads * (h // heads)  # heads x head_dim
+    c0, c1 = channels
+    subsample = 9 * c0 + c0 + 9 * c0 * c1 + c1 + (c0 // 4) * c1 * h
+    feed_forward = 2 * h * 4 * h + 2 * h
+    attention = 4 * h * width + h * h + h // heads
+    light_conv = h * 2 * h + h * h + h * kernel + 2 * h
+    layer = 2 * feed_forward + attention + light_conv + 3 * h
+    total = subsample + layers * layer + _linear(h, out) + out * text_h
+    note = (f"counted the audio Conformer ({layers} layers) and its embedder into width {text_h} "
+            "(transformers v5.24.0 models/gemma4/modeling_gemma4.py Gemma4AudioModel)")
+    return total, note
 
 
 # --- Mistral 3 (Pixtral encoder) -----------------------------------------------------------------------------------
@@ -350,11 +407,12 @@ def _text_hidden(top: _Fields, default: int) -> int:
 
 # model_type -> reader; families whose transformers config builds a default vision tower when vision_config is absent
 _READERS: dict[str, Callable[[_Fields, _Fields, str], VisionTower]] = {
-    "qwen2_5_vl": _qwen2_5_vl, "qwen3_vl": _qwen3_vl, "qwen3_vl_moe": _qwen3_vl, "qwen3_5": _qwen3_5,
-    "qwen3_5_moe": _qwen3_5, "llama4": _llama4, "gemma3": _gemma3, "gemma4": _gemma4, "mistral3": _mistral3,
-    "kimi_k25": _kimi_k25,
+    "qwen2_vl": _qwen2_vl, "qwen2_5_vl": _qwen2_5_vl, "qwen3_vl": _qwen3_vl, "qwen3_vl_moe": _qwen3_vl,
+    "qwen3_5": _qwen3_5, "qwen3_5_moe": _qwen3_5, "llama4": _llama4, "gemma3": _gemma3, "gemma4": _gemma4,
+    "mistral3": _mistral3, "kimi_k25": _kimi_k25,
 }
 _VISION_OPTIONAL = {"gemma4"}  # Gemma4Model builds no vision tower when vision_config is null
+_AUDIO_COUNTED = {"gemma4"}  # families whose reader counts the audio tower into audio_parameters
 # What a config class puts in place of an absent vision_config where that differs from the vision config class's
 # defaults: Mistral3Config's sub_configs_defaults (a given vision_config falls back to PixtralVisionConfig's 16 / 1024)
 _ABSENT_VISION = {"mistral3": {"patch_size": 14, "image_size": 1540}}
@@ -383,8 +441,9 @@ def vision_tower(config: Mapping[str, Any]) -> VisionTower | None:
                  "class, which may not be the published model's tower",)
     if not isinstance(vision, Mapping):
         raise ValueError(f"vision_config must be a JSON object ({{...}}), got {quoted(vision)}")
-    audio = config.get("audio_config")
-    audio_note = ("audio tower present but not counted",) if audio is not None else ()
+    counted_audio = family in _AUDIO_COUNTED
+    audio_note = ("audio tower present but not counted",) if config.get("audio_config") is not None \
+        and not counted_audio else ()
     if reader is None:
         shown = family or "this model"
         return VisionTower(family, 0, notes=(f"vision tower of {shown} not counted",) + audio_note)

@@ -1,11 +1,12 @@
 """Vision towers of multimodal configs (issue 12): `estimator.vision` counts the vision encoder and the projector of
-each family tensor by tensor as transformers v5.24.0 builds them, and the tokens an image becomes as the family's
-processor counts them.
+each family (and Gemma 4's audio tower) tensor by tensor as transformers v5.24.0 builds them, and the tokens an image
+becomes as the family's processor counts them.
 
 Where the expected parameter counts come from: each config below was built with transformers 5.24.0 on the meta
 device (`with torch.device("meta"): AutoModel.from_config(config)`, the text model cut to one layer, which changes
 no vision tensor) and `p.numel()` summed over every parameter outside `language_model` (that is `visual`,
-`vision_tower`, `vision_model`, `multi_modal_projector`, `mm_projector`, `embed_vision`).
+`vision_tower`, `vision_model`, `multi_modal_projector`, `mm_projector`, `embed_vision`; `audio_tower` and
+`embed_audio` separately).
 `test_the_counts_are_what_transformers_builds` repeats that build when torch and transformers are installed.
 """
 
@@ -70,6 +71,13 @@ GEMMA3_27B = {**GEMMA3_4B, "text_config": {"hidden_size": 5376, "intermediate_si
 # Mistral 3: Mistral3Config's defaults in transformers 5.24 (configuration_mistral3.py sub_configs_defaults), which are
 # Mistral-Small-3.1-24B's values: Pixtral 1024 wide, 24 layers, patch 14, image 1540; text width 5120
 MISTRAL3_DEFAULTS = {"model_type": "mistral3"}
+# Qwen2-VL: Qwen2VLVisionConfig's defaults in transformers 5.24 are Qwen2-VL-7B's tower (embed 1280, depth 32,
+# MLP ratio 4, patch 14, merge 2, output 3584)
+QWEN2_VL_DEFAULTS = {"model_type": "qwen2_vl"}
+# Gemma 4 with an audio tower: the published 26B-A4B config (which has "audio_config": null) given
+# Gemma4AudioConfig's defaults (12 Conformer layers, width 1024, 8 heads, output 1536), the audio encoder of the small
+# Gemma 4 models
+GEMMA4_WITH_AUDIO = lambda: published("google__gemma-4-26B-A4B") | {"audio_config": {}}  # noqa: E731
 
 CONFIGS = {
     "Qwen3-VL-8B": lambda: published("Qwen__Qwen3-VL-8B-Instruct"),
@@ -90,6 +98,8 @@ CONFIGS = {
     "Gemma-4-26B-A4B": lambda: published("google__gemma-4-26B-A4B"),
     "Mistral-3-defaults": lambda: MISTRAL3_DEFAULTS,
     "Kimi-K2.5": lambda: published("moonshotai__Kimi-K2.5"),
+    "Qwen2-VL-defaults": lambda: QWEN2_VL_DEFAULTS,
+    "Gemma-4-26B-A4B+audio": GEMMA4_WITH_AUDIO,
 }
 # Vision encoder + projector parameters as transformers 5.24.0 builds them (see the module docstring)
 TRANSFORMERS_COUNTS = {
@@ -109,12 +119,24 @@ TRANSFORMERS_COUNTS = {
     "Gemma-4-26B-A4B": 572_792_112,  # vision_tower 569,548,080 + embed_vision 1152 x 2816
     "Mistral-3-defaults": 438_958_080,  # Pixtral 403,305,472 + projector 35,652,608
     "Kimi-K2.5": 471_143_920,  # MoonViT 416,866,032 + mm_projector 54,277,888
+    "Qwen2-VL-defaults": 675_759_104,  # ViT 631,182,336 + merger 44,576,768
+    "Gemma-4-26B-A4B+audio": 572_792_112,  # the vision side is unchanged
 }
+# Audio tower + its embedder (audio_tower, embed_audio), built the same way
+AUDIO_COUNTS = {"Gemma-4-26B-A4B+audio": 309_149_984}  # Conformer 304,824,608 + embed_audio 1536 x 2816
 
 
 @pytest.mark.parametrize("name", TRANSFORMERS_COUNTS)
 def test_parameter_counts_equal_the_model_code(name):
-    assert vision_tower(CONFIGS[name]()).parameters == TRANSFORMERS_COUNTS[name]
+    tower = vision_tower(CONFIGS[name]())
+    assert (tower.parameters, tower.audio_parameters) == (TRANSFORMERS_COUNTS[name], AUDIO_COUNTS.get(name, 0))
+
+
+def test_the_gemma_4_audio_tower_is_counted_and_said_so():
+    tower = vision_tower(GEMMA4_WITH_AUDIO())
+    assert tower.audio_parameters == 309_149_984
+    assert any("audio Conformer (12 layers)" in note for note in tower.notes)
+    assert not any("not counted" in note and "audio" in note for note in tower.notes)
 
 
 def test_the_siglip_encoder_of_gemma_3_by_hand():
@@ -341,7 +363,7 @@ def test_the_module_imports_only_the_standard_library_and_checks():
 
 # --- rebuilt with transformers ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["Qwen3-VL-8B", "Llama-4-Scout", "Gemma-4-26B-A4B", "Kimi-K2.5"])
+@pytest.mark.parametrize("name", ["Qwen3-VL-8B", "Llama-4-Scout", "Gemma-4-26B-A4B+audio", "Kimi-K2.5"])
 def test_the_counts_are_what_transformers_builds(name):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
@@ -356,5 +378,8 @@ def test_the_counts_are_what_transformers_builds(name):
     built = transformers.CONFIG_MAPPING[config["model_type"]].from_dict(config)
     with torch.device("meta"):
         model = transformers.AutoModel.from_config(built)
-    vision = sum(p.numel() for key, p in model.named_parameters() if not key.startswith("language_model."))
-    assert vision == TRANSFORMERS_COUNTS[name]
+    sizes = {"vision": 0, "audio": 0}
+    for key, p in model.named_parameters():
+        if not key.startswith("language_model."):
+            sizes["audio" if key.startswith(("audio_tower.", "embed_audio.")) else "vision"] += p.numel()
+    assert (sizes["vision"], sizes["audio"]) == (TRANSFORMERS_COUNTS[name], AUDIO_COUNTS.get(name, 0))

@@ -90,6 +90,21 @@ TRANSFORMERS_COUNTS = {
     "zai-org/GLM-5.1": 743_911_199_232,
     "meta-llama/Llama-3.1-405B": 405_853_388_800,
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B": 32_763_876_352,
+    "meta-llama/Llama-3.1-70B": 70_553_706_496,
+    "nvidia/Qwen3.6-27B-NVFP4": 26_895_998_464,
+    "nvidia/Kimi-K2.6-NVFP4": 1_026_408_209_408,
+    "nvidia/Kimi-K2.7-Code-NVFP4": 1_026_408_209_408,
+    "deepseek-ai/deepseek-llm-7b-base": 6_910_365_696,
+    "microsoft/phi-1": 1_418_270_720,
+    "microsoft/phi-1_5": 1_418_270_720,
+    # Mamba-2 / attention hybrids (nemotron_h) and Llama 4's text model (llama4; abridged copies without vision_config)
+    "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16": 549_308_968_960,
+    "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8": 120_668_687_360,
+    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": 31_577_937_344,
+    "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4": 31_577_937_344,
+    "nvidia/Nemotron-H-56B-Base-8K": 56_324_350_464,
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct": 107_769_861_120,
+    "meta-llama/Llama-4-Maverick-17B-128E-Instruct": 400_711_848_960,
 }
 
 

@@ -130,6 +130,15 @@ class Architecture:
     attention_free_layers: tuple[int, ...] = ()  # layers without attention: Mamba-only or MLP-only blocks
     mlp_free_layers: tuple[int, ...] = ()  # layers without an MLP (Nemotron-H's mixer-only blocks)
     moe_latent_size: int = 0  # routed experts run between two projections to this width (Nemotron 3 Super)
+    # Full-attention layers shaped unlike the windowed ones (Gemma 4), KV sharing and per-layer inputs (Gemma 3n / 4)
+    global_head_dim: int = 0  # head size of the full-attention layers when it differs from head_dim (0 = same)
+    global_kv_heads: int = 0  # their KV heads when they differ (0 = num_kv_heads)
+    global_k_eq_v: bool = False  # their V comes from k_proj's output (no v_proj; K and V still both cached)
+    kv_shared_layers: tuple[int, ...] = ()  # layers reusing an earlier layer's K and V: no k/v projection, no cache
+    wide_mlp_layers: tuple[int, ...] = ()  # layers whose dense MLP is twice intermediate_size (use_double_wide_mlp)
+    per_layer_input_size: int = 0  # p, the per-layer embedding width (0 = none)
+    per_layer_vocab: int = 0  # rows of the per-layer embedding table
+    router_scale: bool = False  # the router scales each hidden channel and each expert (Gemma 4: h + E parameters)
     # Sliding-window attention
     sliding_window: int = 0  # W, tokens a windowed layer attends to (0 = none)
     sliding_layers: tuple[int, ...] = ()  # indices of the windowed layers
@@ -196,10 +205,19 @@ class Architecture:
             raise ValueError(f"mamba heads ({self.mamba_heads}) and width ({self.mamba_inner}) must be multiples "
                              f"of mamba_n_groups ({self.mamba_groups})")
         require_int("moe_latent_size", self.moe_latent_size, 0, MAX_WIDTH)
+        for name in ("global_head_dim", "per_layer_input_size"):
+            require_int(name, getattr(self, name), 0, MAX_WIDTH)
+        require_int("global_kv_heads", self.global_kv_heads, 0, self.num_heads)
+        require_int("per_layer_vocab", self.per_layer_vocab, 1 if self.per_layer_input_size else 0, MAX_VOCAB)
+        if self.global_kv_heads and self.num_heads % self.global_kv_heads:
+            raise ValueError(f"num_attention_heads ({self.num_heads}) must be a multiple of the full-attention layers' "
+                             f"KV heads ({self.global_kv_heads})")
+        for name in ("global_k_eq_v", "router_scale"):
+            require_bool(name, getattr(self, name))
         for name in ("mamba_proj_bias", "mamba_conv_bias", "mamba_norm", "chunked_attention"):
             require_bool(name, getattr(self, name))
         for name in ("moe_layers", "sliding_layers", "linear_layers", "mamba_layers", "attention_free_layers",
-                     "mlp_free_layers"):
+                     "mlp_free_layers", "kv_shared_layers", "wide_mlp_layers"):
             layers = getattr(self, name)
             if any(not 0 <= i < self.num_layers for i in layers) or len(set(layers)) != len(layers):
                 raise ValueError(f"{name} must list distinct layer indices in 0..{self.num_layers - 1}")
@@ -238,6 +256,18 @@ class Architecture:
         return tuple(i for i in range(self.num_layers) if i not in free)
 
     @property
+    def cached_layers(self) -> tuple[int, ...]:
+        """Indices of the attention layers that keep a KV cache of their own."""
+        shared = set(self.kv_shared_layers)
+        return tuple(i for i in self.attention_layers if i not in shared)
+
+    def attention_shape(self, layer: int) -> tuple[int, int]:
+        """(KV heads, head size) of an attention layer: the full-attention layers' own when the config gives them."""
+        if self.global_head_dim and layer not in self.sliding_layers:
+            return self.global_kv_heads or self.num_kv_heads, self.global_head_dim
+        return self.num_kv_heads, self.head_dim
+
+    @property
     def q_width(self) -> int:
         """Width of all query heads together (n_h x head size)."""
         if self.is_mla:
@@ -267,12 +297,18 @@ def _attention_tensors(a: Architecture, i: int) -> list[Tensor]:
             tensors += [Tensor("attn_index_q", i, a.index_heads * d, a.q_lora_rank), Tensor("attn_index_k", i, d, h),
                         Tensor("norm", i, 1, 2 * d), Tensor("attn_index_weights", i, a.index_heads, h)]
     else:
-        kv_width = a.num_kv_heads * a.head_dim
-        q_rows = 2 * a.q_width if a.attn_output_gate else a.q_width  # the gate rides along in q_proj
-        tensors = [Tensor("attn_q", i, q_rows, h), Tensor("attn_k", i, kv_width, h),
-                   Tensor("attn_v", i, kv_width, h), Tensor("attn_output", i, h, a.q_width)]
-        biases = (a.q_width + 2 * kv_width if a.qkv_bias else 0) + (h if a.o_bias else 0)
-        if a.qk_norm_params:
+        kv_heads, head_dim = a.attention_shape(i)
+        q_width, kv_width = a.num_heads * head_dim, kv_heads * head_dim
+        q_rows = 2 * q_width if a.attn_output_gate else q_width  # the gate rides along in q_proj
+        shared = i in a.kv_shared_layers  # Gemma4TextAttention: no k/v projections or norms on KV-sharing layers
+        no_v = shared or a.global_k_eq_v and i not in a.sliding_layers
+        tensors = [Tensor("attn_q", i, q_rows, h)] + ([] if shared else [Tensor("attn_k", i, kv_width, h)]) + \
+                  ([] if no_v else [Tensor("attn_v", i, kv_width, h)]) + [Tensor("attn_output", i, h, q_width)]
+        kv_biases = (0 if shared else kv_width) + (0 if no_v else kv_width)
+        biases = (q_width + kv_biases if a.qkv_bias else 0) + (h if a.o_bias else 0)
+        if a.qk_norm_params and (a.global_head_dim or a.kv_shared_layers):  # q_norm and k_norm of this layer's heads
+            tensors.append(Tensor("norm", i, 1, head_dim * (1 if shared else 2)))
+        elif a.qk_norm_params:
             tensors.append(Tensor("norm", i, 1, a.qk_norm_params))
     if biases:
         tensors.append(Tensor("bias", i, 1, biases))
@@ -360,6 +396,8 @@ def _layer_tensors(a: Architecture, i: int) -> list[Tensor]:
         tensors.append(Tensor("router", i, a.num_experts, h))
         if a.router_bias:
             tensors.append(Tensor("bias", i, 1, a.num_experts))
+        if a.router_scale:  # Gemma4TextRouter: scale (h) and per_expert_scale (E)
+            tensors.append(Tensor("norm", i, 1, h + a.num_experts))
         if a.moe_latent_size:  # NemotronHMoE fc1_latent_proj / fc2_latent_proj around the experts
             latent = a.moe_latent_size
             tensors += [Tensor("latent_in", i, latent, h), Tensor("latent_out", i, h, latent)]
@@ -372,7 +410,11 @@ def _layer_tensors(a: Architecture, i: int) -> list[Tensor]:
         if a.shared_expert_gate:
             tensors.append(Tensor("router", i, 1, h))  # Qwen2-MoE shared_expert_gate = Linear(h, 1)
     else:
-        tensors += _mlp_tensors(a, i, a.intermediate_size, "ffn", bias=a.mlp_bias)
+        width = a.intermediate_size * (2 if i in a.wide_mlp_layers else 1)
+        tensors += _mlp_tensors(a, i, width, "ffn", bias=a.mlp_bias)
+    if a.per_layer_input_size:  # per_layer_input_gate (h -> p), per_layer_projection (p -> h), their norm (h)
+        p = a.per_layer_input_size
+        tensors += [Tensor("per_layer_gate", i, p, h), Tensor("per_layer_proj", i, h, p), Tensor("norm", i, 1, h)]
     if a.norms_per_layer:
         tensors.append(Tensor("norm", i, 1, a.norms_per_layer * h * (2 if a.norm_bias else 1)))
     return tensors
@@ -385,6 +427,10 @@ def tensors(a: Architecture) -> tuple[Tensor, ...]:
     out = [Tensor("token_embd", -1, a.vocab_size, h)]
     if a.learned_positions:
         out.append(Tensor("position_embd", -1, a.learned_positions, h))
+    if a.per_layer_input_size:  # Gemma 4 / 3n embed_tokens_per_layer, per_layer_model_projection and its norm
+        width = a.num_layers * a.per_layer_input_size
+        out += [Tensor("per_layer_embd", -1, a.per_layer_vocab, width), Tensor("per_layer_model_proj", -1, width, h),
+                Tensor("norm", -1, 1, a.per_layer_input_size)]
     for i in range(a.num_layers):
         out += _layer_tensors(a, i)
     out.append(Tensor("norm", -1, 1, h * (2 if a.norm_bias else 1)))
@@ -416,7 +462,7 @@ def parameter_counts(a: Architecture) -> ParameterCounts:
     total = sum(t.numel for t in all_tensors)
     routed = sum(t.numel for t in all_tensors if t.is_expert)
     inactive = routed - routed * a.experts_per_token // a.num_experts if a.num_experts else 0
-    embedding = sum(t.numel for t in all_tensors if t.role in ("token_embd", "position_embd"))
+    embedding = sum(t.numel for t in all_tensors if t.role in ("token_embd", "position_embd", "per_layer_embd"))
     lm_head = sum(t.numel for t in all_tensors if t.role == "output")
     return ParameterCounts(total=total, active=total - inactive, embedding=embedding, lm_head=lm_head,
                            routed_experts=routed)

@@ -40,7 +40,10 @@ FIELD_LIMITS = {
     **dict.fromkeys(("mamba_head_dim", "mamba_d_head", "mamba_dt_rank", "attn_layer_period", "expert_layer_period", "ssm_state_size", "mamba_d_state", "conv_kernel",
                      "mamba_d_conv", "mamba_d_ssm", "mamba_expand", "moe_latent_size", "intermediate_size_mlp",
                      "moe_shared_expert_intermediate_size", "shared_intermediate_size", "attention_chunk_size",
-                     "interleave_moe_layer_step", "no_rope_layer_interval"), MAX_WIDTH),
+                     "interleave_moe_layer_step", "no_rope_layer_interval", "global_head_dim",
+                     "hidden_size_per_layer_input", "expert_intermediate_size"), MAX_WIDTH),
+    **dict.fromkeys(("num_global_key_value_heads", "top_k_experts"), MAX_HEADS),
+    "vocab_size_per_layer_input": MAX_VOCAB, "num_kv_shared_layers": MAX_LAYERS,
 }
 
 Config = Mapping[str, Any]
@@ -272,6 +275,64 @@ def _gemma3(f: _Fields, name: str, model_type: str) -> Architecture:
                        window_rule=lambda i: (i + 1) % pattern != 0, fp32_norm_weight=True,
                        softcap_attention=_softcap(text, "attn_logit_softcapping", False),
                        softcap_logits=_softcap(text, "final_logit_softcapping", False))
+
+
+GEMMA4_TEXT_DEFAULTS = {  # Gemma4TextConfig class defaults (transformers models/gemma4/configuration_gemma4.py)
+    "vocab_size": 262_144, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 30,
+    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "sliding_window": 512,
+    "max_position_embeddings": 131_072, "vocab_size_per_layer_input": 262_144, "hidden_size_per_layer_input": 256,
+    "global_head_dim": 512,
+}
+
+
+def _gemma4(f: _Fields, name: str, model_type: str) -> Architecture:
+    # Gemma 4 text model (transformers models/gemma4/modeling_gemma4.py): 5 sliding : 1 full attention
+    # (layer_types, the last layer always full), the full layers with their own head size (global_head_dim) and, with
+    # attention_k_eq_v, their own KV heads (num_global_key_value_heads) and no v_proj (V from k_proj's output); q, k
+    # norms of the layer's head size (v_norm has no weight); the last num_kv_shared_layers layers reuse K and V of the
+    # last earlier layer of their type (no k/v projections, no cache) and, with use_double_wide_mlp, have a
+    # 2 x intermediate_size MLP; per-layer embeddings (hidden_size_per_layer_input); with enable_moe_block, routed
+    # experts next to the dense MLP (a router with a scale per channel and per expert, three more norms); 4 norms
+    config = f.config.get("text_config", f.config)
+    if not isinstance(config, Mapping):
+        raise ValueError("text_config must be a JSON object")
+    t = _Fields({**GEMMA4_TEXT_DEFAULTS, **{k: v for k, v in config.items() if v is not None}})
+    base = _common(t, name, model_type)
+    layers = base["num_layers"]
+    types = t.layer_list("layer_types", str) or [("sliding_attention" if (i + 1) % 6 else "full_attention")
+                                                  for i in range(layers)]
+    if len(types) != layers or set(types) - STANDARD_LAYER_TYPES:
+        raise ValueError(f"layer_types must list {layers} entries, each sliding_attention or full_attention")
+    types[-1] = "full_attention"  # Gemma4TextConfig forces the last layer to full attention
+    sliding = tuple(i for i, kind in enumerate(types) if kind == "sliding_attention")
+    k_eq_v = t.flag("attention_k_eq_v", False)
+    shared = t.get("num_kv_shared_layers", 0)
+    if shared > layers:
+        raise ValueError(f"num_kv_shared_layers ({shared}) cannot exceed num_hidden_layers ({layers})")
+    shared_layers = tuple(range(layers - shared, layers))
+    if shared and shared < layers and set(types[layers - shared:]) - set(types[:layers - shared]):
+        raise ValueError("num_kv_shared_layers: every layer type that reuses K and V needs an earlier layer of that "
+                         "type to produce them")
+    moe = {}
+    if t.flag("enable_moe_block", False):
+        width = t.need("moe_intermediate_size", "expert_intermediate_size")
+        moe = dict(num_experts=t.need("num_experts"), experts_per_token=t.need("top_k_experts"),
+                   moe_intermediate_size=width, shared_expert_intermediate_size=t.need("intermediate_size"),
+                   moe_layers=tuple(range(layers)), router_scale=True)
+    per_layer = t.get("hidden_size_per_layer_input", 0)
+    return Architecture(**base, intermediate_size=t.need("intermediate_size"), qk_norm_params=2 * base["head_dim"],
+                        qkv_bias=t.flag("attention_bias", False), o_bias=t.flag("attention_bias", False),
+                        norms_per_layer=7 if moe else 4, tie_word_embeddings=t.flag("tie_word_embeddings", True),
+                        sliding_window=t.need("sliding_window") if sliding else 0, sliding_layers=sliding,
+                        global_head_dim=t.need("global_head_dim"),
+                        global_kv_heads=t.get("num_global_key_value_heads", 0) if k_eq_v else 0,
+                        global_k_eq_v=k_eq_v, kv_shared_layers=shared_layers,
+                        wide_mlp_layers=shared_layers if t.flag("use_double_wide_mlp", False) else (),
+                        per_layer_input_size=per_layer,
+                        per_layer_vocab=t.need("vocab_size_per_layer_input") if per_layer else 0,
+                        fp32_norm_weight=True, softcap_logits=_softcap(t, "final_logit_softcapping", False), **moe,
+                        notes=("Gemma 4: the full-attention layers' own head size and KV heads are counted in the "
+                               "weights and KV cache; activations are estimated with the sliding layers' shape",))
 
 
 def _qwen3_next(f: _Fields, name: str, model_type: str) -> Architecture:
@@ -755,7 +816,7 @@ def _generic_moe(text: _Fields, num_layers: int, experts: int) -> dict:
 READERS: dict[str, Callable[[_Fields, str, str], Architecture]] = {
     "llama": _llama, "mistral": _llama, "granite": _llama, "yi": _llama, "phi3": _llama,
     "smollm3": _smollm3, "qwen": _qwen1, "qwen2": _qwen2, "qwen3": _qwen3, "gemma": _gemma, "gemma2": _gemma2,
-    "gemma3": _gemma3, "gemma3_text": _gemma3, "qwen3_next": _qwen3_next, "qwen3_5_text": _qwen3_next,
+    "gemma3": _gemma3, "gemma3_text": _gemma3, "gemma4": _gemma4, "gemma4_text": _gemma4, "qwen3_next": _qwen3_next, "qwen3_5_text": _qwen3_next,
     "qwen3_5_moe_text": _qwen3_next, "minimax_m2": _minimax_m2, "mixtral": _mixtral, "qwen2_moe": _qwen_moe,
     "qwen3_moe": _qwen_moe,
     "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "gpt_oss": _gpt_oss,

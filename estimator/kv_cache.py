@@ -55,23 +55,29 @@ class KVElements:
     window: int
 
 
-def _layer_elements(a: Architecture, tp: int, mla_latent: bool) -> int:
+def _layer_elements(a: Architecture, layer: int, tp: int, mla_latent: bool) -> int:
     """Elements one layer caches per token on one tensor-parallel rank."""
     if a.is_mla:
         if mla_latent:
             return a.kv_lora_rank + a.qk_rope_head_dim  # replicated: one latent "head"
         heads = max(1, a.num_heads // tp)  # decompressed K and V per head (no MLA support, transformers 4)
         return heads * (a.qk_nope_head_dim + a.qk_rope_head_dim + a.v_head_dim)
-    return 2 * max(1, a.num_kv_heads // tp) * a.head_dim
+    kv_heads, head_dim = a.attention_shape(layer)
+    return 2 * max(1, kv_heads // tp) * head_dim
 
 
 @functools.lru_cache(maxsize=1024)
 def kv_elements(a: Architecture, tp: int = 1, mla_latent: bool = True) -> KVElements:
-    per_layer = _layer_elements(a, tp, mla_latent)
-    windowed_layers = len(a.sliding_layers)
-    attention_layers = len(a.attention_layers)  # linear-attention and Mamba layers keep a state instead
-    return KVElements(full=per_layer * (attention_layers - windowed_layers), windowed=per_layer * windowed_layers,
-                      window=a.sliding_window)
+    """Summed over the layers that keep a cache of their own: not linear-attention or Mamba layers (a state instead),
+    nor layers that reuse another layer's K and V (Gemma 3n / 4 `num_kv_shared_layers`)."""
+    windowed_layers = set(a.sliding_layers)
+    full = windowed = 0
+    for layer in a.cached_layers:
+        if layer in windowed_layers:
+            windowed += _layer_elements(a, layer, tp, mla_latent)
+        else:
+            full += _layer_elements(a, layer, tp, mla_latent)
+    return KVElements(full=full, windowed=windowed, window=a.sliding_window)
 
 
 def kv_cache_bytes(a: Architecture, tokens: int, sequences: int, kv_dtype: str = "bf16", tp: int = 1,

@@ -80,6 +80,13 @@ expert of the same width; the others a dense MLP of `intermediate_size_mlp`. Thr
 layers cache at most one chunk per sequence (vLLM `ChunkedLocalAttentionSpec` frees finished chunks); every fourth
 layer attends globally and keeps every token.
 
+**Gemma 4.** Five sliding-window layers to one full-attention layer (`layer_types`); the full layers have their
+own head size (`global_head_dim`, 512) and, with `attention_k_eq_v`, their own KV heads
+(`num_global_key_value_heads`) and no `v_proj` (V is taken from `k_proj`'s output and normed apart, so K and V are
+both cached). The last `num_kv_shared_layers` layers reuse an earlier layer's K and V: no projections, no cache.
+Per-layer embeddings (`hidden_size_per_layer_input`) add a table of $V_{ple} \times L\,p$ and two projections per
+layer; `enable_moe_block` adds routed experts next to every layer's dense MLP.
+
 Symbols: $P$ total parameters, $P_a$ active parameters per token (MoE), $b$ batch size, $s$ sequence length,
 $C$ concurrent requests, $h$ hidden size, $L$ layers, $V$ vocabulary, $n_h$ query heads, $n_{kv}$ KV heads,
 $d$ head dimension, $I$ MLP width, $A$ bytes of an activation (2 for 16-bit), $t = b \\cdot s$ tokens in a step,

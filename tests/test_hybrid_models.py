@@ -24,7 +24,9 @@ TRANSFORMERS_COUNTS = {"Qwen__Qwen3-Next-80B-A3B-Thinking": 79_674_391_296, "Qwe
                        "nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8": 120_668_687_360,
                        "nvidia__Nemotron-H-56B-Base-8K": 56_324_350_464,
                        "meta-llama__Llama-4-Scout-17B-16E-Instruct": 107_769_861_120,
-                       "meta-llama__Llama-4-Maverick-17B-128E-Instruct": 400_711_848_960}
+                       "meta-llama__Llama-4-Maverick-17B-128E-Instruct": 400_711_848_960,
+                       # Gemma 4 (gemma4_text): MoE 26B-A4B and dense 31B
+                       "google__gemma-4-26B-A4B": 25_233_141_760, "nvidia__Gemma-4-31B-IT-NVFP4": 30_697_345_280}
 
 
 @pytest.mark.parametrize("name", TRANSFORMERS_COUNTS)
@@ -136,6 +138,28 @@ def test_llama_4_interleaves_moe_and_chunks_its_attention():
     assert round(est.parameter_counts(maverick).total / 1e9) == 401
 
 
+def test_gemma_4_full_attention_layers_have_their_own_head_size_and_kv_heads():
+    # 5 sliding : 1 full; sliding layers 8 KV heads x 256, full layers (attention_k_eq_v) 2 KV heads x 512, where V
+    # comes from k_proj but is normed separately, so K and V are both cached (Gemma4TextAttention)
+    moe = est.architecture_from_config(published("google__gemma-4-26B-A4B"))
+    assert len(moe.sliding_layers) == 25 and moe.attention_shape(5) == (2, 512) and moe.attention_shape(0) == (8, 256)
+    assert est.kv_bytes_per_token(moe) == 25 * 2 * 8 * 256 * 2 + 5 * 2 * 2 * 512 * 2 == 225_280
+    dense = est.architecture_from_config(published("nvidia__Gemma-4-31B-IT-NVFP4"))
+    assert est.kv_bytes_per_token(dense) == 50 * 2 * 16 * 256 * 2 + 10 * 2 * 4 * 512 * 2 == 901_120
+    # beyond the 1,024-token window only the full layers grow
+    assert est.kv_cache_bytes(dense, 8192, 1) == 50 * 2 * 16 * 256 * 2 * 1024 + 10 * 2 * 4 * 512 * 2 * 8192
+    v = [t for t in est.architecture.tensors(dense) if t.role == "attn_v"]
+    assert len(v) == 50  # no v_proj on the 10 full layers
+
+
+def test_gemma_4_kv_sharing_layers_cache_nothing_of_their_own():
+    small = SYNTHETIC[-1]  # 8 layers, the last 3 reuse K and V
+    a = est.architecture_from_config(small)
+    assert a.kv_shared_layers == (5, 6, 7) and a.cached_layers == (0, 1, 2, 3, 4)
+    # cached: sliding 0, 2, 4 (2 KV heads x 64) and full 1, 3 (1 KV head x 128, k_eq_v)
+    assert est.kv_bytes_per_token(a) == 3 * 2 * 2 * 64 * 2 + 2 * 2 * 1 * 128 * 2
+
+
 def test_deepseek_v32s_indexer_adds_its_weights_and_its_fp8_key_cache():
     v31 = est.architecture_from_config(published("deepseek-ai__DeepSeek-V3.1"))
     v32 = est.architecture_from_config(published("deepseek-ai__DeepSeek-V3.2"))
@@ -158,7 +182,8 @@ def test_the_inference_page_shows_the_recurrent_state():
     assert "Recurrent state" in [trace.get("name") for trace in traces]
 
 
-# Structures without a published config here (Granite 4 hybrid, Falcon-H1), with the class defaults they rely on
+# Structures without a published config here (Granite 4 hybrid, Falcon-H1, Bamba, Jamba, Gemma 4 with per-layer
+# embeddings and KV sharing), with the class defaults they rely on
 SYNTHETIC = [
     dict(model_type="granitemoehybrid", hidden_size=512, num_hidden_layers=4, num_attention_heads=8,
          num_key_value_heads=2, vocab_size=1000, intermediate_size=256, shared_intermediate_size=768,
@@ -187,6 +212,12 @@ SYNTHETIC = [
          attn_layer_offset=2, mamba_d_state=16),  # Mamba (1) mixers, dt_rank auto = 32
     dict(model_type="jamba", hidden_size=512, num_hidden_layers=8, num_attention_heads=8, vocab_size=1000,
          intermediate_size=1024, num_experts=1, mamba_dt_rank=24, mamba_proj_bias=True, mamba_conv_bias=False),
+    dict(model_type="gemma4_text", hidden_size=256, num_hidden_layers=7, num_attention_heads=4, vocab_size=1000,
+         intermediate_size=512, enable_moe_block=True, num_experts=4, top_k_experts=2, moe_intermediate_size=64),
+    dict(model_type="gemma4_text", hidden_size=256, num_hidden_layers=8, num_attention_heads=4, num_key_value_heads=2,
+         head_dim=64, global_head_dim=128, vocab_size=1000, intermediate_size=512, vocab_size_per_layer_input=500,
+         hidden_size_per_layer_input=32, num_kv_shared_layers=3, use_double_wide_mlp=True, attention_k_eq_v=True,
+         num_global_key_value_heads=1, layer_types=["sliding_attention", "full_attention"] * 4),
 ]
 
 
@@ -202,7 +233,7 @@ def test_granite_4_hybrid_layers_by_hand():
 
 
 def test_jamba_mamba_1_layers_by_hand():
-    a = est.architecture_from_config(SYNTHETIC[-2])  # d_inner 1024, N 16, kernel 4, dt_rank ceil(512 / 16) = 32
+    a = est.architecture_from_config(SYNTHETIC[-4])  # d_inner 1024, N 16, kernel 4, dt_rank ceil(512 / 16) = 32
     mamba = (512 * 2048 + 1024 * (4 + 1) + 1024 * (32 + 32) + 32 * 1024 + (1024 * 16 + 1024 + 1024) + (32 + 32)
              + 512 * 1024)  # in_proj, conv, x_proj, dt_proj, A_log + D + dt bias, dt/B/C norms, out_proj
     layer0 = [t for t in est.architecture.tensors(a) if t.layer == 0]

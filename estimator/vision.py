@@ -1,9 +1,10 @@
 """Vision towers of multimodal configs: their exact parameter counts and how many tokens an image becomes.
 
-A multimodal `config.json` (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3.5, Llama 4, Gemma 3, Gemma 4, Mistral 3, Kimi K2.5)
-keeps the language model under `text_config` and the vision encoder under `vision_config`. The language model is read
-by `hf_config`; this module counts what it leaves out: the vision encoder and the projector (merger, adapter) that
-maps its features into the language model's width, and Gemma 4's audio tower. Every tensor is counted as the
+A multimodal `config.json` (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3.5, Llama 4, Gemma 3, Gemma 4, Mistral 3, Kimi K2.5,
+Phi-4-multimodal) keeps the language model under `text_config` (or at the top level) and the vision encoder under
+`vision_config`. The language model is read by `hf_config`; this module counts what it leaves out: the vision encoder
+and the projector (merger, adapter) that maps its features into the language model's width, and the audio towers of
+Gemma 4 and Phi-4-multimodal. Every tensor is counted as the
 transformers v5.24.0 modeling code builds it, so `parameters` equals `sum(p.numel())` over the vision submodules of
 the model built from the config:
 
@@ -16,7 +17,8 @@ with h the vision width. Sources, each at transformers v5.24.0 (huggingface/tran
 `qwen2_vl/modeling_qwen2_vl.py`, `qwen2_5_vl/modeling_qwen2_5_vl.py`, `qwen3_vl/modeling_qwen3_vl.py` (also
 `qwen3_vl_moe`), `qwen3_5/modeling_qwen3_5.py` (also `qwen3_5_moe`), `llama4/modeling_llama4.py`,
 `gemma3/modeling_gemma3.py` with `siglip/modeling_siglip.py`, `gemma4/modeling_gemma4.py`,
-`mistral3/modeling_mistral3.py` with `pixtral/modeling_pixtral.py`, `kimi_k25/modeling_kimi_k25.py`.
+`mistral3/modeling_mistral3.py` with `pixtral/modeling_pixtral.py`, `kimi_k25/modeling_kimi_k25.py`,
+`phi4_multimodal/modeling_phi4_multimodal.py`.
 tests/test_vision.py pins the counts to transformers' own builds.
 
 Image tokens follow each family's processor (the `_get_num_multimodal_tokens` that vLLM also calls, or the prompt
@@ -334,6 +336,75 @@ def _gemma4_audio(a: _Fields, top: _Fields) -> tuple[int, str]:
     return total, note
 
 
+# --- Phi-4-multimodal ----------------------------------------------------------------------------------------------
+
+def _phi4_multimodal(v: _Fields, top: _Fields, family: str) -> VisionTower:
+    # Phi4MultimodalImageEmbedding: img_processor (Phi4MultimodalVisionModel, a SigLIP encoder whose attention pooling
+    # head is always built: Conv2d patch embedding with bias, (image/p)^2 positions, layers of 2 LayerNorms, q, k, v,
+    # out and fc1/fc2 with biases, post LayerNorm, head), img_projection_up (h -> text h) and img_projection_down
+    # (text h -> text h) with biases, and the global / sub-image feature extensors (h each). The audio side
+    # (Phi4MultimodalAudioEmbedding) is counted by _phi4_audio. Phi4MultimodalVisionConfig defaults: h 1152, 27 layers,
+    # intermediate 4304, image 448, patch 14. The language model's fields sit at the top level (text h = hidden_size).
+    h, inner = v.int("hidden_size", 1152), v.int("intermediate_size", 4304)
+    layers, patch = v.int("num_hidden_layers", 27, MAX_DEPTH), v.int("patch_size", 14, MAX_PATCH)
+    image, channels = v.int("image_size", 448, MAX_IMAGE_SIDE), v.int("num_channels", 3, MAX_CHANNELS)
+    text_h = top.int("hidden_size", 3072)
+    if patch > image:
+        raise ValueError(f"vision_config.patch_size ({patch}) cannot exceed vision_config.image_size ({image})")
+    layer = 2 * 2 * h + 4 * _linear(h, h) + _mlp(h, inner)
+    head = h + _linear(h, 3 * h) + _linear(h, h) + 2 * h + _mlp(h, inner)
+    encoder = channels * patch**2 * h + h + (image // patch) ** 2 * h + layers * layer + 2 * h + head
+    total = encoder + _linear(h, text_h) + _linear(text_h, text_h) + 2 * h
+    audio_config = top.config.get("audio_config")
+    if audio_config is not None and not isinstance(audio_config, Mapping):
+        raise ValueError(f"audio_config must be a JSON object ({{...}}), got {quoted(audio_config)}")
+    audio, audio_note = _phi4_audio(_Fields(audio_config or {}, "audio_config"), text_h)
+    notes = (f"counted the SigLIP image encoder ({layers} layers, pooling head) and its projection into width {text_h} "
+             "(transformers v5.24.0 models/phi4_multimodal/modeling_phi4_multimodal.py)", audio_note,
+             "image tokens of Phi-4-multimodal (dynamic HD crops) are not modelled")
+    if audio_config is None:
+        notes += ("config.json has no audio_config: the audio tower was counted with transformers' defaults",)
+    return VisionTower(family, total, audio_parameters=audio, patch_size=patch, merge=2, notes=notes,
+                       image_size=image)
+
+
+def _phi4_audio(a: _Fields, text_h: int) -> tuple[int, str]:
+    # Phi4MultimodalAudioModel (a Conformer): NeMo conv subsampling (Conv2d 1 -> C 3 x 3, then per further halving a
+    # depthwise 3 x 3 and a pointwise 1 x 1 Conv2d, all with biases; out Linear(C x final frequency bins, h)),
+    # relative attention bias (buckets x heads), and per block two feed-forwards (LayerNorm, gate_up h -> 2I,
+    # down I -> h), attention (q, k, v, o with biases), a conv module (LayerNorm; GLU pointwise Conv1d h -> 2E with
+    # b1, b2; depthwise Conv1d h -> h m, kernel K; pointwise Conv1d h m -> D; Conv1d h -> E) and 2 LayerNorms.
+    # Phi4MultimodalAudioEmbedding: up (h x downsample_rate -> text h) and down (text h -> text h) projections for
+    # speech and for vision-speech, with biases. Phi4MultimodalAudioConfig defaults: h 1024, 24 blocks, 16 heads,
+    # intermediate 1536, E = D = 1024, kernel 3, input 80 bins, time reduction 8, C 1024, 1000 bias buckets
+    h, inner = a.int("hidden_size", 1024), a.int("intermediate_size", 1536)
+    blocks, heads = a.int("num_blocks", 24, MAX_DEPTH), a.int("num_attention_heads", 16, MAX_HEADS)
+    head_dim = a.int("head_dim", max(1, h // heads))
+    ext, separable = a.int("ext_pw_out_channel", 1024), a.int("depthwise_separable_out_channel", 1024)
+    multiplier, kernel = a.int("depthwise_multiplier", 1, MAX_MERGE), a.int("kernel_size", 3, MAX_PATCH)
+    bins, reduction = a.int("input_size", 80), a.int("time_reduction", 8, 2**20)
+    channels, distance = a.int("nemo_conv_channels", 1024), a.int("bias_max_distance", 1000, MAX_POSITIONS)
+    downsample = a.int("downsample_rate", 1, MAX_MERGE)
+    if reduction % 2:
+        raise ValueError(f"audio_config.time_reduction must be a multiple of 2, got {reduction}")
+    halvings = int(math.log2(reduction))
+    final_bins = bins
+    for _ in range(halvings):  # Phi4MultimodalAudioConfig.__post_init__ nemo_final_size
+        final_bins = math.floor((final_bins - 1) / 2 + 1)
+    buckets = distance * (1 if a.flag("bias_symmetric", False) else 2)
+    subsampling = (9 * channels + channels) + (halvings - 1) * (9 * channels + channels + _linear(channels, channels))
+    subsampling += _linear(channels * final_bins, h)
+    feed_forward = 2 * h + _linear(h, 2 * inner) + _linear(inner, h)
+    attention = 3 * _linear(h, heads * head_dim) + _linear(heads * head_dim, h)
+    conv = (2 * h + _linear(h, 2 * ext) + 2 * ext + (h * multiplier * kernel + h * multiplier)
+            + _linear(h * multiplier, separable) + _linear(h, ext))
+    block = 2 * feed_forward + attention + conv + 2 * 2 * h
+    embedding = 2 * (_linear(h * downsample, text_h) + _linear(text_h, text_h))
+    total = subsampling + buckets * heads + blocks * block + embedding
+    return total, (f"counted the audio Conformer ({blocks} blocks) and its speech / vision-speech projections "
+                   "(transformers v5.24.0 models/phi4_multimodal/modeling_phi4_multimodal.py)")
+
+
 # --- Mistral 3 (Pixtral encoder) -----------------------------------------------------------------------------------
 
 def _mistral3(v: _Fields, top: _Fields, family: str) -> VisionTower:
@@ -409,10 +480,10 @@ def _text_hidden(top: _Fields, default: int) -> int:
 _READERS: dict[str, Callable[[_Fields, _Fields, str], VisionTower]] = {
     "qwen2_vl": _qwen2_vl, "qwen2_5_vl": _qwen2_5_vl, "qwen3_vl": _qwen3_vl, "qwen3_vl_moe": _qwen3_vl,
     "qwen3_5": _qwen3_5, "qwen3_5_moe": _qwen3_5, "llama4": _llama4, "gemma3": _gemma3, "gemma4": _gemma4,
-    "mistral3": _mistral3, "kimi_k25": _kimi_k25,
+    "mistral3": _mistral3, "kimi_k25": _kimi_k25, "phi4_multimodal": _phi4_multimodal,
 }
 _VISION_OPTIONAL = {"gemma4"}  # Gemma4Model builds no vision tower when vision_config is null
-_AUDIO_COUNTED = {"gemma4"}  # families whose reader counts the audio tower into audio_parameters
+_AUDIO_COUNTED = {"gemma4", "phi4_multimodal"}  # families whose reader counts the audio tower into audio_parameters
 # What a config class puts in place of an absent vision_config where that differs from the vision config class's
 # defaults: Mistral3Config's sub_configs_defaults (a given vision_config falls back to PixtralVisionConfig's 16 / 1024)
 _ABSENT_VISION = {"mistral3": {"patch_size": 14, "image_size": 1540}}
@@ -434,6 +505,14 @@ def vision_tower(config: Mapping[str, Any]) -> VisionTower | None:
     vision, reader = config.get("vision_config"), _READERS.get(family)
     notes: tuple[str, ...] = ()
     if vision is None:
+        if family == "gemma4" and config.get("audio_config") is not None:  # an audio-only Gemma 4
+            top = _Fields(config)
+            audio_config = config["audio_config"]
+            if not isinstance(audio_config, Mapping):
+                raise ValueError(f"audio_config must be a JSON object ({{...}}), got {quoted(audio_config)}")
+            audio, note = _gemma4_audio(_Fields(audio_config, "audio_config"), top)
+            return VisionTower(family, 0, audio_parameters=audio, notes=("no vision tower (vision_config is null)",
+                                                                         note))
         if reader is None or family in _VISION_OPTIONAL:
             return None
         vision = _ABSENT_VISION.get(family, {})

@@ -77,6 +77,10 @@ QWEN2_VL_DEFAULTS = {"model_type": "qwen2_vl"}
 # Gemma 4 with an audio tower: the published 26B-A4B config (which has "audio_config": null) given
 # Gemma4AudioConfig's defaults (12 Conformer layers, width 1024, 8 heads, output 1536), the audio encoder of the small
 # Gemma 4 models
+# Phi-4-multimodal: Phi4MultimodalConfig's defaults in transformers 5.24 (its docstring checkpoint is
+# microsoft/Phi-4-multimodal-instruct): SigLIP 1152 wide, 27 layers, image 448; audio Conformer 1024 wide, 24 blocks;
+# text width 3072
+PHI4_MULTIMODAL_DEFAULTS = {"model_type": "phi4_multimodal"}
 GEMMA4_WITH_AUDIO = lambda: published("google__gemma-4-26B-A4B") | {"audio_config": {}}  # noqa: E731
 
 CONFIGS = {
@@ -100,6 +104,7 @@ CONFIGS = {
     "Kimi-K2.5": lambda: published("moonshotai__Kimi-K2.5"),
     "Qwen2-VL-defaults": lambda: QWEN2_VL_DEFAULTS,
     "Gemma-4-26B-A4B+audio": GEMMA4_WITH_AUDIO,
+    "Phi-4-multimodal-defaults": lambda: PHI4_MULTIMODAL_DEFAULTS,
 }
 # Vision encoder + projector parameters as transformers 5.24.0 builds them (see the module docstring)
 TRANSFORMERS_COUNTS = {
@@ -121,9 +126,11 @@ TRANSFORMERS_COUNTS = {
     "Kimi-K2.5": 471_143_920,  # MoonViT 416,866,032 + mm_projector 54,277,888
     "Qwen2-VL-defaults": 675_759_104,  # ViT 631,182,336 + merger 44,576,768
     "Gemma-4-26B-A4B+audio": 572_792_112,  # the vision side is unchanged
+    "Phi-4-multimodal-defaults": 441_550_016,  # embed_tokens_extend.image_embed
 }
 # Audio tower + its embedder (audio_tower, embed_audio), built the same way
-AUDIO_COUNTS = {"Gemma-4-26B-A4B+audio": 309_149_984}  # Conformer 304,824,608 + embed_audio 1536 x 2816
+AUDIO_COUNTS = {"Gemma-4-26B-A4B+audio": 309_149_984,  # Conformer 304,824,608 + embed_audio 1536 x 2816
+                "Phi-4-multimodal-defaults": 466_432_256}  # embed_tokens_extend.audio_embed
 
 
 @pytest.mark.parametrize("name", TRANSFORMERS_COUNTS)
@@ -171,6 +178,21 @@ def test_qwen3_vl_and_qwen3_5_differ_by_the_deepstack_mergers():
     h4 = 1152 * 4
     deepstack_merger = 2 * h4 + (h4 * h4 + h4) + (h4 * 4096 + 4096)  # LayerNorm(4h), Linear(4h, 4h), Linear(4h, out)
     assert vision_tower(qwen3_vl).parameters - vision_tower(as_qwen3_5).parameters == 3 * deepstack_merger
+
+
+def test_an_audio_only_gemma_4_counts_its_audio_tower():
+    config = GEMMA4_WITH_AUDIO() | {"vision_config": None}
+    tower = vision_tower(config)
+    assert (tower.parameters, tower.audio_parameters) == (0, 309_149_984)
+    assert tower.notes[0] == "no vision tower (vision_config is null)"
+
+
+def test_phi_4_multimodal_counts_both_towers_but_not_its_image_tokens():
+    tower = vision_tower(PHI4_MULTIMODAL_DEFAULTS)
+    assert (tower.parameters, tower.audio_parameters) == (441_550_016, 466_432_256)
+    assert any("dynamic HD crops" in note for note in tower.notes)
+    with pytest.raises(ValueError, match="not known"):
+        image_tokens(tower, 896, 896)
 
 
 def test_towers_carry_what_the_processor_needs():
@@ -311,6 +333,12 @@ def _with_vision(**fields):
     ({"model_type": "mistral3", "vision_config": {}, "vision_feature_layer": "last"}, "vision_feature_layer"),
     ({"model_type": "gemma4", "vision_config": {"num_hidden_layers": 2001}, "text_config": {}},
      "vision_config.num_hidden_layers"),
+    ({"model_type": "gemma4", "vision_config": {}, "audio_config": {"subsampling_conv_channels": [128]}},
+     "audio_config.subsampling_conv_channels"),
+    ({"model_type": "gemma4", "vision_config": None, "audio_config": "on"}, "audio_config"),
+    ({"model_type": "phi4_multimodal", "audio_config": {"time_reduction": 7}}, "audio_config.time_reduction"),
+    ({"model_type": "phi4_multimodal", "audio_config": {"num_blocks": 10**9}}, "audio_config.num_blocks"),
+    ({"model_type": "phi4_multimodal", "vision_config": {}, "hidden_size": 1.5}, "hidden_size"),
 ])
 def test_a_hostile_config_gives_a_value_error_naming_the_field(config, field):
     started = time.perf_counter()
@@ -363,7 +391,8 @@ def test_the_module_imports_only_the_standard_library_and_checks():
 
 # --- rebuilt with transformers ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["Qwen3-VL-8B", "Llama-4-Scout", "Gemma-4-26B-A4B+audio", "Kimi-K2.5"])
+@pytest.mark.parametrize("name", ["Qwen3-VL-8B", "Llama-4-Scout", "Gemma-4-26B-A4B+audio", "Kimi-K2.5",
+                                  "Phi-4-multimodal-defaults"])
 def test_the_counts_are_what_transformers_builds(name):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
@@ -376,10 +405,14 @@ def test_the_counts_are_what_transformers_builds(name):
             text.pop(key, None)
         text["num_hidden_layers"] = 1
     built = transformers.CONFIG_MAPPING[config["model_type"]].from_dict(config)
+    if text is None:  # Phi-4-multimodal: a flat config; its towers sit in the text model's embed_tokens_extend
+        built.num_hidden_layers = 1
     with torch.device("meta"):
         model = transformers.AutoModel.from_config(built)
+    language = ("language_model.", "embed_tokens.", "layers.", "norm.")  # the last three: Phi-4-multimodal's
+    audio = ("audio_tower.", "embed_audio.", "embed_tokens_extend.audio_embed.")
     sizes = {"vision": 0, "audio": 0}
     for key, p in model.named_parameters():
-        if not key.startswith("language_model."):
-            sizes["audio" if key.startswith(("audio_tower.", "embed_audio.")) else "vision"] += p.numel()
+        if not key.startswith(language):
+            sizes["audio" if key.startswith(audio) else "vision"] += p.numel()
     assert (sizes["vision"], sizes["audio"]) == (TRANSFORMERS_COUNTS[name], AUDIO_COUNTS.get(name, 0))

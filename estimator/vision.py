@@ -45,7 +45,6 @@ MAX_POSITIONS = 10_000_000  # rows of a learned position table
 MAX_CHANNELS = 64
 MAX_MERGE = 64  # patches merged per side
 MAX_LIST = 2_000  # entries of a list field (deepstack layer indexes, feature layers)
-MAX_TILES = 1_024  # Llama 4 tiles per image
 MAX_PIXELS = 10**12  # Qwen pixel bounds
 
 # Qwen image processors' pixel bounds as the models publish them in preprocessor_config.json (transformers'
@@ -65,7 +64,7 @@ class VisionTower:
     merge: int = 1  # patches merged per side into one token (Qwen 2: tokens = patches / 4)
     notes: tuple[str, ...] = ()  # what was counted, from which transformers module, and what was left out
     token_rule: str = ""  # how image_tokens counts: "qwen", "fixed", "llama4", "pixtral", "gemma4", "kimi", "" unknown
-    image_size: int = 0  # fixed input (Gemma 3), tile side (Llama 4) or longest edge (Pixtral) in pixels
+    image_size: int = 0  # pixels: fixed input (Gemma 3), tile side (Llama 4), longest edge (Pixtral), side cap (Kimi)
     tokens_per_image: int = 0  # fixed tokens per image (Gemma 3), or the soft-token budget (Gemma 4)
     max_patches: int = 0  # tiles per image (Llama 4) or patch budget (Kimi K2.5)
     min_pixels: int = 0  # Qwen smart-resize bounds on width x height
@@ -81,10 +80,7 @@ class _Fields:
     def _name(self, name: str) -> str:
         return f"{self.path}.{name}" if self.path else name
 
-    def has(self, name: str) -> bool:
-        return self.config.get(name) is not None
-
-    def int(self, names: str | tuple[str, ...], default: int | None, high: int = MAX_WIDTH, low: int = 1) -> int:
+    def whole(self, names: str | tuple[str, ...], default: int | None, high: int = MAX_WIDTH, low: int = 1) -> int:
         """The first of `names` present, as a whole number in low..high; `default` when none is (None: required)."""
         names = (names,) if isinstance(names, str) else names
         for name in names:
@@ -150,11 +146,11 @@ def _qwen2_vl(v: _Fields, top: _Fields, family: str) -> VisionTower:
     # of LayerNorm x2, qkv and proj with biases, MLP fc1/fc2 (embed_dim x mlp_ratio) with biases; PatchMerger:
     # LayerNorm(e), Linear(4e, 4e), Linear(4e, hidden_size). Here hidden_size is the output (language) width and
     # embed_dim the vision width. Qwen2VLVisionConfig defaults: depth 32, embed 1280, ratio 4, hidden 3584, patch 14
-    e, out = v.int("embed_dim", 1280), v.int("hidden_size", 3584)
-    ratio = v.int("mlp_ratio", 4, MAX_MERGE)  # an int in Qwen2VLVisionConfig (strict: 4.0 is refused there too)
-    depth, patch = v.int("depth", 32, MAX_DEPTH), v.int("patch_size", 14, MAX_PATCH)
-    merge, temporal = v.int("spatial_merge_size", 2, MAX_MERGE), v.int("temporal_patch_size", 2, MAX_PATCH)
-    channels = v.int("in_channels", 3, MAX_CHANNELS)
+    e, out = v.whole("embed_dim", 1280), v.whole("hidden_size", 3584)
+    ratio = v.whole("mlp_ratio", 4, MAX_MERGE)  # an int in Qwen2VLVisionConfig (strict: 4.0 is refused there too)
+    depth, patch = v.whole("depth", 32, MAX_DEPTH), v.whole("patch_size", 14, MAX_PATCH)
+    merge, temporal = v.whole("spatial_merge_size", 2, MAX_MERGE), v.whole("temporal_patch_size", 2, MAX_PATCH)
+    channels = v.whole("in_channels", 3, MAX_CHANNELS)
     inner = e * ratio
     block = 2 * 2 * e + _linear(e, 3 * e) + _linear(e, e) + _mlp(e, inner)
     merged = e * merge**2
@@ -170,10 +166,10 @@ def _qwen2_5_vl(v: _Fields, top: _Fields, family: str) -> VisionTower:
     # Qwen2_5_VisionTransformerPretrainedModel: Conv3d patch embed without bias; blocks of RMSNorm x2, qkv and proj
     # with biases, gated SiLU MLP with biases; Qwen2_5_VLPatchMerger: RMSNorm(h), Linear(4h, 4h), Linear(4h, out).
     # Qwen2_5_VLVisionConfig defaults: depth 32, hidden 3584, intermediate 3420, patch 14, merge 2, temporal 2, out 3584
-    h, inner = v.int("hidden_size", 3584), v.int("intermediate_size", 3420)
-    depth, patch = v.int("depth", 32, MAX_DEPTH), v.int("patch_size", 14, MAX_PATCH)
-    merge, temporal = v.int("spatial_merge_size", 2, MAX_MERGE), v.int("temporal_patch_size", 2, MAX_PATCH)
-    channels, out = v.int("in_channels", 3, MAX_CHANNELS), v.int("out_hidden_size", 3584)
+    h, inner = v.whole("hidden_size", 3584), v.whole("intermediate_size", 3420)
+    depth, patch = v.whole("depth", 32, MAX_DEPTH), v.whole("patch_size", 14, MAX_PATCH)
+    merge, temporal = v.whole("spatial_merge_size", 2, MAX_MERGE), v.whole("temporal_patch_size", 2, MAX_PATCH)
+    channels, out = v.whole("in_channels", 3, MAX_CHANNELS), v.whole("out_hidden_size", 3584)
     block = 2 * h + _linear(h, 3 * h) + _linear(h, h) + _mlp(h, inner, gated=True)
     merged = h * merge**2
     merger = h + _linear(merged, merged) + _linear(merged, out)
@@ -189,11 +185,11 @@ def _qwen3_vl(v: _Fields, top: _Fields, family: str, deepstack: bool = True) -> 
     # LayerNorm x2, qkv and proj with biases, GELU MLP fc1/fc2 with biases; merger: LayerNorm(h), Linear(4h, 4h),
     # Linear(4h, out); one more merger per deepstack layer with its LayerNorm over 4h. Qwen3.5's vision model
     # (qwen3_5/modeling_qwen3_5.py Qwen3_5VisionModel) is the same without the deepstack mergers.
-    h, inner = v.int("hidden_size", 1152), v.int("intermediate_size", 4304)
-    depth, patch = v.int("depth", 27, MAX_DEPTH), v.int("patch_size", 16, MAX_PATCH)
-    merge, temporal = v.int("spatial_merge_size", 2, MAX_MERGE), v.int("temporal_patch_size", 2, MAX_PATCH)
-    channels, out = v.int("in_channels", 3, MAX_CHANNELS), v.int("out_hidden_size", 3584)
-    positions = v.int("num_position_embeddings", 2304, MAX_POSITIONS)
+    h, inner = v.whole("hidden_size", 1152), v.whole("intermediate_size", 4304)
+    depth, patch = v.whole("depth", 27, MAX_DEPTH), v.whole("patch_size", 16, MAX_PATCH)
+    merge, temporal = v.whole("spatial_merge_size", 2, MAX_MERGE), v.whole("temporal_patch_size", 2, MAX_PATCH)
+    channels, out = v.whole("in_channels", 3, MAX_CHANNELS), v.whole("out_hidden_size", 3584)
+    positions = v.whole("num_position_embeddings", 2304, MAX_POSITIONS)
     stacks = len(v.int_list("deepstack_visual_indexes", (8, 16, 24))) if deepstack else 0
     block = 2 * 2 * h + _linear(h, 3 * h) + _linear(h, h) + _mlp(h, inner)
     merged = h * merge**2
@@ -220,11 +216,11 @@ def _llama4(v: _Fields, top: _Fields, family: str) -> VisionTower:
     # 2 LayerNorms; vision_adapter (Llama4VisionPixelShuffleMLP): fc1 (intermediate -> projector_input_dim) and
     # fc2 (projector_output_dim^2), no biases. Llama4MultiModalProjector: Linear(vision_output_dim, text h), no bias.
     # Llama4VisionConfig defaults: h 768, 34 layers, intermediate 5632, image 448, patch 14, output 7680
-    h, inner = v.int("hidden_size", 768), v.int("intermediate_size", 5632)
-    layers, patch = v.int("num_hidden_layers", 34, MAX_DEPTH), v.int("patch_size", 14, MAX_PATCH)
-    image, channels = v.int("image_size", 448, MAX_IMAGE_SIDE), v.int("num_channels", 3, MAX_CHANNELS)
-    proj_in, proj_out = v.int("projector_input_dim", 4096), v.int("projector_output_dim", 4096)
-    output, text_h = v.int("vision_output_dim", 7680), _text_hidden(top, 5120)
+    h, inner = v.whole("hidden_size", 768), v.whole("intermediate_size", 5632)
+    layers, patch = v.whole("num_hidden_layers", 34, MAX_DEPTH), v.whole("patch_size", 14, MAX_PATCH)
+    image, channels = v.whole("image_size", 448, MAX_IMAGE_SIDE), v.whole("num_channels", 3, MAX_CHANNELS)
+    proj_in, proj_out = v.whole("projector_input_dim", 4096), v.whole("projector_output_dim", 4096)
+    output, text_h = v.whole("vision_output_dim", 7680), _text_hidden(top, 5120)
     shuffle = v.ratio("pixel_shuffle_ratio", 0.5)
     if patch > image:
         raise ValueError(f"vision_config.patch_size ({patch}) cannot exceed vision_config.image_size ({image})")
@@ -251,11 +247,11 @@ def _gemma3(v: _Fields, top: _Fields, family: str) -> VisionTower:
     # pooling head only when vision_use_head (Gemma 3 sets it false). Gemma3MultiModalProjector:
     # mm_input_projection_weight (h x text h) and an RMSNorm over h. SiglipVisionConfig defaults: h 768, 12 layers,
     # intermediate 3072, image 224, patch 16, vision_use_head true
-    h, inner = v.int("hidden_size", 768), v.int("intermediate_size", 3072)
-    layers, patch = v.int("num_hidden_layers", 12, MAX_DEPTH), v.int("patch_size", 16, MAX_PATCH)
-    image, channels = v.int("image_size", 224, MAX_IMAGE_SIDE), v.int("num_channels", 3, MAX_CHANNELS)
+    h, inner = v.whole("hidden_size", 768), v.whole("intermediate_size", 3072)
+    layers, patch = v.whole("num_hidden_layers", 12, MAX_DEPTH), v.whole("patch_size", 16, MAX_PATCH)
+    image, channels = v.whole("image_size", 224, MAX_IMAGE_SIDE), v.whole("num_channels", 3, MAX_CHANNELS)
     text_h = _text_hidden(top, 2304)
-    tokens = top.int("mm_tokens_per_image", 256, MAX_POSITIONS)
+    tokens = top.whole("mm_tokens_per_image", 256, MAX_POSITIONS)
     if patch > image:
         raise ValueError(f"vision_config.patch_size ({patch}) cannot exceed vision_config.image_size ({image})")
     positions = (image // patch) ** 2
@@ -280,14 +276,14 @@ def _gemma4(v: _Fields, top: _Fields, family: str) -> VisionTower:
     # gated MLP without biases; the pooler has no weights. Gemma4MultimodalEmbedder (embed_vision):
     # Linear(output_proj_dims or h, text h) without bias; its pre-projection RMSNorm has no scale.
     # Gemma4VisionConfig defaults: h 768, 16 layers, 12 heads (12 KV), head_dim 64, intermediate 3072, patch 16
-    h, inner = v.int("hidden_size", 768), v.int("intermediate_size", 3072)
-    layers, patch = v.int("num_hidden_layers", 16, MAX_DEPTH), v.int("patch_size", 16, MAX_PATCH)
-    heads = v.int("num_attention_heads", 12, MAX_HEADS)
-    kv_heads, head_dim = v.int("num_key_value_heads", 12, MAX_HEADS), v.int("head_dim", 64)
-    positions = v.int("position_embedding_size", 10 * 1024, MAX_POSITIONS)
-    pooling = v.int("pooling_kernel_size", 3, MAX_MERGE)
-    projected, text_h = v.int("output_proj_dims", h), _text_hidden(top, 2304)
-    soft_tokens = top.int("vision_soft_tokens_per_image", 280, MAX_POSITIONS)
+    h, inner = v.whole("hidden_size", 768), v.whole("intermediate_size", 3072)
+    layers, patch = v.whole("num_hidden_layers", 16, MAX_DEPTH), v.whole("patch_size", 16, MAX_PATCH)
+    heads = v.whole("num_attention_heads", 12, MAX_HEADS)
+    kv_heads, head_dim = v.whole("num_key_value_heads", 12, MAX_HEADS), v.whole("head_dim", 64)
+    positions = v.whole("position_embedding_size", 10 * 1024, MAX_POSITIONS)
+    pooling = v.whole("pooling_kernel_size", 3, MAX_MERGE)
+    projected, text_h = v.whole("output_proj_dims", h), _text_hidden(top, 2304)
+    soft_tokens = top.whole("vision_soft_tokens_per_image", 280, MAX_POSITIONS)
     attention = h * heads * head_dim + 2 * h * kv_heads * head_dim + heads * head_dim * h + 2 * head_dim
     layer = attention + 4 * h + _mlp(h, inner, bias=False, gated=True)
     total = 3 * patch**2 * h + 2 * positions * h + layers * layer + projected * text_h
@@ -315,12 +311,12 @@ def _gemma4_audio(a: _Fields, top: _Fields) -> tuple[int, str]:
     # per_dim_scale), a light conv block (linear_start h -> 2h, depthwise Conv1d h x kernel, linear_end, 2 RMSNorms)
     # and 3 RMSNorms; output_proj (h -> output_proj_dims, with bias). embed_audio: Linear(output_proj_dims, text h).
     # Gemma4AudioConfig defaults: h 1024, 12 layers, 8 heads, channels (128, 32), kernel 5, output 1536
-    h, layers = a.int("hidden_size", 1024), a.int("num_hidden_layers", 12, MAX_DEPTH)
-    heads, kernel = a.int("num_attention_heads", 8, MAX_HEADS), a.int("conv_kernel_size", 5, MAX_PATCH)
+    h, layers = a.whole("hidden_size", 1024), a.whole("num_hidden_layers", 12, MAX_DEPTH)
+    heads, kernel = a.whole("num_attention_heads", 8, MAX_HEADS), a.whole("conv_kernel_size", 5, MAX_PATCH)
     channels = a.int_list("subsampling_conv_channels", (128, 32), MAX_WIDTH)
     if len(channels) != 2 or min(channels) < 1:
         raise ValueError("audio_config.subsampling_conv_channels must be two whole numbers from 1, e.g. [128, 32]")
-    out, text_h = a.int("output_proj_dims", 1536), _text_hidden(top, 2304)
+    out, text_h = a.whole("output_proj_dims", 1536), _text_hidden(top, 2304)
     if heads > h:
         raise ValueError(f"audio_config.num_attention_heads ({heads}) cannot exceed audio_config.hidden_size ({h})")
     width = heads * (h // heads)  # heads x head_dim
@@ -345,10 +341,10 @@ def _phi4_multimodal(v: _Fields, top: _Fields, family: str) -> VisionTower:
     # (text h -> text h) with biases, and the global / sub-image feature extensors (h each). The audio side
     # (Phi4MultimodalAudioEmbedding) is counted by _phi4_audio. Phi4MultimodalVisionConfig defaults: h 1152, 27 layers,
     # intermediate 4304, image 448, patch 14. The language model's fields sit at the top level (text h = hidden_size).
-    h, inner = v.int("hidden_size", 1152), v.int("intermediate_size", 4304)
-    layers, patch = v.int("num_hidden_layers", 27, MAX_DEPTH), v.int("patch_size", 14, MAX_PATCH)
-    image, channels = v.int("image_size", 448, MAX_IMAGE_SIDE), v.int("num_channels", 3, MAX_CHANNELS)
-    text_h = top.int("hidden_size", 3072)
+    h, inner = v.whole("hidden_size", 1152), v.whole("intermediate_size", 4304)
+    layers, patch = v.whole("num_hidden_layers", 27, MAX_DEPTH), v.whole("patch_size", 14, MAX_PATCH)
+    image, channels = v.whole("image_size", 448, MAX_IMAGE_SIDE), v.whole("num_channels", 3, MAX_CHANNELS)
+    text_h = top.whole("hidden_size", 3072)
     if patch > image:
         raise ValueError(f"vision_config.patch_size ({patch}) cannot exceed vision_config.image_size ({image})")
     layer = 2 * 2 * h + 4 * _linear(h, h) + _mlp(h, inner)
@@ -377,14 +373,14 @@ def _phi4_audio(a: _Fields, text_h: int) -> tuple[int, str]:
     # Phi4MultimodalAudioEmbedding: up (h x downsample_rate -> text h) and down (text h -> text h) projections for
     # speech and for vision-speech, with biases. Phi4MultimodalAudioConfig defaults: h 1024, 24 blocks, 16 heads,
     # intermediate 1536, E = D = 1024, kernel 3, input 80 bins, time reduction 8, C 1024, 1000 bias buckets
-    h, inner = a.int("hidden_size", 1024), a.int("intermediate_size", 1536)
-    blocks, heads = a.int("num_blocks", 24, MAX_DEPTH), a.int("num_attention_heads", 16, MAX_HEADS)
-    head_dim = a.int("head_dim", max(1, h // heads))
-    ext, separable = a.int("ext_pw_out_channel", 1024), a.int("depthwise_separable_out_channel", 1024)
-    multiplier, kernel = a.int("depthwise_multiplier", 1, MAX_MERGE), a.int("kernel_size", 3, MAX_PATCH)
-    bins, reduction = a.int("input_size", 80), a.int("time_reduction", 8, 2**20)
-    channels, distance = a.int("nemo_conv_channels", 1024), a.int("bias_max_distance", 1000, MAX_POSITIONS)
-    downsample = a.int("downsample_rate", 1, MAX_MERGE)
+    h, inner = a.whole("hidden_size", 1024), a.whole("intermediate_size", 1536)
+    blocks, heads = a.whole("num_blocks", 24, MAX_DEPTH), a.whole("num_attention_heads", 16, MAX_HEADS)
+    head_dim = a.whole("head_dim", max(1, h // heads))
+    ext, separable = a.whole("ext_pw_out_channel", 1024), a.whole("depthwise_separable_out_channel", 1024)
+    multiplier, kernel = a.whole("depthwise_multiplier", 1, MAX_MERGE), a.whole("kernel_size", 3, MAX_PATCH)
+    bins, reduction = a.whole("input_size", 80), a.whole("time_reduction", 8, 2**20)
+    channels, distance = a.whole("nemo_conv_channels", 1024), a.whole("bias_max_distance", 1000, MAX_POSITIONS)
+    downsample = a.whole("downsample_rate", 1, MAX_MERGE)
     if reduction % 2:
         raise ValueError(f"audio_config.time_reduction must be a multiple of 2, got {reduction}")
     halvings = int(math.log2(reduction))
@@ -413,15 +409,15 @@ def _mistral3(v: _Fields, top: _Fields, family: str) -> VisionTower:
     # bias, linear_1 (h x feature layers -> text h) and linear_2 (text h -> text h), biases when
     # multimodal_projector_bias. PixtralVisionConfig defaults: h 1024, 24 layers, intermediate 4096, image 1024,
     # patch 16
-    h, inner = v.int("hidden_size", 1024), v.int("intermediate_size", 4096)
-    layers, patch = v.int("num_hidden_layers", 24, MAX_DEPTH), v.int("patch_size", 16, MAX_PATCH)
-    image, channels = v.int("image_size", 1024, MAX_IMAGE_SIDE), v.int("num_channels", 3, MAX_CHANNELS)
-    merge, text_h = top.int("spatial_merge_size", 2, MAX_MERGE), _text_hidden(top, 5120)
+    h, inner = v.whole("hidden_size", 1024), v.whole("intermediate_size", 4096)
+    layers, patch = v.whole("num_hidden_layers", 24, MAX_DEPTH), v.whole("patch_size", 16, MAX_PATCH)
+    image, channels = v.whole("image_size", 1024, MAX_IMAGE_SIDE), v.whole("num_channels", 3, MAX_CHANNELS)
+    merge, text_h = top.whole("spatial_merge_size", 2, MAX_MERGE), _text_hidden(top, 5120)
     bias = top.flag("multimodal_projector_bias", False)
     feature = top.config.get("vision_feature_layer")
     feature_layers = len(top.int_list("vision_feature_layer", ())) if isinstance(feature, list) else 1
     if feature is not None and not isinstance(feature, list):
-        top.int("vision_feature_layer", -1, MAX_DEPTH, low=-MAX_DEPTH)
+        top.whole("vision_feature_layer", -1, MAX_DEPTH, low=-MAX_DEPTH)
     layer = 2 * h + 4 * h * h + _mlp(h, inner, bias=False, gated=True)
     encoder = channels * patch**2 * h + h + layers * layer
     projector = h + h * merge**2 * h + _linear(h * feature_layers, text_h, bias) + _linear(text_h, text_h, bias)
@@ -441,19 +437,19 @@ def _kimi_k25(v: _Fields, top: _Fields, family: str) -> VisionTower:
     # out_proj (h k -> text h), k = merge kernel area. The published config uses the remote code's names (vt_*,
     # init_pos_emb_*, mm_hidden_size, text_hidden_size), read here as aliases; transformers 5.24 reads only its own
     # names and falls back to Kimi_K25VisionConfig's defaults, which equal Kimi K2.5's values.
-    h = v.int(("hidden_size", "vt_hidden_size"), 1152)
-    inner = v.int(("intermediate_size", "vt_intermediate_size"), 4304)
-    layers = v.int(("num_hidden_layers", "vt_num_hidden_layers"), 27, MAX_DEPTH)
-    patch = v.int("patch_size", 14, MAX_PATCH)
-    grid_h = v.int(("pos_emb_height", "init_pos_emb_height"), 64, MAX_POSITIONS)
-    grid_w = v.int(("pos_emb_width", "init_pos_emb_width"), 64, MAX_POSITIONS)
+    h = v.whole(("hidden_size", "vt_hidden_size"), 1152)
+    inner = v.whole(("intermediate_size", "vt_intermediate_size"), 4304)
+    layers = v.whole(("num_hidden_layers", "vt_num_hidden_layers"), 27, MAX_DEPTH)
+    patch = v.whole("patch_size", 14, MAX_PATCH)
+    grid_h = v.whole(("pos_emb_height", "init_pos_emb_height"), 64, MAX_POSITIONS)
+    grid_w = v.whole(("pos_emb_width", "init_pos_emb_width"), 64, MAX_POSITIONS)
     kernel = v.int_list("merge_kernel_size", (2, 2), MAX_MERGE)
     if len(kernel) != 2 or min(kernel) < 1:
         raise ValueError("vision_config.merge_kernel_size must be two whole numbers from 1, e.g. [2, 2]")
     if grid_h * grid_w > MAX_POSITIONS:
         raise ValueError(f"vision_config position grid {grid_h} x {grid_w} exceeds {MAX_POSITIONS:,} positions")
-    projection = top.int("projection_hidden_size", v.int("mm_hidden_size", 1152))
-    text_h = _text_hidden(top, v.int("text_hidden_size", 7168))
+    projection = top.whole("projection_hidden_size", v.whole("mm_hidden_size", 1152))
+    text_h = _text_hidden(top, v.whole("text_hidden_size", 7168))
     layer = 2 * 2 * h + 4 * _linear(h, h) + _mlp(h, inner)
     encoder = 3 * patch**2 * h + h + grid_h * grid_w * h + layers * layer + 2 * h
     merged = h * kernel[0] * kernel[1]
@@ -472,8 +468,8 @@ def _text_hidden(top: _Fields, default: int) -> int:
     if text is not None:
         if not isinstance(text, Mapping):
             raise ValueError("text_config must be a JSON object ({...})")
-        return _Fields(text, "text_config").int("hidden_size", default)
-    return top.int("hidden_size", default)
+        return _Fields(text, "text_config").whole("hidden_size", default)
+    return top.whole("hidden_size", default)
 
 
 # model_type -> reader; families whose transformers config builds a default vision tower when vision_config is absent
@@ -536,16 +532,24 @@ def image_tokens(tower: VisionTower, width_px: int, height_px: int, *, min_pixel
                  max_pixels: int | None = None) -> int:
     """Context tokens one `width_px` x `height_px` image becomes in the family's transformers processor.
 
+    The count is the processor's placeholder tokens for the image (what its `_get_num_multimodal_tokens` returns:
+    the features the language model receives, with Pixtral's row breaks); the one or two begin/end markers that a
+    chat template or processor writes around an image are not counted, except for Llama 4, whose markers and tile
+    separators are part of the layout its processor writes. Raises ValueError for a family without a rule.
+
     qwen:    Qwen2VLImageProcessor.get_number_of_image_patches (qwen2_vl/image_processing_qwen2_vl.py): smart_resize
              to multiples of patch x merge within [min_pixels, max_pixels], then (H/p)(W/p)/merge^2 <|image_pad|>
              tokens (qwen3_vl/processing_qwen3_vl.py). The chat template's <|vision_start|>/<|vision_end|> are
              not counted. min_pixels / max_pixels override the published preprocessor bounds.
-    fixed:   Gemma3Processor: mm_tokens_per_image (256) whatever the size (pan-and-scan crops off, its default).
+    fixed:   Gemma3Processor: mm_tokens_per_image (256) whatever the size (pan-and-scan crops off, its default;
+             <start_of_image>, <end_of_image> and the newlines around them are not counted).
     llama4:  Llama4ImageProcessor picks a canvas of up to 16 tiles of 336 px (get_best_fit), and Llama4Processor
              writes <|image_start|>, per tile 144 <|patch|> and separators, <|image|>, 144 for the global view and
              <|image_end|> (llama4/processing_llama4.py _prompt_split_image).
-    pixtral: PixtralProcessor: the image is scaled to fit the longest edge (vision image_size), then one token per
-             (patch x merge) cell plus one [IMG_BREAK] per row, the last one being [IMG_END].
+    pixtral: PixtralProcessor: the image is scaled down to fit the longest edge, taken to be the vision config's
+             image_size (1540 for Mistral Small 3.1, as its processor config sets; PixtralImageProcessor's class
+             default is 1024), then one token per (patch x merge) cell plus one [IMG_BREAK] per row, the last one
+             being [IMG_END].
     gemma4:  Gemma4Processor: aspect-preserving resize to at most soft_tokens x k^2 patches, multiples of k x patch,
              then patches / k^2 soft tokens (k = pooling_kernel_size).
     kimi:    Kimi_K25ImageProcessor navit_resize (at most 16,384 patches, 512 a side, no upscaling), padded to
@@ -559,6 +563,9 @@ def image_tokens(tower: VisionTower, width_px: int, height_px: int, *, min_pixel
     if rule and (tower.patch_size < 1 or tower.merge < 1):
         raise ValueError(f"the tower's patch_size and merge must be at least 1, got {tower.patch_size} and "
                          f"{tower.merge}")
+    if rule in ("llama4", "pixtral", "kimi") and tower.image_size < 1 or \
+            rule in ("llama4", "gemma4", "kimi") and tower.max_patches < 1:
+        raise ValueError(f"the tower's image_size and max_patches must be at least 1 for the {rule} rule")
     if rule == "qwen":
         low = tower.min_pixels if min_pixels is None else min_pixels
         high = tower.max_pixels if max_pixels is None else max_pixels

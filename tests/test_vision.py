@@ -360,6 +360,8 @@ def test_a_hostile_top_level_or_image_size_gives_a_value_error():
         image_tokens(tower, 10_000, 10)
     with pytest.raises(ValueError, match="patch_size and merge"):
         image_tokens(VisionTower("x", 0, token_rule="qwen"), 100, 100)
+    with pytest.raises(ValueError, match="image_size and max_patches"):
+        image_tokens(VisionTower("x", 0, patch_size=14, token_rule="pixtral"), 100, 100)
 
 
 def test_large_but_valid_values_stay_fast():

@@ -139,6 +139,9 @@ class Architecture:
     per_layer_input_size: int = 0  # p, the per-layer embedding width (0 = none)
     per_layer_vocab: int = 0  # rows of the per-layer embedding table
     router_scale: bool = False  # the router scales each hidden channel and each expert (Gemma 4: h + E parameters)
+    layer_intermediate: tuple[int, ...] = ()  # each layer's MLP width when they differ (Gemma 3n); () = uniform
+    altup_inputs: int = 0  # Gemma 3n AltUp: parallel copies of the hidden state (0 = none)
+    laurel_rank: int = 0  # Gemma 3n LAuReL: rank of the learned low-rank residual (0 = none)
     # Sliding-window attention
     sliding_window: int = 0  # W, tokens a windowed layer attends to (0 = none)
     sliding_layers: tuple[int, ...] = ()  # indices of the windowed layers
@@ -172,8 +175,8 @@ class Architecture:
         require_int("num_experts", self.num_experts, 0, MAX_EXPERTS)
         require_int("expert_saved_tensors", self.expert_saved_tensors, 1, 16)
         require_int("experts_per_token", self.experts_per_token, 0, max(self.num_experts, 0))
-        for name in ("gated_mlp", "qkv_bias", "o_bias", "mlp_bias", "norm_bias", "tie_word_embeddings", "lm_head_bias", "softcap_attention", "softcap_logits", "fp32_norm_weight",
-                     "router_fp32", "lora_reaches_experts", "attention_sinks", "shared_expert_gate", "router_bias",
+        for name in ("gated_mlp", "qkv_bias", "o_bias", "mlp_bias", "norm_bias", "tie_word_embeddings", "lm_head_bias",
+                     "softcap_attention", "softcap_logits", "fp32_norm_weight", "router_fp32", "lora_reaches_experts", "attention_sinks", "shared_expert_gate", "router_bias",
                      "expert_bias", "attn_output_gate"):
             require_bool(name, getattr(self, name))
         if self.num_heads % self.num_kv_heads:
@@ -205,7 +208,13 @@ class Architecture:
             raise ValueError(f"mamba heads ({self.mamba_heads}) and width ({self.mamba_inner}) must be multiples "
                              f"of mamba_n_groups ({self.mamba_groups})")
         require_int("moe_latent_size", self.moe_latent_size, 0, MAX_WIDTH)
-        for name in ("global_head_dim", "per_layer_input_size"):
+        if self.layer_intermediate and len(self.layer_intermediate) != self.num_layers:
+            raise ValueError(f"intermediate_size lists {len(self.layer_intermediate)} widths for "
+                             f"{self.num_layers} layers")
+        for width in self.layer_intermediate:
+            require_int("intermediate_size", width, 1, MAX_WIDTH)
+        require_int("altup_num_inputs", self.altup_inputs, 0, 64)
+        for name in ("global_head_dim", "per_layer_input_size", "laurel_rank"):
             require_int(name, getattr(self, name), 0, MAX_WIDTH)
         require_int("global_kv_heads", self.global_kv_heads, 0, self.num_heads)
         require_int("per_layer_vocab", self.per_layer_vocab, 1 if self.per_layer_input_size else 0, MAX_VOCAB)
@@ -410,11 +419,18 @@ def _layer_tensors(a: Architecture, i: int) -> list[Tensor]:
         if a.shared_expert_gate:
             tensors.append(Tensor("router", i, 1, h))  # Qwen2-MoE shared_expert_gate = Linear(h, 1)
     else:
-        width = a.intermediate_size * (2 if i in a.wide_mlp_layers else 1)
+        width = (a.layer_intermediate[i] if a.layer_intermediate else a.intermediate_size) * \
+            (2 if i in a.wide_mlp_layers else 1)
         tensors += _mlp_tensors(a, i, width, "ffn", bias=a.mlp_bias)
     if a.per_layer_input_size:  # per_layer_input_gate (h -> p), per_layer_projection (p -> h), their norm (h)
         p = a.per_layer_input_size
         tensors += [Tensor("per_layer_gate", i, p, h), Tensor("per_layer_proj", i, h, p), Tensor("norm", i, 1, h)]
+    if a.laurel_rank:  # Gemma3nTextLaurelBlock: linear_left (h -> r), linear_right (r -> h), post_laurel_norm
+        tensors += [Tensor("laurel_left", i, a.laurel_rank, h), Tensor("laurel_right", i, h, a.laurel_rank),
+                    Tensor("norm", i, 1, h)]
+    if a.altup_inputs:  # Gemma3nTextAltUp: modality_router (h -> n), correction (n x n) and prediction (n x n^2)
+        n = a.altup_inputs  # coefficients, correct_output_scale and router_norm (h each)
+        tensors += [Tensor("altup_router", i, n, h), Tensor("norm", i, 1, n * n + n * n * n + 2 * h)]
     if a.norms_per_layer:
         tensors.append(Tensor("norm", i, 1, a.norms_per_layer * h * (2 if a.norm_bias else 1)))
     return tensors
@@ -431,6 +447,8 @@ def tensors(a: Architecture) -> tuple[Tensor, ...]:
         width = a.num_layers * a.per_layer_input_size
         out += [Tensor("per_layer_embd", -1, a.per_layer_vocab, width), Tensor("per_layer_model_proj", -1, width, h),
                 Tensor("norm", -1, 1, a.per_layer_input_size)]
+    if a.altup_inputs > 1:  # Gemma3nTextModel altup_projections and altup_unembed_projections, n - 1 of each
+        out.append(Tensor("altup_proj", -1, h, h, 2 * (a.altup_inputs - 1)))
     for i in range(a.num_layers):
         out += _layer_tensors(a, i)
     out.append(Tensor("norm", -1, 1, h * (2 if a.norm_bias else 1)))

@@ -37,13 +37,15 @@ FIELD_LIMITS = {
                     MAX_WIDTH),
     **dict.fromkeys(("vocab_size", "n_positions"), MAX_VOCAB),
     **dict.fromkeys(("mamba_num_heads", "mamba_n_heads", "n_groups", "mamba_n_groups"), MAX_HEADS),
-    **dict.fromkeys(("mamba_head_dim", "mamba_d_head", "mamba_dt_rank", "attn_layer_period", "expert_layer_period", "ssm_state_size", "mamba_d_state", "conv_kernel",
+    **dict.fromkeys(("mamba_head_dim", "mamba_d_head", "mamba_dt_rank", "attn_layer_period", "expert_layer_period",
+                     "ssm_state_size", "mamba_d_state", "conv_kernel",
                      "mamba_d_conv", "mamba_d_ssm", "mamba_expand", "moe_latent_size", "intermediate_size_mlp",
                      "moe_shared_expert_intermediate_size", "shared_intermediate_size", "attention_chunk_size",
                      "interleave_moe_layer_step", "no_rope_layer_interval", "global_head_dim",
                      "hidden_size_per_layer_input", "expert_intermediate_size"), MAX_WIDTH),
     **dict.fromkeys(("num_global_key_value_heads", "top_k_experts"), MAX_HEADS),
-    "vocab_size_per_layer_input": MAX_VOCAB, "num_kv_shared_layers": MAX_LAYERS,
+    "vocab_size_per_layer_input": MAX_VOCAB, "num_kv_shared_layers": MAX_LAYERS, "laurel_rank": MAX_WIDTH,
+    "altup_num_inputs": 64,
 }
 
 Config = Mapping[str, Any]
@@ -335,6 +337,59 @@ def _gemma4(f: _Fields, name: str, model_type: str) -> Architecture:
                                "weights and KV cache; activations are estimated with the sliding layers' shape",))
 
 
+GEMMA3N_TEXT_DEFAULTS = {  # Gemma3nTextConfig class defaults (transformers models/gemma3n/configuration_gemma3n.py)
+    "vocab_size": 262_400, "hidden_size": 2048, "intermediate_size": 16_384, "num_hidden_layers": 35,
+    "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 256, "sliding_window": 512,
+    "max_position_embeddings": 32_768, "vocab_size_per_layer_input": 262_144, "hidden_size_per_layer_input": 256,
+    "altup_num_inputs": 4, "num_kv_shared_layers": 15, "laurel_rank": 64, "final_logit_softcapping": 30.0,
+}
+
+
+def _gemma3n(f: _Fields, name: str, model_type: str) -> Architecture:
+    # Gemma 3n text model (transformers models/gemma3n/modeling_gemma3n.py): 4 sliding : 1 full attention, q/k norms,
+    # the last num_kv_shared_layers layers reuse K and V (no projections, no cache), per-layer MLP widths
+    # (intermediate_size may be a list), per-layer embeddings, and in every layer an AltUp block (altup_num_inputs
+    # copies of the hidden state) and a LAuReL low-rank residual (laurel_rank); 4 norms per layer
+    config = f.config.get("text_config", f.config)
+    if not isinstance(config, Mapping):
+        raise ValueError("text_config must be a JSON object")
+    raw = {**GEMMA3N_TEXT_DEFAULTS, **{k: v for k, v in config.items() if v is not None}}
+    widths = raw["intermediate_size"]
+    if isinstance(widths, list):
+        if not widths or len(widths) > MAX_LAYERS:
+            raise ValueError(f"intermediate_size must be a width or a list of at most {MAX_LAYERS:,} widths")
+        per_layer = tuple(_Fields({"intermediate_size": w}).need("intermediate_size") for w in widths)
+        raw["intermediate_size"] = max(per_layer)
+    else:
+        per_layer = ()
+    t = _Fields(raw)
+    base = _common(t, name, model_type)
+    layers = base["num_layers"]
+    if per_layer and len(per_layer) != layers:
+        raise ValueError(f"intermediate_size lists {len(per_layer)} widths but num_hidden_layers is {layers}")
+    types = t.layer_list("layer_types", str) or [("full_attention" if (i + 1) % 5 == 0 else "sliding_attention")
+                                                  for i in range(layers)]
+    if len(types) != layers or set(types) - STANDARD_LAYER_TYPES:
+        raise ValueError(f"layer_types must list {layers} entries, each sliding_attention or full_attention")
+    shared = t.get("num_kv_shared_layers", 0)
+    if shared > layers or shared and shared < layers and set(types[layers - shared:]) - set(types[:layers - shared]):
+        raise ValueError("num_kv_shared_layers: every layer type that reuses K and V needs an earlier layer of that "
+                         "type to produce them")
+    sliding = tuple(i for i, kind in enumerate(types) if kind == "sliding_attention")
+    per_input = t.get("hidden_size_per_layer_input", 0)
+    return Architecture(**base, intermediate_size=t.need("intermediate_size"), layer_intermediate=per_layer,
+                        qk_norm_params=2 * base["head_dim"], qkv_bias=t.flag("attention_bias", False),
+                        o_bias=t.flag("attention_bias", False), norms_per_layer=4,
+                        tie_word_embeddings=t.flag("tie_word_embeddings", True),
+                        sliding_window=t.need("sliding_window") if sliding else 0, sliding_layers=sliding,
+                        kv_shared_layers=tuple(range(layers - shared, layers)), per_layer_input_size=per_input,
+                        per_layer_vocab=t.need("vocab_size_per_layer_input") if per_input else 0,
+                        altup_inputs=t.get("altup_num_inputs", 0), laurel_rank=t.get("laurel_rank", 0),
+                        fp32_norm_weight=True, softcap_logits=_softcap(t, "final_logit_softcapping", True),
+                        notes=(f"Gemma 3n: the last {shared} layers reuse earlier layers' K and V and cache nothing; "
+                               "the AltUp copies of the hidden state are not in the activation estimate",))
+
+
 def _qwen3_next(f: _Fields, name: str, model_type: str) -> Architecture:
     # Qwen3-Next and Qwen3.5's language model (transformers models/qwen3_next, qwen3_5, qwen3_5_moe): Gated DeltaNet
     # layers (layer_types "linear_attention", else all but every full_attention_interval-th) mixed with full
@@ -504,7 +559,8 @@ def _nemotron_h(f: _Fields, name: str, model_type: str) -> Architecture:
     moe = {}
     if of["moe"]:
         moe = dict(num_experts=f.need("n_routed_experts", "num_local_experts"),
-                   experts_per_token=f.need("num_experts_per_tok"), moe_intermediate_size=f.need("moe_intermediate_size"),
+                   experts_per_token=f.need("num_experts_per_tok"),
+                   moe_intermediate_size=f.need("moe_intermediate_size"),
                    shared_expert_intermediate_size=f.get("moe_shared_expert_intermediate_size", 0)
                    if f.get("n_shared_experts", 1) else 0,
                    moe_layers=of["moe"], moe_latent_size=f.get("moe_latent_size", 0), router_fp32=True)
@@ -514,7 +570,8 @@ def _nemotron_h(f: _Fields, name: str, model_type: str) -> Architecture:
                      norms_per_layer=1, tie_word_embeddings=f.flag("tie_word_embeddings", False),
                      mamba_layers=of["linear_attention"], **mamba,
                      attention_free_layers=tuple(i for i, b in enumerate(blocks) if b != "full_attention"),
-                     mlp_free_layers=tuple(i for i, b in enumerate(blocks) if b in ("linear_attention", "full_attention")),
+                     mlp_free_layers=tuple(i for i, b in enumerate(blocks)
+                                           if b in ("linear_attention", "full_attention")),
                      ssm_state_bytes=_ssm_cache_bytes(f, "mamba_ssm_cache_dtype"), **moe,
                      notes=(_mamba_note(len(of["linear_attention"]), layers,
                                         f"; only the {len(of['full_attention'])} attention blocks keep a KV cache"),))
@@ -546,8 +603,9 @@ def _granite_hybrid(f: _Fields, name: str, model_type: str) -> Architecture:
     return Architecture(**base, intermediate_size=0 if experts else shared,
                         qkv_bias=f.flag("attention_bias", False), o_bias=f.flag("attention_bias", False),
                         tie_word_embeddings=f.flag("tie_word_embeddings", False), mamba_layers=mamba_layers, **mamba,
-                        attention_free_layers=mamba_layers, ssm_state_bytes=_ssm_cache_bytes(f, "mamba_ssm_cache_dtype"),
-                        **moe, notes=(_mamba_note(len(mamba_layers), layers),))
+                        attention_free_layers=mamba_layers,
+                        ssm_state_bytes=_ssm_cache_bytes(f, "mamba_ssm_cache_dtype"), **moe,
+                        notes=(_mamba_note(len(mamba_layers), layers),))
 
 
 def _bamba(f: _Fields, name: str, model_type: str) -> Architecture:
@@ -566,7 +624,8 @@ def _bamba(f: _Fields, name: str, model_type: str) -> Architecture:
     return Architecture(**base, intermediate_size=g.need("intermediate_size"), qkv_bias=g.flag("attention_bias", False),
                         o_bias=g.flag("attention_bias", False), mlp_bias=g.flag("mlp_bias", False),
                         tie_word_embeddings=g.flag("tie_word_embeddings", False), mamba_layers=mamba_layers, **mamba,
-                        attention_free_layers=mamba_layers, ssm_state_bytes=_ssm_cache_bytes(g, "mamba_ssm_cache_dtype"),
+                        attention_free_layers=mamba_layers,
+                        ssm_state_bytes=_ssm_cache_bytes(g, "mamba_ssm_cache_dtype"),
                         notes=(_mamba_note(len(mamba_layers), layers),))
 
 
@@ -587,10 +646,11 @@ def _jamba(f: _Fields, name: str, model_type: str) -> Architecture:
     rank = -(-h // 16) if g.config.get("mamba_dt_rank") in (None, "auto") else g.need("mamba_dt_rank")
     return Architecture(**base, intermediate_size=g.need("intermediate_size"),
                         tie_word_embeddings=g.flag("tie_word_embeddings", False), mamba_layers=mamba_layers,
-                        mamba_version=1, mamba_inner=g.need("mamba_expand") * h, mamba_state_size=g.need("mamba_d_state"),
-                        mamba_conv_kernel=g.need("mamba_d_conv"), mamba_dt_rank=rank,
-                        mamba_proj_bias=g.flag("mamba_proj_bias", False), mamba_conv_bias=g.flag("mamba_conv_bias", True),
-                        attention_free_layers=mamba_layers, ssm_state_bytes=_ssm_cache_bytes(g, "mamba_ssm_cache_dtype"),
+                        mamba_version=1, mamba_inner=g.need("mamba_expand") * h,
+                        mamba_state_size=g.need("mamba_d_state"), mamba_conv_kernel=g.need("mamba_d_conv"),
+                        mamba_dt_rank=rank, mamba_proj_bias=g.flag("mamba_proj_bias", False),
+                        mamba_conv_bias=g.flag("mamba_conv_bias", True), attention_free_layers=mamba_layers,
+                        ssm_state_bytes=_ssm_cache_bytes(g, "mamba_ssm_cache_dtype"),
                         **(dict(num_experts=experts, experts_per_token=g.need("num_experts_per_tok"),
                                 moe_intermediate_size=g.need("intermediate_size"), moe_layers=moe_layers)
                            if moe_layers else {}),
@@ -640,7 +700,8 @@ def _llama4(f: _Fields, name: str, model_type: str) -> Architecture:
     base = _common(t, name, model_type)
     layers = base["num_layers"]
     step = t.need("interleave_moe_layer_step")
-    moe_layers = tuple(t.layer_list("moe_layers", int)) if t.config.get("moe_layers") is not None else         tuple(range(step - 1, layers, step))
+    moe_layers = (tuple(t.layer_list("moe_layers", int)) if t.config.get("moe_layers") is not None
+                  else tuple(range(step - 1, layers, step)))
     interval = t.need("no_rope_layer_interval")
     rope = [bool(x) for x in t.layer_list("no_rope_layers", int)] or [(i + 1) % interval != 0 for i in range(layers)]
     if len(rope) != layers:
@@ -651,7 +712,8 @@ def _llama4(f: _Fields, name: str, model_type: str) -> Architecture:
     return Architecture(**base, intermediate_size=t.need("intermediate_size_mlp"),
                         qkv_bias=t.flag("attention_bias", False), o_bias=t.flag("attention_bias", False),
                         tie_word_embeddings=t.flag("tie_word_embeddings", False), num_experts=experts,
-                        experts_per_token=t.need("num_experts_per_tok"), moe_intermediate_size=t.need("intermediate_size"),
+                        experts_per_token=t.need("num_experts_per_tok"),
+                        moe_intermediate_size=t.need("intermediate_size"),
                         shared_expert_intermediate_size=t.need("intermediate_size"), moe_layers=moe_layers,
                         sliding_window=chunk if chunked else 0, sliding_layers=chunked, chunked_attention=bool(chunked))
 
@@ -816,7 +878,8 @@ def _generic_moe(text: _Fields, num_layers: int, experts: int) -> dict:
 READERS: dict[str, Callable[[_Fields, str, str], Architecture]] = {
     "llama": _llama, "mistral": _llama, "granite": _llama, "yi": _llama, "phi3": _llama,
     "smollm3": _smollm3, "qwen": _qwen1, "qwen2": _qwen2, "qwen3": _qwen3, "gemma": _gemma, "gemma2": _gemma2,
-    "gemma3": _gemma3, "gemma3_text": _gemma3, "gemma4": _gemma4, "gemma4_text": _gemma4, "qwen3_next": _qwen3_next, "qwen3_5_text": _qwen3_next,
+    "gemma3": _gemma3, "gemma3_text": _gemma3, "gemma4": _gemma4, "gemma4_text": _gemma4, "gemma3n": _gemma3n,
+    "gemma3n_text": _gemma3n, "qwen3_next": _qwen3_next, "qwen3_5_text": _qwen3_next,
     "qwen3_5_moe_text": _qwen3_next, "minimax_m2": _minimax_m2, "mixtral": _mixtral, "qwen2_moe": _qwen_moe,
     "qwen3_moe": _qwen_moe,
     "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "gpt_oss": _gpt_oss,

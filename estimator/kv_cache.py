@@ -115,8 +115,8 @@ def state_bytes(a: Architecture, sequences: int, tp: int = 1) -> int:
     MambaSpec page per sequence, `vllm/v1/kv_cache_interface.py`):
       Gated DeltaNet  conv (kernel - 1) x conv_dim / tp, conv_dim = 2 n_k d_k + n_v d_v;
                       recurrent n_v / tp x d_v x d_k                          (gated_delta_net_state_shape)
-      Mamba-2         conv (kernel - 1) x conv_dim / tp, conv_dim = d_inner + 2 G' N, where G' = G, or tp when G does not
-                      divide by tp (G + extra_groups_for_head_shards = G + tp - G);
+      Mamba-2         conv (kernel - 1) x conv_dim / tp, conv_dim = d_inner + 2 G' N, where G' = G, or tp when G
+                      does not divide by tp (G + extra_groups_for_head_shards = G + tp - G);
                       SSM heads / tp x head_dim x N                                     (mamba2_state_shape)
       Mamba (1)       conv d_inner / tp x (kernel - 1); SSM d_inner / tp x N          (mamba1_state_shape)
     The conv state is in the model dtype (bf16); the recurrent / SSM state in fp32 when the config's

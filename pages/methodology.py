@@ -85,7 +85,9 @@ own head size (`global_head_dim`, 512) and, with `attention_k_eq_v`, their own K
 (`num_global_key_value_heads`) and no `v_proj` (V is taken from `k_proj`'s output and normed apart, so K and V are
 both cached). The last `num_kv_shared_layers` layers reuse an earlier layer's K and V: no projections, no cache.
 Per-layer embeddings (`hidden_size_per_layer_input`) add a table of $V_{ple} \times L\,p$ and two projections per
-layer; `enable_moe_block` adds routed experts next to every layer's dense MLP.
+layer; `enable_moe_block` adds routed experts next to every layer's dense MLP. **Gemma 3n** shares K and V the same
+way (its last 15 of 35 layers by default), has per-layer MLP widths, per-layer embeddings, and in every layer an
+AltUp block (`altup_num_inputs` copies of the hidden state) and a LAuReL low-rank residual (`laurel_rank`).
 
 Symbols: $P$ total parameters, $P_a$ active parameters per token (MoE), $b$ batch size, $s$ sequence length,
 $C$ concurrent requests, $h$ hidden size, $L$ layers, $V$ vocabulary, $n_h$ query heads, $n_{kv}$ KV heads,

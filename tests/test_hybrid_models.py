@@ -153,11 +153,19 @@ def test_gemma_4_full_attention_layers_have_their_own_head_size_and_kv_heads():
 
 
 def test_gemma_4_kv_sharing_layers_cache_nothing_of_their_own():
-    small = SYNTHETIC[-1]  # 8 layers, the last 3 reuse K and V
+    small = SYNTHETIC["gemma-4-shared-kv"]  # 8 layers, the last 3 reuse K and V
     a = est.architecture_from_config(small)
     assert a.kv_shared_layers == (5, 6, 7) and a.cached_layers == (0, 1, 2, 3, 4)
     # cached: sliding 0, 2, 4 (2 KV heads x 64) and full 1, 3 (1 KV head x 128, k_eq_v)
     assert est.kv_bytes_per_token(a) == 3 * 2 * 2 * 64 * 2 + 2 * 2 * 1 * 128 * 2
+
+
+def test_gemma_3n_caches_only_the_layers_before_kv_sharing():
+    a = est.architecture_from_config({"model_type": "gemma3n_text"})  # the class defaults (35 layers, window 512)
+    assert a.cached_layers == tuple(range(20)) and len(a.sliding_layers) == 28
+    # 20 cached layers, 4 of them full ((i + 1) % 5 == 0), 2 KV heads x 256 x 2 B for K and V
+    assert est.kv_bytes_per_token(a) == 20 * 2 * 2 * 256 * 2 == 40_960
+    assert est.kv_cache_bytes(a, 4096, 1) == 4 * 2048 * 4096 + 16 * 2048 * 512
 
 
 def test_deepseek_v32s_indexer_adds_its_weights_and_its_fp8_key_cache():
@@ -184,45 +192,61 @@ def test_the_inference_page_shows_the_recurrent_state():
 
 # Structures without a published config here (Granite 4 hybrid, Falcon-H1, Bamba, Jamba, Gemma 4 with per-layer
 # embeddings and KV sharing), with the class defaults they rely on
-SYNTHETIC = [
-    dict(model_type="granitemoehybrid", hidden_size=512, num_hidden_layers=4, num_attention_heads=8,
-         num_key_value_heads=2, vocab_size=1000, intermediate_size=256, shared_intermediate_size=768,
-         num_local_experts=8, num_experts_per_tok=2, mamba_n_heads=16, mamba_d_head=64, mamba_d_state=64,
-         mamba_n_groups=1, layer_types=["mamba", "attention", "mamba", "mamba"]),
-    dict(model_type="granitemoehybrid", hidden_size=512, num_hidden_layers=4, num_attention_heads=8,
-         num_key_value_heads=2, vocab_size=1000, intermediate_size=256, shared_intermediate_size=768,
-         num_local_experts=0, num_experts_per_tok=0, mamba_n_heads=16, mamba_d_state=64, mamba_n_groups=2,
-         mamba_proj_bias=True, mamba_conv_bias=False, layer_types=["mamba", "attention", "mamba", "mamba"],
-         tie_word_embeddings=True),
-    dict(model_type="granitemoehybrid", hidden_size=512, num_hidden_layers=4, num_attention_heads=8, vocab_size=1000,
-         intermediate_size=256),  # defaults: 8 experts, all Mamba
-    dict(model_type="falcon_h1", hidden_size=512, num_hidden_layers=3, num_attention_heads=8, num_key_value_heads=2,
-         vocab_size=1000, intermediate_size=1024, mamba_d_ssm=768, mamba_n_heads=12, mamba_d_state=32,
-         mamba_rms_norm=True, head_dim=64),
-    dict(model_type="falcon_h1", hidden_size=512, num_hidden_layers=3, num_attention_heads=8, vocab_size=1000,
-         intermediate_size=1024, mamba_d_ssm=None, mamba_n_heads=16, mamba_d_head=64, projectors_bias=True,
-         mamba_proj_bias=True, attention_bias=True, mlp_bias=True),
-    dict(model_type="falcon_h1", hidden_size=512, num_hidden_layers=3, num_attention_heads=8, vocab_size=1000,
-         intermediate_size=1024),  # default mamba_d_ssm 1024
-    dict(model_type="bamba", hidden_size=512, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
-         vocab_size=1000, intermediate_size=1024, mamba_n_heads=16, mamba_d_state=64, mamba_n_groups=2,
-         attn_layer_indices=[2]),
-    dict(model_type="jamba", hidden_size=512, num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=2,
-         vocab_size=1000, intermediate_size=1024, num_experts=4, num_experts_per_tok=2, attn_layer_period=4,
-         attn_layer_offset=2, mamba_d_state=16),  # Mamba (1) mixers, dt_rank auto = 32
-    dict(model_type="jamba", hidden_size=512, num_hidden_layers=8, num_attention_heads=8, vocab_size=1000,
-         intermediate_size=1024, num_experts=1, mamba_dt_rank=24, mamba_proj_bias=True, mamba_conv_bias=False),
-    dict(model_type="gemma4_text", hidden_size=256, num_hidden_layers=7, num_attention_heads=4, vocab_size=1000,
-         intermediate_size=512, enable_moe_block=True, num_experts=4, top_k_experts=2, moe_intermediate_size=64),
-    dict(model_type="gemma4_text", hidden_size=256, num_hidden_layers=8, num_attention_heads=4, num_key_value_heads=2,
-         head_dim=64, global_head_dim=128, vocab_size=1000, intermediate_size=512, vocab_size_per_layer_input=500,
-         hidden_size_per_layer_input=32, num_kv_shared_layers=3, use_double_wide_mlp=True, attention_k_eq_v=True,
-         num_global_key_value_heads=1, layer_types=["sliding_attention", "full_attention"] * 4),
-]
+SYNTHETIC = {
+    "granite-4-moe": dict(
+        model_type="granitemoehybrid", hidden_size=512, num_hidden_layers=4, num_attention_heads=8,
+        num_key_value_heads=2, vocab_size=1000, intermediate_size=256, shared_intermediate_size=768,
+        num_local_experts=8, num_experts_per_tok=2, mamba_n_heads=16, mamba_d_head=64, mamba_d_state=64,
+        mamba_n_groups=1, layer_types=["mamba", "attention", "mamba", "mamba"]),
+    "granite-4-dense": dict(
+        model_type="granitemoehybrid", hidden_size=512, num_hidden_layers=4, num_attention_heads=8,
+        num_key_value_heads=2, vocab_size=1000, intermediate_size=256, shared_intermediate_size=768,
+        num_local_experts=0, num_experts_per_tok=0, mamba_n_heads=16, mamba_d_state=64, mamba_n_groups=2,
+        mamba_proj_bias=True, mamba_conv_bias=False, layer_types=["mamba", "attention", "mamba", "mamba"],
+        tie_word_embeddings=True),
+    "granite-4-defaults": dict(  # 8 experts, every layer Mamba
+        model_type="granitemoehybrid", hidden_size=512, num_hidden_layers=4, num_attention_heads=8, vocab_size=1000,
+        intermediate_size=256),
+    "falcon-h1": dict(
+        model_type="falcon_h1", hidden_size=512, num_hidden_layers=3, num_attention_heads=8, num_key_value_heads=2,
+        vocab_size=1000, intermediate_size=1024, mamba_d_ssm=768, mamba_n_heads=12, mamba_d_state=32,
+        mamba_rms_norm=True, head_dim=64),
+    "falcon-h1-biases": dict(
+        model_type="falcon_h1", hidden_size=512, num_hidden_layers=3, num_attention_heads=8, vocab_size=1000,
+        intermediate_size=1024, mamba_d_ssm=None, mamba_n_heads=16, mamba_d_head=64, projectors_bias=True,
+        mamba_proj_bias=True, attention_bias=True, mlp_bias=True),
+    "falcon-h1-defaults": dict(  # mamba_d_ssm 1024
+        model_type="falcon_h1", hidden_size=512, num_hidden_layers=3, num_attention_heads=8, vocab_size=1000,
+        intermediate_size=1024),
+    "bamba": dict(
+        model_type="bamba", hidden_size=512, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+        vocab_size=1000, intermediate_size=1024, mamba_n_heads=16, mamba_d_state=64, mamba_n_groups=2,
+        attn_layer_indices=[2]),
+    "jamba": dict(  # Mamba (1) mixers, dt_rank auto = 32
+        model_type="jamba", hidden_size=512, num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=2,
+        vocab_size=1000, intermediate_size=1024, num_experts=4, num_experts_per_tok=2, attn_layer_period=4,
+        attn_layer_offset=2, mamba_d_state=16),
+    "jamba-dense": dict(
+        model_type="jamba", hidden_size=512, num_hidden_layers=8, num_attention_heads=8, vocab_size=1000,
+        intermediate_size=1024, num_experts=1, mamba_dt_rank=24, mamba_proj_bias=True, mamba_conv_bias=False),
+    "gemma-4-moe": dict(
+        model_type="gemma4_text", hidden_size=256, num_hidden_layers=7, num_attention_heads=4, vocab_size=1000,
+        intermediate_size=512, enable_moe_block=True, num_experts=4, top_k_experts=2, moe_intermediate_size=64),
+    "gemma-4-shared-kv": dict(
+        model_type="gemma4_text", hidden_size=256, num_hidden_layers=8, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=64, global_head_dim=128, vocab_size=1000, intermediate_size=512, vocab_size_per_layer_input=500,
+        hidden_size_per_layer_input=32, num_kv_shared_layers=3, use_double_wide_mlp=True, attention_k_eq_v=True,
+        num_global_key_value_heads=1, layer_types=["sliding_attention", "full_attention"] * 4),
+    "gemma-3n": dict(
+        model_type="gemma3n_text", hidden_size=256, num_hidden_layers=10, num_attention_heads=4, head_dim=64,
+        vocab_size=1000, vocab_size_per_layer_input=500, hidden_size_per_layer_input=16,
+        intermediate_size=[512] * 5 + [768] * 5, num_kv_shared_layers=4, altup_num_inputs=3, laurel_rank=8),
+    "gemma-3n-defaults": dict(model_type="gemma3n_text"),  # 35 layers, 15 sharing K and V, AltUp 4, LAuReL 64
+}
 
 
 def test_granite_4_hybrid_layers_by_hand():
-    a = est.architecture_from_config(SYNTHETIC[0])
+    a = est.architecture_from_config(SYNTHETIC["granite-4-moe"])
     inner, conv_dim = 2 * 512, 2 * 512 + 2 * 1 * 64  # mamba_expand 2 x h; + B and C
     mamba = 512 * (inner + conv_dim + 16) + conv_dim * (4 + 1) + 3 * 16 + inner + 512 * inner
     attention = 512 * 512 + 2 * 512 * 128 + 512 * 512
@@ -233,7 +257,7 @@ def test_granite_4_hybrid_layers_by_hand():
 
 
 def test_jamba_mamba_1_layers_by_hand():
-    a = est.architecture_from_config(SYNTHETIC[-4])  # d_inner 1024, N 16, kernel 4, dt_rank ceil(512 / 16) = 32
+    a = est.architecture_from_config(SYNTHETIC["jamba"])  # d_inner 1024, N 16, kernel 4, dt_rank ceil(512 / 16) = 32
     mamba = (512 * 2048 + 1024 * (4 + 1) + 1024 * (32 + 32) + 32 * 1024 + (1024 * 16 + 1024 + 1024) + (32 + 32)
              + 512 * 1024)  # in_proj, conv, x_proj, dt_proj, A_log + D + dt bias, dt/B/C norms, out_proj
     layer0 = [t for t in est.architecture.tensors(a) if t.layer == 0]
@@ -245,8 +269,9 @@ def test_jamba_mamba_1_layers_by_hand():
     assert state_bytes(a, 1, tp=2) == 6 * (512 * 3 * 2 + 512 * 16 * 2)
 
 
-@pytest.mark.parametrize("config", SYNTHETIC, ids=lambda c: c["model_type"])
-def test_hybrid_readers_equal_transformers_on_small_configs(config):
+@pytest.mark.parametrize("name", SYNTHETIC)
+def test_hybrid_readers_equal_transformers_on_small_configs(name):
+    config = SYNTHETIC[name]
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     fields = {k: v for k, v in config.items() if k != "model_type"}

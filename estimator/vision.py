@@ -1,10 +1,10 @@
 """Vision towers of multimodal configs: their exact parameter counts and how many tokens an image becomes.
 
 A multimodal `config.json` (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3.5, Llama 4, Gemma 3, Gemma 4, Mistral 3, Kimi K2.5,
-Phi-4-multimodal) keeps the language model under `text_config` (or at the top level) and the vision encoder under
-`vision_config`. The language model is read by `hf_config`; this module counts what it leaves out: the vision encoder
-and the projector (merger, adapter) that maps its features into the language model's width, and the audio towers of
-Gemma 4 and Phi-4-multimodal. Every tensor is counted as the
+Phi-4-multimodal, LLaVA with a CLIP, SigLIP or Pixtral encoder) keeps the language model under `text_config` (or at
+the top level) and the vision encoder under `vision_config`. The language model is read by `hf_config`; this module
+counts what it leaves out: the vision encoder and the projector (merger, adapter) that maps its features into the
+language model's width, and the audio towers of Gemma 4 and Phi-4-multimodal. Every tensor is counted as the
 transformers v5.24.0 modeling code builds it, so `parameters` equals `sum(p.numel())` over the vision submodules of
 the model built from the config:
 
@@ -17,6 +17,7 @@ with h the vision width. Sources, each at transformers v5.24.0 (huggingface/tran
 `qwen2_vl/modeling_qwen2_vl.py`, `qwen2_5_vl/modeling_qwen2_5_vl.py`, `qwen3_vl/modeling_qwen3_vl.py` (also
 `qwen3_vl_moe`), `qwen3_5/modeling_qwen3_5.py` (also `qwen3_5_moe`), `llama4/modeling_llama4.py`,
 `gemma3/modeling_gemma3.py` with `siglip/modeling_siglip.py`, `gemma4/modeling_gemma4.py`,
+`llava/modeling_llava.py` with `clip/modeling_clip.py`,
 `mistral3/modeling_mistral3.py` with `pixtral/modeling_pixtral.py`, `kimi_k25/modeling_kimi_k25.py`,
 `phi4_multimodal/modeling_phi4_multimodal.py`.
 tests/test_vision.py pins the counts to transformers' own builds.
@@ -247,11 +248,27 @@ def _gemma3(v: _Fields, top: _Fields, family: str) -> VisionTower:
     # pooling head only when vision_use_head (Gemma 3 sets it false). Gemma3MultiModalProjector:
     # mm_input_projection_weight (h x text h) and an RMSNorm over h. SiglipVisionConfig defaults: h 768, 12 layers,
     # intermediate 3072, image 224, patch 16, vision_use_head true
+    h, text_h = v.whole("hidden_size", 768), _text_hidden(top, 2304)
+    tokens = top.whole("mm_tokens_per_image", 256, MAX_POSITIONS)
+    encoder, patch, image, what = _siglip(v)
+    total = encoder + h * text_h + h
+    note = (f"counted the SigLIP encoder ({what}) and the projector into width {text_h} (transformers v5.24.0 "
+            "models/siglip/modeling_siglip.py, models/gemma3/modeling_gemma3.py)")
+    side = math.isqrt(tokens)  # Gemma3MultiModalProjector pools the patch grid down to mm_tokens_per_image
+    merge = max(1, (image // patch) // side) if side else 1
+    return VisionTower(family, total, patch_size=patch, merge=merge, notes=(note,), token_rule="fixed",
+                       image_size=image, tokens_per_image=tokens)
+
+
+def _siglip(v: _Fields) -> tuple[int, int, int, str]:
+    """SiglipVisionModel (siglip/modeling_siglip.py): Conv2d patch embedding with bias, positions (image/p)^2 x h,
+    layers of LayerNorm x2, q, k, v, out with biases, GELU MLP fc1/fc2 with biases; post LayerNorm; the attention
+    pooling head (probe, nn.MultiheadAttention, LayerNorm, MLP) when vision_use_head. SiglipVisionConfig defaults:
+    h 768, 12 layers, intermediate 3072, image 224, patch 16, vision_use_head true. Returns (parameters, patch,
+    image, a few words on what was counted)."""
     h, inner = v.whole("hidden_size", 768), v.whole("intermediate_size", 3072)
     layers, patch = v.whole("num_hidden_layers", 12, MAX_DEPTH), v.whole("patch_size", 16, MAX_PATCH)
     image, channels = v.whole("image_size", 224, MAX_IMAGE_SIDE), v.whole("num_channels", 3, MAX_CHANNELS)
-    text_h = _text_hidden(top, 2304)
-    tokens = top.whole("mm_tokens_per_image", 256, MAX_POSITIONS)
     if patch > image:
         raise ValueError(f"vision_config.patch_size ({patch}) cannot exceed vision_config.image_size ({image})")
     positions = (image // patch) ** 2
@@ -260,14 +277,22 @@ def _gemma3(v: _Fields, top: _Fields, family: str) -> VisionTower:
     head = v.flag("vision_use_head", True)
     if head:  # probe, nn.MultiheadAttention (in_proj 3h x h + 3h, out_proj), LayerNorm, MLP
         total += h + _linear(h, 3 * h) + _linear(h, h) + 2 * h + _mlp(h, inner)
-    total += h * text_h + h
-    note = (f"counted the SigLIP encoder ({layers} layers, {positions:,} positions{', pooling head' if head else ''}) "
-            f"and the projector into width {text_h} (transformers v5.24.0 models/siglip/modeling_siglip.py, "
-            "models/gemma3/modeling_gemma3.py)")
-    side = math.isqrt(tokens)  # Gemma3MultiModalProjector pools the patch grid down to mm_tokens_per_image
-    merge = max(1, (image // patch) // side) if side else 1
-    return VisionTower(family, total, patch_size=patch, merge=merge, notes=(note,), token_rule="fixed",
-                       image_size=image, tokens_per_image=tokens)
+    return total, patch, image, f"{layers} layers, {positions:,} positions{', pooling head' if head else ''}"
+
+
+def _clip(v: _Fields) -> tuple[int, int, int, str]:
+    """CLIPVisionModel (clip/modeling_clip.py): class embedding (h), Conv2d patch embedding without bias, positions
+    ((image/p)^2 + 1) x h, pre and post LayerNorm, layers of LayerNorm x2, q, k, v, out with biases, MLP fc1/fc2 with
+    biases. CLIPVisionConfig defaults: h 768, 12 layers, intermediate 3072, image 224, patch 32."""
+    h, inner = v.whole("hidden_size", 768), v.whole("intermediate_size", 3072)
+    layers, patch = v.whole("num_hidden_layers", 12, MAX_DEPTH), v.whole("patch_size", 32, MAX_PATCH)
+    image, channels = v.whole("image_size", 224, MAX_IMAGE_SIDE), v.whole("num_channels", 3, MAX_CHANNELS)
+    if patch > image:
+        raise ValueError(f"vision_config.patch_size ({patch}) cannot exceed vision_config.image_size ({image})")
+    positions = (image // patch) ** 2 + 1
+    layer = 2 * 2 * h + 4 * _linear(h, h) + _mlp(h, inner)
+    total = h + channels * patch**2 * h + positions * h + 2 * 2 * h + layers * layer
+    return total, patch, image, f"{layers} layers, {positions:,} positions"
 
 
 def _gemma4(v: _Fields, top: _Fields, family: str) -> VisionTower:
@@ -404,28 +429,71 @@ def _phi4_audio(a: _Fields, text_h: int) -> tuple[int, str]:
 # --- Mistral 3 (Pixtral encoder) -----------------------------------------------------------------------------------
 
 def _mistral3(v: _Fields, top: _Fields, family: str) -> VisionTower:
-    # PixtralVisionModel: Conv2d patch embedding without bias, RMSNorm ln_pre, layers of 2 RMSNorms, q, k, v, o and
-    # gate/up/down without biases. Mistral3MultiModalProjector: RMSNorm(h), patch merger Linear(h m^2, h) without
-    # bias, linear_1 (h x feature layers -> text h) and linear_2 (text h -> text h), biases when
-    # multimodal_projector_bias. PixtralVisionConfig defaults: h 1024, 24 layers, intermediate 4096, image 1024,
-    # patch 16
-    h, inner = v.whole("hidden_size", 1024), v.whole("intermediate_size", 4096)
-    layers, patch = v.whole("num_hidden_layers", 24, MAX_DEPTH), v.whole("patch_size", 16, MAX_PATCH)
-    image, channels = v.whole("image_size", 1024, MAX_IMAGE_SIDE), v.whole("num_channels", 3, MAX_CHANNELS)
+    # The Pixtral encoder (_pixtral) and Mistral3MultiModalProjector: RMSNorm(h), patch merger Linear(h m^2, h)
+    # without bias, linear_1 (h x feature layers -> text h) and linear_2 (text h -> text h), biases when
+    # multimodal_projector_bias (default false)
+    h, layers = v.whole("hidden_size", 1024), v.whole("num_hidden_layers", 24, MAX_DEPTH)
     merge, text_h = top.whole("spatial_merge_size", 2, MAX_MERGE), _text_hidden(top, 5120)
     bias = top.flag("multimodal_projector_bias", False)
-    feature = top.config.get("vision_feature_layer")
-    feature_layers = len(top.int_list("vision_feature_layer", ())) if isinstance(feature, list) else 1
-    if feature is not None and not isinstance(feature, list):
-        top.whole("vision_feature_layer", -1, MAX_DEPTH, low=-MAX_DEPTH)
-    layer = 2 * h + 4 * h * h + _mlp(h, inner, bias=False, gated=True)
-    encoder = channels * patch**2 * h + h + layers * layer
+    encoder, patch, image = _pixtral(v)
+    feature_layers = _feature_layers(top, -1)
     projector = h + h * merge**2 * h + _linear(h * feature_layers, text_h, bias) + _linear(text_h, text_h, bias)
     note = (f"counted the Pixtral encoder ({layers} layers) and the projector with its {merge}x{merge} patch merger "
             f"into width {text_h} (transformers v5.24.0 models/pixtral/modeling_pixtral.py, "
             "models/mistral3/modeling_mistral3.py)")
     return VisionTower(family, encoder + projector, patch_size=patch, merge=merge, notes=(note,),
                        token_rule="pixtral", image_size=image)
+
+
+def _pixtral(v: _Fields) -> tuple[int, int, int]:
+    """PixtralVisionModel (pixtral/modeling_pixtral.py): Conv2d patch embedding without bias, RMSNorm ln_pre, layers
+    of 2 RMSNorms, q, k, v, o and gate/up/down without biases. PixtralVisionConfig defaults: h 1024, 24 layers,
+    intermediate 4096, image 1024, patch 16. Returns (parameters, patch, image)."""
+    h, inner = v.whole("hidden_size", 1024), v.whole("intermediate_size", 4096)
+    layers, patch = v.whole("num_hidden_layers", 24, MAX_DEPTH), v.whole("patch_size", 16, MAX_PATCH)
+    image, channels = v.whole("image_size", 1024, MAX_IMAGE_SIDE), v.whole("num_channels", 3, MAX_CHANNELS)
+    layer = 2 * h + 4 * h * h + _mlp(h, inner, bias=False, gated=True)
+    return channels * patch**2 * h + h + layers * layer, patch, image
+
+
+def _feature_layers(top: _Fields, default: int) -> int:
+    """How many encoder layers' features the projector concatenates: vision_feature_layer, an index or a list."""
+    if isinstance(top.config.get("vision_feature_layer"), list):
+        return len(top.int_list("vision_feature_layer", ()))
+    top.whole("vision_feature_layer", default, MAX_DEPTH, low=-MAX_DEPTH)
+    return 1
+
+
+# --- LLaVA (CLIP, SigLIP or Pixtral encoder) ----------------------------------------------------------------------
+
+def _llava(v: _Fields, top: _Fields, family: str) -> VisionTower:
+    # LlavaModel (llava/modeling_llava.py): vision_tower = AutoModel of vision_config (CLIP, SigLIP or Pixtral here)
+    # and LlavaMultiModalProjector: linear_1 (h x feature layers -> text h), GELU, linear_2 (text h -> text h), with
+    # biases when multimodal_projector_bias (default true). LlavaConfig builds a CLIP tower of h 1024, 24 layers,
+    # image 336, patch 14 when vision_config is absent; text width defaults to LlamaConfig's 4096.
+    kind = v.config.get("model_type", "clip_vision_model")
+    h, text_h = v.whole("hidden_size", 1024 if kind == "pixtral" else 768), _text_hidden(top, 4096)
+    bias = top.flag("multimodal_projector_bias", True)
+    projector = _linear(h * _feature_layers(top, -2), text_h, bias) + _linear(text_h, text_h, bias)
+    source = "(transformers v5.24.0 models/llava/modeling_llava.py, "
+    if kind == "pixtral":  # Pixtral-12B: PixtralProcessor, no patch merge (spatial_merge_size 1)
+        encoder, patch, image = _pixtral(v)
+        note = (f"counted the Pixtral encoder and the projector into width {text_h} {source}"
+                "models/pixtral/modeling_pixtral.py)")
+        return VisionTower(family, encoder + projector, patch_size=patch, notes=(note,), token_rule="pixtral",
+                           image_size=image)
+    if kind not in ("clip_vision_model", "siglip_vision_model"):
+        return VisionTower(family, 0, notes=(f"vision tower of {family} ({quoted(kind)}) not counted",))
+    encoder, patch, image, what = (_clip if kind == "clip_vision_model" else _siglip)(v)
+    # LlavaProcessor: (image/p)^2 + num_additional_image_tokens (1 in llava-hf's processor configs: the CLS
+    # position), less 1 with vision_feature_select_strategy "default"
+    strategy = top.config.get("vision_feature_select_strategy", "default")
+    tokens = (image // patch) ** 2 + (1 if kind == "clip_vision_model" and strategy == "full" else 0)
+    name = "CLIP" if kind == "clip_vision_model" else "SigLIP"
+    note = (f"counted the {name} encoder ({what}) and the projector into width {text_h} {source}"
+            f"models/{'clip/modeling_clip.py' if name == 'CLIP' else 'siglip/modeling_siglip.py'})")
+    return VisionTower(family, encoder + projector, patch_size=patch, notes=(note,), token_rule="fixed",
+                       image_size=image, tokens_per_image=tokens)
 
 
 # --- Kimi K2.5 (MoonViT) -------------------------------------------------------------------------------------------
@@ -476,13 +544,16 @@ def _text_hidden(top: _Fields, default: int) -> int:
 _READERS: dict[str, Callable[[_Fields, _Fields, str], VisionTower]] = {
     "qwen2_vl": _qwen2_vl, "qwen2_5_vl": _qwen2_5_vl, "qwen3_vl": _qwen3_vl, "qwen3_vl_moe": _qwen3_vl,
     "qwen3_5": _qwen3_5, "qwen3_5_moe": _qwen3_5, "llama4": _llama4, "gemma3": _gemma3, "gemma4": _gemma4,
-    "mistral3": _mistral3, "kimi_k25": _kimi_k25, "phi4_multimodal": _phi4_multimodal,
+    "mistral3": _mistral3, "kimi_k25": _kimi_k25, "phi4_multimodal": _phi4_multimodal, "llava": _llava,
 }
 _VISION_OPTIONAL = {"gemma4"}  # Gemma4Model builds no vision tower when vision_config is null
 _AUDIO_COUNTED = {"gemma4", "phi4_multimodal"}  # families whose reader counts the audio tower into audio_parameters
 # What a config class puts in place of an absent vision_config where that differs from the vision config class's
-# defaults: Mistral3Config's sub_configs_defaults (a given vision_config falls back to PixtralVisionConfig's 16 / 1024)
-_ABSENT_VISION = {"mistral3": {"patch_size": 14, "image_size": 1540}}
+# defaults: the sub_configs_defaults of Mistral3Config and LlavaConfig (a given vision_config falls back to the
+# vision config class's own defaults)
+_ABSENT_VISION = {"mistral3": {"patch_size": 14, "image_size": 1540},
+                  "llava": {"hidden_size": 1024, "intermediate_size": 4096, "patch_size": 14, "image_size": 336,
+                            "num_hidden_layers": 24}}
 
 
 def vision_tower(config: Mapping[str, Any]) -> VisionTower | None:

@@ -81,6 +81,12 @@ QWEN2_VL_DEFAULTS = {"model_type": "qwen2_vl"}
 # microsoft/Phi-4-multimodal-instruct): SigLIP 1152 wide, 27 layers, image 448; audio Conformer 1024 wide, 24 blocks;
 # text width 3072
 PHI4_MULTIMODAL_DEFAULTS = {"model_type": "phi4_multimodal"}
+# LLaVA: LlavaConfig's defaults (docstring checkpoint llava-hf/llava-1.5-7b-hf: CLIP ViT-L/14 at 336 px, 24 layers,
+# text width 4096); and a Pixtral-12B-style LLaVA: PixtralVisionConfig's defaults (docstring checkpoint
+# mistral-labs/pixtral-12b: 1024 wide, 24 layers, image 1024, patch 16) with a 5120-wide text model
+LLAVA_DEFAULTS = {"model_type": "llava"}
+LLAVA_PIXTRAL = {"model_type": "llava", "vision_config": {"model_type": "pixtral"},
+                 "text_config": {"hidden_size": 5120}}
 GEMMA4_WITH_AUDIO = lambda: published("google__gemma-4-26B-A4B") | {"audio_config": {}}  # noqa: E731
 
 CONFIGS = {
@@ -105,6 +111,8 @@ CONFIGS = {
     "Qwen2-VL-defaults": lambda: QWEN2_VL_DEFAULTS,
     "Gemma-4-26B-A4B+audio": GEMMA4_WITH_AUDIO,
     "Phi-4-multimodal-defaults": lambda: PHI4_MULTIMODAL_DEFAULTS,
+    "LLaVA-defaults": lambda: LLAVA_DEFAULTS,
+    "LLaVA-Pixtral": lambda: LLAVA_PIXTRAL,
 }
 # Vision encoder + projector parameters as transformers 5.24.0 builds them (see the module docstring)
 TRANSFORMERS_COUNTS = {
@@ -127,6 +135,8 @@ TRANSFORMERS_COUNTS = {
     "Qwen2-VL-defaults": 675_759_104,  # ViT 631,182,336 + merger 44,576,768
     "Gemma-4-26B-A4B+audio": 572_792_112,  # the vision side is unchanged
     "Phi-4-multimodal-defaults": 441_550_016,  # embed_tokens_extend.image_embed
+    "LLaVA-defaults": 324_487_168,  # CLIP ViT-L/14-336 303,507,456 + projector 20,979,712
+    "LLaVA-Pixtral": 434_957_312,  # Pixtral 403,489,792 + projector 31,467,520
 }
 # Audio tower + its embedder (audio_tower, embed_audio), built the same way
 AUDIO_COUNTS = {"Gemma-4-26B-A4B+audio": 309_149_984,  # Conformer 304,824,608 + embed_audio 1536 x 2816
@@ -193,6 +203,17 @@ def test_phi_4_multimodal_counts_both_towers_but_not_its_image_tokens():
     assert any("dynamic HD crops" in note for note in tower.notes)
     with pytest.raises(ValueError, match="not known"):
         image_tokens(tower, 896, 896)
+
+
+def test_llava_counts_its_clip_or_pixtral_encoder_and_its_image_tokens():
+    clip = vision_tower(LLAVA_DEFAULTS)
+    # CLIP ViT-L/14 at 336 px: 24 x 24 = 576 patch tokens (the CLS position is dropped, strategy "default")
+    assert (clip.parameters, image_tokens(clip, 1000, 700)) == (324_487_168, 576)
+    pixtral = vision_tower(LLAVA_PIXTRAL)
+    # no patch merge: a 1024 px square is 64 rows of 64 patches, each row closed by [IMG_BREAK] / [IMG_END]
+    assert (pixtral.parameters, image_tokens(pixtral, 1024, 1024)) == (434_957_312, 64 * (64 + 1))
+    odd = vision_tower({"model_type": "llava", "vision_config": {"model_type": "dinov2"}})
+    assert odd.parameters == 0 and odd.notes == ("vision tower of llava ('dinov2') not counted",)
 
 
 def test_towers_carry_what_the_processor_needs():
@@ -394,7 +415,7 @@ def test_the_module_imports_only_the_standard_library_and_checks():
 # --- rebuilt with transformers ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["Qwen3-VL-8B", "Llama-4-Scout", "Gemma-4-26B-A4B+audio", "Kimi-K2.5",
-                                  "Phi-4-multimodal-defaults"])
+                                  "Phi-4-multimodal-defaults", "LLaVA-Pixtral"])
 def test_the_counts_are_what_transformers_builds(name):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")

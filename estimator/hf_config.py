@@ -43,7 +43,8 @@ FIELD_LIMITS = {
                      "moe_shared_expert_intermediate_size", "shared_intermediate_size", "attention_chunk_size",
                      "interleave_moe_layer_step", "no_rope_layer_interval", "global_head_dim",
                      "hidden_size_per_layer_input", "expert_intermediate_size"), MAX_WIDTH),
-    **dict.fromkeys(("num_global_key_value_heads", "top_k_experts"), MAX_HEADS),
+    **dict.fromkeys(("num_global_key_value_heads", "top_k_experts", "moe_num_experts", "moe_k",
+                     "moe_num_shared_experts"), MAX_EXPERTS),
     "vocab_size_per_layer_input": MAX_VOCAB, "num_kv_shared_layers": MAX_LAYERS, "laurel_rank": MAX_WIDTH,
     "altup_num_inputs": 64,
 }
@@ -718,6 +719,34 @@ def _llama4(f: _Fields, name: str, model_type: str) -> Architecture:
                         sliding_window=chunk if chunked else 0, sliding_layers=chunked, chunked_attention=bool(chunked))
 
 
+def _ernie45(f: _Fields, name: str, model_type: str) -> Architecture:
+    # Baidu ERNIE 4.5 (transformers models/ernie4_5, ernie4_5_moe): a Llama decoder whose q/k/v/o, MLP and lm_head
+    # carry biases when use_bias; the MoE variant routes layers (i + 1) % moe_layer_interval == 0 between
+    # moe_layer_start_index and moe_layer_end_index through moe_num_experts gated experts (moe_k per token) with a
+    # fp32 router, a learned e_score_correction_bias (a parameter here) and moe_num_shared_experts shared experts
+    moe_type = model_type == "ernie4_5_moe"
+    defaults = ({"num_key_value_heads": 4, "moe_num_experts": 64, "moe_k": 6, "moe_intermediate_size": 1536,
+                 "moe_num_shared_experts": 2, "moe_layer_start_index": 1, "moe_layer_interval": 1} if moe_type
+                else {"num_key_value_heads": 2, "head_dim": 128})  # the config classes' defaults
+    g = _Fields({**defaults, **f.config})
+    base = _common(g, name, model_type)
+    layers, bias = base["num_layers"], g.flag("use_bias", False)
+    moe = {}
+    if moe_type and g.get("moe_num_experts", 0):
+        end = g.config.get("moe_layer_end_index")
+        last = layers - 1 if end in (None, -1) else g.integer("moe_layer_end_index")
+        first, step = g.get("moe_layer_start_index", 1), g.need("moe_layer_interval")
+        width = g.need("moe_intermediate_size")
+        moe = dict(num_experts=g.need("moe_num_experts"), experts_per_token=g.need("moe_k"),
+                   moe_intermediate_size=width,
+                   shared_expert_intermediate_size=width * g.get("moe_num_shared_experts", 0),
+                   moe_layers=tuple(i for i in range(layers) if (i + 1) % step == 0 and first <= i <= last),
+                   router_bias=True, router_fp32=True)
+    return Architecture(**base, intermediate_size=g.need("intermediate_size"), qkv_bias=bias, o_bias=bias,
+                        mlp_bias=bias, lm_head_bias=bias and moe_type,  # Ernie4_5ForCausalLM: lm_head bias=False
+                        tie_word_embeddings=g.flag("tie_word_embeddings", True), **moe)
+
+
 def _gpt_oss(f: _Fields, name: str, model_type: str) -> Architecture:
     # GptOss: biased q/k/v/o, per-head sinks, router with bias, experts with biases, alternating window
     base = _common(f, name, model_type)
@@ -883,6 +912,7 @@ READERS: dict[str, Callable[[_Fields, str, str], Architecture]] = {
     "qwen3_5_moe_text": _qwen3_next, "minimax_m2": _minimax_m2, "mixtral": _mixtral, "qwen2_moe": _qwen_moe,
     "qwen3_moe": _qwen_moe,
     "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "gpt_oss": _gpt_oss,
+    "ernie4_5": _ernie45, "ernie4_5_moe": _ernie45,
     "gpt2": _gpt2, "falcon": _falcon, "nemotron_h": _nemotron_h, "granitemoehybrid": _granite_hybrid,
     "falcon_h1": _falcon_h1, "bamba": _bamba, "jamba": _jamba, "llama4": _llama4, "llama4_text": _llama4,
     "RefinedWebModel": _falcon, "RefinedWeb": _falcon, "phi": _phi, "opt": _opt, "olmo2": _olmo2,

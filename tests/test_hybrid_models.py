@@ -191,7 +191,7 @@ def test_the_inference_page_shows_the_recurrent_state():
 
 
 # Structures without a published config here (Granite 4 hybrid, Falcon-H1, Bamba, Jamba, Gemma 4 with per-layer
-# embeddings and KV sharing), with the class defaults they rely on
+# embeddings and KV sharing, Gemma 3n, ERNIE 4.5), with the class defaults they rely on
 SYNTHETIC = {
     "granite-4-moe": dict(
         model_type="granitemoehybrid", hidden_size=512, num_hidden_layers=4, num_attention_heads=8,
@@ -242,6 +242,17 @@ SYNTHETIC = {
         vocab_size=1000, vocab_size_per_layer_input=500, hidden_size_per_layer_input=16,
         intermediate_size=[512] * 5 + [768] * 5, num_kv_shared_layers=4, altup_num_inputs=3, laurel_rank=8),
     "gemma-3n-defaults": dict(model_type="gemma3n_text"),  # 35 layers, 15 sharing K and V, AltUp 4, LAuReL 64
+    "ernie-4.5-moe": dict(  # MoE on layers 1 and 3 (every 2nd from 1 to 4), biases everywhere
+        model_type="ernie4_5_moe", hidden_size=256, num_hidden_layers=6, num_attention_heads=4, vocab_size=1000,
+        intermediate_size=512, moe_intermediate_size=64, moe_num_experts=8, moe_k=2, moe_num_shared_experts=1,
+        moe_layer_start_index=1, moe_layer_end_index=4, moe_layer_interval=2, use_bias=True,
+        tie_word_embeddings=False),
+    "ernie-4.5-moe-defaults": dict(  # 64 experts, 6 per token, 2 shared, 4 KV heads
+        model_type="ernie4_5_moe", hidden_size=256, num_hidden_layers=4, num_attention_heads=4, vocab_size=1000,
+        intermediate_size=512),
+    "ernie-4.5": dict(  # 2 KV heads, head_dim 128 by default; no lm_head bias
+        model_type="ernie4_5", hidden_size=256, num_hidden_layers=3, num_attention_heads=4, vocab_size=1000,
+        intermediate_size=512, use_bias=True, tie_word_embeddings=False),
 }
 
 

@@ -19,12 +19,39 @@ Bits per weight include the format's scales and zero points:
 What stays 16-bit: embeddings, lm_head and norms for bitsandbytes, GPTQ, AWQ and FP8 (they replace only the
 Linear layers of the decoder blocks: transformers `integrations/bitsandbytes.py`, `quantizers/base.py`
 `get_keys_to_not_convert`); gpt-oss MXFP4 covers only the MoE experts. GGUF keeps vectors in F32.
+
+Group-scaled formats are sized tensor by tensor as their checkpoints store them (`group` > 0): every output row
+holds ceil(cols / group) scale groups (2-D blocks: ceil(rows / block_rows) x ceil(cols / group)), so a row length
+that a group does not divide costs a whole extra group, as the stored scale tensors do:
+    bits = rows x cols x value_bits + groups x group_bits + rows x row_bits + cols x col_bits + tensor_bits
+- FP8 128x128 blocks: fp32 `weight_scale_inv [ceil(out/128), ceil(in/128)]` (transformers
+  `integrations/finegrained_fp8.py` FP8Linear; vLLM `quantization/fp8.py` block path).
+- GPTQ (AutoGPTQ / GPTQModel v1 checkpoints): int32 `qweight [in*bits/32, out]`, int32 `qzeros [groups,
+  out*bits/32]`, fp16 `scales [groups, out]`, int32 `g_idx [in]` (stored with or without desc_act); vLLM
+  `quantization/gptq.py` GPTQLinearMethod.create_weights allocates the same.
+- AWQ (AutoAWQ GEMM): int32 `qweight [in, out*bits/32]`, int32 `qzeros [groups, out*bits/32]`, fp16 `scales
+  [groups, out]`; no g_idx (vLLM `quantization/awq.py`).
+- compressed-tensors (neuralmagic/compressed-tensors, now vllm-project/compressed-tensors @ac8e2ba
+  `src/compressed_tensors/compressors/pack_quantized/base.py`): int32 `weight_packed [out, in*bits/32]`,
+  `weight_scale [out, groups]` in the model's dtype (`quantization/lifecycle/initialize.py`: scale_dtype =
+  the observed weight dtype, bf16 here), int64 `weight_shape [2]`, `weight_zero_point` packed like the
+  weight only when asymmetric, int32 `weight_g_idx [in]` only with actorder "group". FP8 per channel
+  (`float-quantized`): fp8 weight + `weight_scale [out, 1]` in bf16 (vLLM casts it to fp32 when it loads:
+  `compressed_tensors/schemes/compressed_tensors_w8a8_fp8.py`, a difference of 2 bytes per output row).
+- NVFP4 (NVIDIA TensorRT Model Optimizer export; vLLM `quantization/modelopt.py` ModelOptNvFp4LinearMethod):
+  uint8 `weight [out, in/2]`, fp8 `weight_scale [out, in/16]`, fp32 `weight_scale_2` (and an fp32
+  `input_scale`) per tensor.
+- MXFP4 (gpt-oss): uint8 `*_blocks [E, out, in/32, 16]` + uint8 E8M0 `*_scales [E, out, in/32]`
+  (transformers `integrations/mxfp4.py`).
+A checkpoint's own quantization_config (estimator/checkpoint.py) may leave more modules in 16-bit than a format's
+scope does: `weight_bytes(a, format, unquantized)` takes those as role patterns ("attn_*", "ffn_down@0").
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from fractions import Fraction
 
 from .architecture import Architecture, Tensor, tensors
@@ -76,6 +103,12 @@ class WeightFormat:
     row_bits: int = 0  # extra bits per output row (LLM.int8 fp32 row statistics)
     col_bits: int = 0  # extra bits per input column (GPTQ int32 g_idx)
     tensor_bits: int = 0  # extra bits per quantized matrix (per-tensor fp32 scale)
+    # Exact group layout (group > 0): values of value_bits, and group_bits of scale (+ zero point) per group of
+    # `group` consecutive inputs of one row, or per block_rows x group block; `bits` is then the nominal rate
+    value_bits: int = 0  # bits of one stored weight value (4 for int4 / E2M1, 8 for fp8)
+    group: int = 0  # inputs per scale group along a row (0: no groups, `bits` per weight)
+    group_bits: int = 0  # bits of the scale (and zero point) of one group or block
+    block_rows: int = 1  # rows per scale block (128 for DeepSeek's 128x128 blocks)
 
 
 WEIGHT_FORMATS = {f.id: f for f in (
@@ -83,7 +116,13 @@ WEIGHT_FORMATS = {f.id: f for f in (
     WeightFormat("bf16", "BF16 / FP16", Fraction(16), "all", "16-bit floats"),
     WeightFormat("fp8", "FP8 E4M3 (per-tensor scale)", Fraction(8), "linear", "vLLM quantization/fp8.py", tensor_bits=32),
     WeightFormat("fp8-block", "FP8 E4M3, 128x128 blocks (DeepSeek-V3)", 8 + Fraction(32, 128 * 128), "linear",
-                 "DeepSeek-V3 weight_block_size [128, 128], fp32 weight_scale_inv"),
+                 "DeepSeek-V3 weight_block_size [128, 128], fp32 weight_scale_inv",
+                 value_bits=8, group=128, group_bits=32, block_rows=128),
+    WeightFormat("fp8-channel", "FP8 E4M3, per-channel scale (compressed-tensors FP8 dynamic)", Fraction(8),
+                 "linear", "compressed-tensors float-quantized: fp8 weight + bf16 weight_scale per output row",
+                 row_bits=16),
+    WeightFormat("w8a8-int8", "INT8 W8A8, per-channel scale (compressed-tensors)", Fraction(8), "linear",
+                 "compressed-tensors int-quantized: int8 weight + bf16 weight_scale per output row", row_bits=16),
     WeightFormat("int8", "INT8 (bitsandbytes LLM.int8)", Fraction(8), "linear",
                  "bitsandbytes int8 weight + fp32 row_stats", row_bits=32),
     WeightFormat("nf4", "NF4 (bitsandbytes, blocksize 64)", 4 + Fraction(32, 64), "linear",
@@ -93,21 +132,34 @@ WEIGHT_FORMATS = {f.id: f for f in (
     WeightFormat("nf4-dq", "NF4 + double quantization (QLoRA)", 4 + Fraction(8, 64) + Fraction(32, 64 * 256), "linear",
                  "QLoRA section 3; bitsandbytes compress_statistics (uint8 absmax, fp32 per 256 blocks)"),
     WeightFormat("gptq-4bit", "GPTQ 4-bit, group 128", 4 + Fraction(16, 128) + Fraction(4, 128), "linear",
-                 "vLLM auto_gptq.py: int4 qweight, int4 qzeros, fp16 scales per group, int32 g_idx", col_bits=32),
+                 "vLLM auto_gptq.py: int4 qweight, int4 qzeros, fp16 scales per group, int32 g_idx", col_bits=32,
+                 value_bits=4, group=128, group_bits=16 + 4),
     WeightFormat("awq-4bit", "AWQ 4-bit, group 128", 4 + Fraction(16, 128) + Fraction(4, 128), "linear",
-                 "vLLM auto_awq.py: int4 qweight, int4 qzeros, fp16 scales per group"),
+                 "vLLM auto_awq.py: int4 qweight, int4 qzeros, fp16 scales per group",
+                 value_bits=4, group=128, group_bits=16 + 4),
+    WeightFormat("int4-g128", "INT4 W4A16, group 128 (compressed-tensors)", 4 + Fraction(16, 128), "linear",
+                 "compressed-tensors pack-quantized: int32-packed int4, bf16 scale per 128, int64 weight_shape",
+                 tensor_bits=128, value_bits=4, group=128, group_bits=16),
+    WeightFormat("int4-g32", "INT4 W4A16, group 32 (compressed-tensors)", 4 + Fraction(16, 32), "linear",
+                 "compressed-tensors pack-quantized: int32-packed int4, bf16 scale per 32, int64 weight_shape",
+                 tensor_bits=128, value_bits=4, group=32, group_bits=16),
     WeightFormat("mxfp4", "MXFP4 (experts; gpt-oss)", GGML_TYPES["MXFP4"].bits, "experts",
-                 "OCP MX: 32 x E2M1 + E8M0 scale; gpt-oss quantizes only the MoE experts"),
+                 "OCP MX: 32 x E2M1 + E8M0 scale; gpt-oss quantizes only the MoE experts",
+                 value_bits=4, group=32, group_bits=8),
     WeightFormat("nvfp4", "NVFP4 (16-element blocks, FP8 scale)", 4 + Fraction(8, 16), "linear",
-                 "NVIDIA NVFP4: E2M1 values, one E4M3 scale per 16, one fp32 scale per tensor", tensor_bits=32),
+                 "NVIDIA NVFP4: E2M1 values, one E4M3 scale per 16, one fp32 scale per tensor", tensor_bits=32,
+                 value_bits=4, group=16, group_bits=8),
     *(WeightFormat(gguf_id, f"GGUF {gguf_id.upper()}", GGML_TYPES[base].bits, "gguf",
                    "llama.cpp ggml-common.h block sizes; llama-quant.cpp recipes")
       for gguf_id, base in GGUF_BASE.items()),
 )}
 
 
-def weight_format(format_id: str) -> WeightFormat:
-    """Look up a format by id, with an error listing the valid ids."""
+def weight_format(format_id: str | WeightFormat) -> WeightFormat:
+    """Look up a format by id, with an error listing the valid ids. A WeightFormat (a checkpoint's exact
+    layout, estimator/checkpoint.py) is returned as it is."""
+    if isinstance(format_id, WeightFormat):
+        return format_id
     try:
         return WEIGHT_FORMATS[format_id]
     except (KeyError, TypeError):
@@ -170,14 +222,49 @@ def _in_scope(fmt: WeightFormat, t: Tensor, a: Architecture) -> bool:
     return t.is_block_linear  # "linear", and "experts" on a dense model
 
 
-def tensor_bytes(fmt: WeightFormat, t: Tensor, a: Architecture) -> int:
-    """Bytes of tensor group `t` stored in `fmt`."""
+def _ceil_div(n: int, d: int) -> int:
+    return -(-n // d)
+
+
+@functools.lru_cache(maxsize=4096)
+def unquantized_rule(pattern: str) -> tuple[str, frozenset[int] | None]:
+    """A role pattern of a checkpoint's unquantized set: "attn_*" (every layer) or "ffn_down@0" (layer 0 only;
+    "@0,3" lists layers). The role part is a glob over Tensor roles (estimator/architecture.py)."""
+    role, sep, layers = pattern.partition("@")
+    if not role or (sep and not layers):
+        raise ValueError(f"unquantized pattern must be ROLE or ROLE@LAYER[,LAYER...], got {pattern!r}")
+    if not sep:
+        return role, None
+    try:
+        return role, frozenset(int(n) for n in layers.split(","))
+    except ValueError:
+        raise ValueError(f"unquantized pattern {pattern!r}: layers must be whole numbers") from None
+
+
+def is_unquantized(t: Tensor, unquantized: frozenset[str]) -> bool:
+    """Whether a checkpoint's unquantized set (role patterns) names tensor `t`."""
+    for pattern in unquantized:
+        role, layers = unquantized_rule(pattern)
+        if fnmatchcase(t.role, role) and (layers is None or t.layer in layers):
+            return True
+    return False
+
+
+def tensor_bytes(fmt: WeightFormat, t: Tensor, a: Architecture, unquantized: frozenset[str] = frozenset()) -> int:
+    """Bytes of tensor group `t` stored in `fmt`; tensors the format leaves alone, or that a checkpoint lists
+    in `unquantized`, stay 16-bit."""
     if fmt.scope == "gguf":
         block = GGML_TYPES[gguf_tensor_type(fmt.id, t, a)]
         return t.rows * t.copies * (t.cols // block.block) * block.block_bytes
-    if not _in_scope(fmt, t, a):
+    if not _in_scope(fmt, t, a) or (unquantized and is_unquantized(t, unquantized)):
         return t.numel * BF16_BYTES
-    bits = t.numel * fmt.bits + t.copies * (t.rows * fmt.row_bits + t.cols * fmt.col_bits + fmt.tensor_bits)
+    extra = t.rows * fmt.row_bits + t.cols * fmt.col_bits + fmt.tensor_bits  # per copy
+    if fmt.group:
+        # values, then one scale (+ zero point) per group of `group` inputs (x block_rows rows), per copy
+        groups = _ceil_div(t.rows, fmt.block_rows) * _ceil_div(t.cols, fmt.group)
+        bits = t.copies * (t.rows * t.cols * fmt.value_bits + groups * fmt.group_bits + extra)
+    else:
+        bits = t.numel * fmt.bits + t.copies * extra
     return -(-bits // 8)  # ceil to whole bytes
 
 
@@ -194,15 +281,22 @@ class WeightBytes:
 
 
 @functools.lru_cache(maxsize=2048)
-def weight_bytes(a: Architecture, format_id: str) -> WeightBytes:
-    """Bytes of every weight of `a` stored as `format_id` (cached per architecture and format)."""
+def weight_bytes(a: Architecture, format_id: str | WeightFormat,
+                 unquantized: frozenset[str] = frozenset()) -> WeightBytes:
+    """Bytes of every weight of `a` stored as `format_id` (cached per architecture, format and unquantized set).
+
+    `format_id` is a WEIGHT_FORMATS id or a WeightFormat (a checkpoint's exact layout); `unquantized` holds
+    role patterns a checkpoint leaves in 16-bit ("attn_*", "shared_*", "ffn_down@0"; see `unquantized_rule`)."""
     fmt = weight_format(format_id)
+    if not isinstance(unquantized, frozenset):
+        raise ValueError("unquantized must be a frozenset of role patterns")
+    for pattern in unquantized:
+        unquantized_rule(pattern)  # a malformed pattern is an error, not a silent no-match
     matrices = vectors = 0
     for t in tensors(a):
-        size = tensor_bytes(fmt, t, a)
+        size = tensor_bytes(fmt, t, a, unquantized)
         if t.is_matrix:
             matrices += size
         else:
             vectors += size
     return WeightBytes(matrices, vectors)
-

@@ -79,3 +79,44 @@ def test_mxfp4_quantizes_only_the_experts_of_gpt_oss():
 def test_unknown_format_is_a_value_error(llama3_8b):
     with pytest.raises(ValueError, match="weights must be one of"):
         weight_bytes(llama3_8b, "int3")
+
+
+def test_fp8_blocks_are_counted_per_stored_128x128_block():
+    """DeepSeek-V3's kv_a_proj_with_mqa is 576 x 7168: weight_scale_inv is [ceil(576/128), 7168/128] = [5, 56]."""
+    from estimator.architecture import Tensor
+    a = est.model("deepseek-ai/DeepSeek-V3").architecture
+    kv_a = Tensor("attn_kv_a", 0, 576, 7168)
+    assert est.formats.tensor_bytes(WEIGHT_FORMATS["fp8-block"], kv_a, a) == 576 * 7168 + 4 * 5 * 56
+
+
+@pytest.mark.parametrize("format_id, bits", [
+    ("fp8-channel", 8), ("w8a8-int8", 8),  # + a bf16 scale per output row
+    ("int4-g128", Fraction(33, 8)),  # 4 + 16/128
+    ("int4-g32", Fraction(9, 2)),  # 4 + 16/32
+])
+def test_bits_per_weight_of_the_checkpoint_formats(format_id, bits):
+    assert WEIGHT_FORMATS[format_id].bits == bits
+
+
+def test_int4_group_32_adds_a_bf16_scale_per_32_and_a_weight_shape_per_matrix(small_llama):
+    linears = [t for t in est.architecture.tensors(small_llama) if t.is_block_linear]
+    quantized = sum(t.numel // 2 + t.numel // 32 * 2 + 16 for t in linears)  # every width is a multiple of 32
+    other = sum(t.numel for t in est.architecture.tensors(small_llama) if not t.is_block_linear)
+    assert weight_bytes(small_llama, "int4-g32").total == quantized + 2 * other
+
+
+def test_an_unquantized_set_keeps_those_roles_in_16_bit(small_llama):
+    tensors = est.architecture.tensors(small_llama)
+    attention_layer_0 = sum(t.numel for t in tensors if t.role.startswith("attn_") and t.layer == 0)
+    full = weight_bytes(small_llama, "fp8-channel").total
+    kept = weight_bytes(small_llama, "fp8-channel", frozenset({"attn_*@0"})).total
+    # each of q, k, v, o: numel bytes + 2 B per row in fp8 -> 2 B per weight in bf16
+    rows = 512 + 128 + 128 + 512
+    assert kept - full == attention_layer_0 - 2 * rows
+    with pytest.raises(ValueError, match="unquantized pattern"):
+        weight_bytes(small_llama, "fp8", frozenset({"attn_q@x"}))
+
+
+def test_weight_bytes_takes_an_exact_layout_as_well_as_an_id(small_llama):
+    layout = WEIGHT_FORMATS["gptq-4bit"]
+    assert weight_bytes(small_llama, layout) == weight_bytes(small_llama, "gptq-4bit")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import estimator as est
 from estimator.vision import VisionTower, image_tokens, qwen_smart_resize, vision_tower
 from tests.test_generic_reader import published
 
@@ -167,6 +168,19 @@ def test_the_siglip_encoder_of_gemma_3_by_hand():
     # LayerNorm(1152) + Linear(4608, 4608) + Linear(4608, 7168), with biases
     assert vision_tower(published("moonshotai__Kimi-K2.5")).parameters == (
         encoder + 2 * 1152 + (4608 * 4608 + 4608) + (4608 * 7168 + 7168))
+
+
+def test_llama_4_scout_is_metas_109b_only_with_its_vision_tower():
+    # Meta's model card (GitHub meta-llama/llama-models, models/llama4/MODEL_CARD.md at 038acb9f): "Llama 4 Scout
+    # (17Bx16E) ... 17B (Activated) 109B (Total)"; "Llama 4 Maverick (17Bx128E) ... 400B (Total)"
+    scout = CONFIGS["Llama-4-Scout"]()
+    language = est.parameter_counts(est.architecture_from_config(scout)).total
+    total = language + vision_tower(scout).parameters
+    assert round(language / 1e9) == 108 and round(total / 1e9) == 109  # 107.77B + 0.87B = 108.64B
+    # Maverick: 400.71B + 0.87B = 401.58B, which Meta writes as "400B" (HF's transformers docs say ~400B and 402B)
+    maverick = CONFIGS["Llama-4-Maverick"]()
+    total = est.parameter_counts(est.architecture_from_config(maverick)).total + vision_tower(maverick).parameters
+    assert round(total / 1e10) * 10 == 400
 
 
 def test_the_llama_4_tensors_by_hand():

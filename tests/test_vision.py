@@ -183,6 +183,14 @@ def test_llama_4_scout_is_metas_109b_only_with_its_vision_tower():
     assert round(total / 1e10) * 10 == 400
 
 
+def test_kimi_k2_5s_moonvit_is_the_400m_of_its_readme():
+    # GitHub MoonshotAI/Kimi-K2.5 README.md at 6edc2543, model summary: "Vision Encoder | MoonViT",
+    # "Parameters of Vision Encoder | 400M": a round figure; the encoder is 416.9M (+ 54.3M for the projector)
+    tower = vision_tower(published("moonshotai__Kimi-K2.5"))
+    encoder = tower.parameters - (2 * 1152 + (4608 * 4608 + 4608) + (4608 * 7168 + 7168))  # less mm_projector
+    assert encoder == 416_866_032 and round(encoder, -8) == 400_000_000
+
+
 def test_the_llama_4_tensors_by_hand():
     # llama4/modeling_llama4.py with the Scout values: h 1408, image 336 / patch 14 = 24 -> 577 positions (+ class)
     h, inner = 1408, 5632

@@ -833,6 +833,10 @@ def _opt(f: _Fields, name: str, model_type: str) -> Architecture:
 
 
 NESTED_TEXT_CONFIGS = ("text_config", "llm_config", "language_config")  # multimodal models' language model
+# Language models of multimodal families that are another family's decoder (transformers models/qwen3_vl,
+# qwen3_vl_moe, qwen2_5_vl, qwen2_vl: Qwen3 attention with q/k norms, Qwen3-MoE experts, Qwen2 q/k/v biases)
+NESTED_TEXT_TYPES = {"qwen3_vl_text": "qwen3", "qwen3_vl_moe_text": "qwen3_moe", "qwen2_5_vl_text": "qwen2",
+                     "qwen2_vl_text": "qwen2"}
 # Signs of layers that are not attention + MLP (state-space, linear attention), or of a layer plan the standard
 # fields do not describe (Llama 4's interleaved MoE layers with a separate dense width): a standard decoder would
 # misread them, so the generic reader refuses them by name
@@ -850,7 +854,10 @@ def _generic(f: _Fields, name: str, model_type: str) -> Architecture:
     nested = next((key for key in NESTED_TEXT_CONFIGS if isinstance(f.config.get(key), Mapping)), "")
     text = _Fields(f.config[nested]) if nested else f
     inner = text.config.get("model_type")
+    inner = NESTED_TEXT_TYPES.get(inner, inner) if isinstance(inner, str) else inner
     if nested and isinstance(inner, str) and inner in READERS:  # e.g. Mistral 3's text_config is a "mistral"
+        if "tie_word_embeddings" not in text.config and "tie_word_embeddings" in f.config:  # Qwen3-VL keeps it
+            text = _Fields({**text.config, "tie_word_embeddings": f.config["tie_word_embeddings"]})  # at the top
         a = READERS[inner](text, name, inner)
         return dataclasses.replace(a, notes=(f"The language model of {model_type!r} is read from its {nested} "
                                              f"({inner!r}); a vision or audio tower is not counted", *a.notes))

@@ -40,13 +40,18 @@ def test_an_unknown_model_type_with_standard_fields_is_read_as_a_standard_decode
 
 
 def test_a_multimodal_config_is_read_from_its_text_config_without_the_vision_tower():
-    # Qwen3-VL-30B-A3B: its language model has Qwen3-30B-A3B's shape (text_config model_type qwen3_vl_moe_text)
-    a = est.architecture_from_config(published("Qwen__Qwen3-VL-30B-A3B-Instruct"))
+    # Qwen3-VL-30B-A3B's language model has Qwen3-30B-A3B's shape; under an unknown text model_type the generic
+    # reader reads it
+    config = published("Qwen__Qwen3-VL-30B-A3B-Instruct")
+    unknown = {**config, "text_config": {**config["text_config"], "model_type": "other_text"}}
+    a = est.architecture_from_config(unknown)
     assert a.num_experts == 128 and a.experts_per_token == 8 and len(a.moe_layers) == 48
     assert "read from text_config, a vision or audio tower is not counted" in a.notes[0]
     # what the generic reader misses: Qwen3's q and k RMSNorms, 2 x head_dim 128 x 48 layers
     qwen3_moe = est.parameter_counts(est.model("Qwen/Qwen3-30B-A3B").architecture)
     assert qwen3_moe.total - est.parameter_counts(a).total == 2 * 128 * 48 == 12_288
+    # under its own text model_type (qwen3_vl_moe_text) it is read as Qwen3-MoE, norms included
+    assert est.parameter_counts(est.architecture_from_config(config)).total == qwen3_moe.total
 
 
 def test_a_nested_text_config_of_a_known_family_is_read_by_that_familys_reader():

@@ -69,6 +69,34 @@ def test_the_state_grows_with_concurrency_not_with_context():
     assert any("Gated DeltaNet" in line for line in busy.assumptions)
 
 
+# Qwen3-VL's language models (text_config qwen3_vl_text / qwen3_vl_moe_text: Qwen3 / Qwen3-MoE decoders with q/k
+# norms), as transformers builds them: AutoModel of the text config plus lm_head unless the top-level config ties it
+VL_TEXT_COUNTS = {"Qwen__Qwen3-VL-2B-Instruct": 1_720_574_976, "Qwen__Qwen3-VL-4B-Instruct": 4_022_468_096,
+                  "Qwen__Qwen3-VL-8B-Instruct": 8_190_735_360, "Qwen__Qwen3-VL-32B-Instruct": 32_762_123_264,
+                  "Qwen__Qwen3-VL-30B-A3B-Instruct": 30_532_122_624,
+                  "Qwen__Qwen3-VL-235B-A22B-Instruct": 235_093_634_560}
+
+
+@pytest.mark.parametrize("name", VL_TEXT_COUNTS)
+def test_qwen3_vl_language_models_are_read_as_qwen3(name):
+    a = est.architecture_from_config(published(name))
+    assert est.parameter_counts(a).total == VL_TEXT_COUNTS[name]
+    assert a.qk_norm_params == 2 * a.head_dim and "Generic reader" not in " ".join(a.notes)
+
+
+@pytest.mark.parametrize("name", VL_TEXT_COUNTS)
+def test_the_vl_counts_above_are_what_transformers_builds(name):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config = published(name)
+    text = {key: value for key, value in config["text_config"].items() if key != "quantization_config"}
+    built = transformers.AutoConfig.for_model(**text)
+    with torch.device("meta"):
+        model = transformers.AutoModel.from_config(built)
+    lm_head = 0 if config.get("tie_word_embeddings") else built.vocab_size * built.hidden_size
+    assert sum(p.numel() for p in model.parameters()) + lm_head == VL_TEXT_COUNTS[name]
+
+
 NANO = "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"  # hybrid_override_pattern "MEMEM*EMEMEM*..." (52 blocks)
 
 

@@ -16,7 +16,10 @@ What each method stores (bytes per tensor: estimator/formats.py, whose docstring
   block, no block size -> one fp32 scale per tensor (+ an fp32 input scale when `activation_scheme` is static).
 - "compressed-tensors" (llm-compressor / RedHatAI / Kimi K2.5; vllm-project/compressed-tensors @ac8e2ba):
   `config_groups.*.weights` {type, num_bits, strategy, group_size, block_structure, symmetric, actorder};
-  `ignore` entries are exact module names or "re:" regexes (`utils/match.py::match_name`: `re.match`).
+  `ignore` entries are exact module names or "re:" regexes (`utils/match.py::match_name`: `re.match`). Groups
+  whose `targets` name modules ("mixed-precision": FP8 attention, NVFP4 experts) apply to the roles they name,
+  before the group that targets every "Linear" (CheckpointFormat.groups; only `weight_bytes(a)` of the
+  CheckpointFormat sees them, formats.weight_bytes takes one layout).
 - "modelopt" (NVIDIA TensorRT Model Optimizer; vLLM `quantization/modelopt.py`): `quant_algo` FP8 (fp8 + fp32
   weight and input scales per tensor) or NVFP4 (E2M1 + fp8 scale per 16 + fp32 weight_scale_2 and input_scale);
   `exclude_modules` (or `ignore`) are fnmatch globs.
@@ -47,8 +50,9 @@ from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from fractions import Fraction
 
-from .architecture import MAX_LAYERS, Architecture
-from .formats import WEIGHT_FORMATS, WeightBytes, WeightFormat, weight_bytes
+from .architecture import MAX_LAYERS, Architecture, tensors
+from .formats import WEIGHT_FORMATS, WeightBytes, WeightFormat, is_unquantized, tensor_bytes, weight_bytes
+from .units import BF16_BYTES
 
 NESTED_TEXT_CONFIGS = ("text_config", "llm_config", "language_config")  # where multimodal configs keep theirs
 MAX_LIST_ENTRIES = 5_000  # ignore lists name modules one by one (a few thousand for large MoE models)
@@ -77,10 +81,34 @@ class CheckpointFormat:
     label: str  # e.g. "compressed-tensors W4A16, int4 groups of 32, symmetric"
     method: str = ""  # quant_method as written in the config
     notes: tuple[str, ...] = field(default=(), compare=False)  # the assumptions, in words
+    # compressed-tensors groups that target modules by name: (layout, role patterns), before the default layout
+    groups: tuple[tuple[WeightFormat, frozenset[str]], ...] = ()
+    covers_linear: bool = True  # the default layout applies to every decoder linear (a group targets "Linear")
 
     def weight_bytes(self, a: Architecture) -> WeightBytes:
         """Bytes of `a`'s weights as this checkpoint stores them (16-bit when the method is not recognised)."""
-        return weight_bytes(a, self.layout or "bf16", self.unquantized)
+        if not self.groups and self.covers_linear:
+            return weight_bytes(a, self.layout or "bf16", self.unquantized)
+        return _grouped_bytes(a, self.layout if self.covers_linear else None, self.unquantized, self.groups)
+
+
+@functools.lru_cache(maxsize=256)
+def _grouped_bytes(a: Architecture, default: WeightFormat | None, unquantized: frozenset[str],
+                   groups: tuple[tuple[WeightFormat, frozenset[str]], ...]) -> WeightBytes:
+    """Bytes when config groups target modules by name: `ignore` first, then the first group naming a tensor (any
+    2-D weight it names, lm_head included), then the default layout (decoder linears), else 16-bit."""
+    matrices = vectors = 0
+    for t in tensors(a):
+        if not t.is_matrix or is_unquantized(t, unquantized):
+            size = t.numel * BF16_BYTES
+        else:
+            named = next((layout for layout, roles in groups if is_unquantized(t, roles)), None)
+            size = tensor_bytes(named or default or WEIGHT_FORMATS["bf16"], t, a)
+        if t.is_matrix:
+            matrices += size
+        else:
+            vectors += size
+    return WeightBytes(matrices, vectors)
 
 
 # --- module names of each Tensor role, per naming convention -------------------------------------------------
@@ -308,26 +336,38 @@ def _fp8(q: Mapping) -> tuple[str, WeightFormat, str, list[str], tuple[str, str]
     return "fp8-block", fmt, label, notes, skip
 
 
-def _compressed_tensors(q: Mapping) -> tuple[str | None, WeightFormat | None, str, list[str], tuple[str, str]]:
+def _ct_groups(q: Mapping) -> tuple[Mapping, str]:
+    """compressed-tensors config_groups, checked, and the name of the group that targets every Linear (else the
+    first)."""
     groups = q.get("config_groups")
     if not isinstance(groups, Mapping) or not groups:
         raise ValueError("quantization_config.config_groups must be a non-empty JSON object")
     if len(groups) > MAX_CONFIG_GROUPS:
         raise ValueError(f"quantization_config.config_groups has {len(groups):,} groups; the limit is "
                          f"{MAX_CONFIG_GROUPS}")
-    names = list(groups)
-    for name in names:
-        if not isinstance(groups[name], Mapping):
+    for name, group in groups.items():
+        if not isinstance(group, Mapping):
             raise ValueError(f"quantization_config.config_groups.{name} must be a JSON object"[:200])
-    primary = next((n for n in names if "Linear" in (groups[n].get("targets") or ())), names[0])
-    notes = []
-    if len(names) > 1:
-        notes.append(f"config_groups {', '.join(n for n in names if n != primary)[:120]} estimated in the format "
-                     f"of {primary}")
+    return groups, next((n for n in groups if _targets_linear(groups[n])), next(iter(groups)))
+
+
+def _targets_linear(group: Mapping) -> bool:
+    targets = group.get("targets")
+    return isinstance(targets, (list, tuple)) and "Linear" in targets
+
+
+def _compressed_tensors(q: Mapping) -> tuple[str | None, WeightFormat | None, str, list[str], tuple[str, str]]:
+    groups, primary = _ct_groups(q)
+    return (*_ct_scheme(q, groups, primary), ("ignore", "ct"))
+
+
+def _ct_scheme(q: Mapping, groups: Mapping, primary: str) -> tuple[str | None, WeightFormat | None, str, list[str]]:
+    """The layout of one compressed-tensors group (`weights`: type, num_bits, strategy, group_size, ...)."""
+    notes: list[str] = []
     where = f"config_groups.{primary}.weights."
     w = groups[primary].get("weights")
     if not isinstance(w, Mapping):
-        return None, None, f"compressed-tensors group {primary} without weight quantization", notes, ("ignore", "ct")
+        return None, None, f"compressed-tensors group {primary} without weight quantization", notes
     kind = _str(w, "type", "int", where)
     bits = _int(w, "num_bits", 1, 16, where=where)
     if bits is None:
@@ -342,15 +382,14 @@ def _compressed_tensors(q: Mapping) -> tuple[str | None, WeightFormat | None, st
     static_input = isinstance(groups[primary].get("input_activations"), Mapping) and \
         groups[primary]["input_activations"].get("dynamic") is False
     sym = "symmetric" if symmetric else "asymmetric (zero points stored)"
-    skip = ("ignore", "ct")
     if kind == "float" and bits == 8:
         input_bits = 16 if static_input else 0  # a bf16 input_scale per linear when activations are static
         if strategy == "channel":
             fmt = replace(WEIGHT_FORMATS["fp8-channel"], tensor_bits=input_bits)
-            return "fp8-channel", fmt, "compressed-tensors FP8, a bf16 scale per output channel", notes, skip
+            return "fp8-channel", fmt, "compressed-tensors FP8, a bf16 scale per output channel", notes
         if strategy == "tensor":
             fmt = replace(WEIGHT_FORMATS["fp8"], tensor_bits=16 + input_bits)
-            return "fp8", fmt, "compressed-tensors FP8, a bf16 scale per tensor", notes, skip
+            return "fp8", fmt, "compressed-tensors FP8, a bf16 scale per tensor", notes
         if strategy == "block":
             block = w.get("block_structure")
             if (not isinstance(block, (list, tuple)) or len(block) != 2 or
@@ -360,10 +399,10 @@ def _compressed_tensors(q: Mapping) -> tuple[str | None, WeightFormat | None, st
             fmt = replace(WEIGHT_FORMATS["fp8-block"], bits=8 + Fraction(16, block[0] * block[1]), group=block[1],
                           block_rows=block[0], group_bits=16, tensor_bits=input_bits,
                           label=f"FP8 E4M3, {block[0]}x{block[1]} blocks with a bf16 scale each")
-            return "fp8-block", fmt, fmt.label + " (compressed-tensors)", notes, skip
+            return "fp8-block", fmt, fmt.label + " (compressed-tensors)", notes
     if kind == "int" and bits == 8 and strategy == "channel":
         fmt = replace(WEIGHT_FORMATS["w8a8-int8"], row_bits=16 + (0 if symmetric else 8))
-        return "w8a8-int8", fmt, f"compressed-tensors INT8 W8A8, a bf16 scale per output channel, {sym}", notes, skip
+        return "w8a8-int8", fmt, f"compressed-tensors INT8 W8A8, a bf16 scale per output channel, {sym}", notes
     if kind == "int" and bits <= 8 and strategy in ("group", "channel"):
         if strategy == "channel":
             group = -1
@@ -376,16 +415,16 @@ def _compressed_tensors(q: Mapping) -> tuple[str | None, WeightFormat | None, st
                        16 + (0 if symmetric else bits), col_bits=32 if actorder == "group" else 0)
         if actorder == "group":
             notes.append("actorder group: an int32 g_idx per input column")
-        return ("int4-g32" if group == 32 else "int4-g128"), fmt, label, notes, skip
+        return ("int4-g32" if group == 32 else "int4-g128"), fmt, label, notes
     if kind == "float" and bits == 4 and strategy in ("tensor_group", "group") and group in (16, 32):
         if group == 16:  # NVFP4: fp8 scale per 16, fp32 weight_global_scale (+ input_global_scale)
             fmt = replace(WEIGHT_FORMATS["nvfp4"], tensor_bits=32 + (32 if groups[primary].get("input_activations")
                                                                     else 0))
-            return "nvfp4", fmt, "compressed-tensors NVFP4, an fp8 scale per 16", notes, skip
+            return "nvfp4", fmt, "compressed-tensors NVFP4, an fp8 scale per 16", notes
         fmt = replace(WEIGHT_FORMATS["mxfp4"], scope="linear", label="MXFP4 (compressed-tensors, every linear)")
-        return "mxfp4", fmt, "compressed-tensors MXFP4, an E8M0 scale per 32", notes, skip
+        return "mxfp4", fmt, "compressed-tensors MXFP4, an E8M0 scale per 32", notes
     label = f"compressed-tensors {kind}{bits} {strategy} ({fmt_name or 'no format'})"
-    return None, None, label, notes, skip
+    return None, None, label, notes
 
 
 def _modelopt(q: Mapping) -> tuple[str | None, WeightFormat | None, str, list[str], tuple[str, str]]:
@@ -520,6 +559,10 @@ def checkpoint_format(config: Mapping) -> CheckpointFormat | None:
         return CheckpointFormat(None, None, frozenset(), f"16-bit ({label} not supported)", method,
                                 (f"quantization_config {method!r}: {label} is not a layout the estimate knows; "
                                  f"weights assumed 16-bit",))
+    groups, covers_linear = (), True
+    if method == "compressed-tensors":
+        groups, covers_linear, group_notes = _named_groups(q, model_type, num_layers)
+        notes += group_notes
     kept = describe_unquantized(unquantized | ALWAYS_16_BIT)
     summary = f"Checkpoint format from quantization_config: {label}; {kept} unquantized (16-bit, as are the norms)"
     if unmatched:
@@ -527,4 +570,29 @@ def checkpoint_format(config: Mapping) -> CheckpointFormat | None:
                                                        else "")
         notes.append(f"{skip_field} entries that name no quantizable weight the estimate counts (vectors, vision "
                      f"tower, MTP layers): {shown}")
-    return CheckpointFormat(format_id, layout, unquantized, label, method, (summary, *notes))
+    return CheckpointFormat(format_id, layout, unquantized, label, method, (summary, *notes), groups, covers_linear)
+
+
+def _named_groups(q: Mapping, model_type: str, num_layers: int
+                  ) -> tuple[tuple[tuple[WeightFormat, frozenset[str]], ...], bool, list[str]]:
+    """compressed-tensors groups whose targets are module names or regexes ("mixed-precision" checkpoints: FP8
+    attention and NVFP4 experts, say), each as (its layout for any 2-D weight it names, the roles it names)."""
+    config_groups, primary = _ct_groups(q)
+    covers_linear = _targets_linear(config_groups[primary])
+    named, notes = [], []
+    for name, group in config_groups.items():
+        if _targets_linear(group):
+            if name != primary:
+                notes.append(f"config_groups.{name} also targets Linear; {primary}'s format is used for it")
+            continue
+        roles, _ = unquantized_roles(group.get("targets"), "ct", f"config_groups.{name}.targets", model_type,
+                                     num_layers)
+        if not roles:
+            continue
+        _, layout, label, _ = _ct_scheme(q, config_groups, name)
+        named.append((replace(layout, scope="all") if layout else WEIGHT_FORMATS["bf16"], roles))
+        notes.append(f"config_groups.{name}: {label if layout else label + ', estimated 16-bit'} on "
+                     f"{describe_unquantized(roles) or 'the modules it names'}")
+    if not covers_linear:
+        notes.append("no config group targets every Linear: decoder linears that no group names stay 16-bit")
+    return tuple(named), covers_linear, notes

@@ -311,3 +311,22 @@ def test_cli_says_which_checkpoint_format_it_assumed(capsys):
 def test_cli_without_quantization_config_keeps_the_reference_table(capsys):
     rows = run_json(capsys, "--model", "meta-llama/Llama-3.1-8B")["rows"]
     assert [row["scenario"] for row in rows] == ["16-bit", "8-bit", "4-bit"]
+
+
+def test_compressed_tensors_mixed_precision_groups_apply_to_the_modules_they_name(llama3_8b):
+    """Two groups by name, as llm-compressor's "mixed-precision" format writes them: FP8 per channel on attention,
+    NVFP4 (fp8 scale per 16, fp32 weight and input global scales) on the MLP; lm_head ignored."""
+    fp8 = {"num_bits": 8, "type": "float", "strategy": "channel", "symmetric": True, "dynamic": False}
+    nvfp4 = {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16, "symmetric": True}
+    cp = checkpoint_format({"model_type": "llama", "num_hidden_layers": 32, "quantization_config": {
+        "quant_method": "compressed-tensors", "format": "mixed-precision", "ignore": ["lm_head"], "config_groups": {
+            "group_0": {"targets": ["re:.*self_attn\\.(q|k|v|o)_proj$"], "weights": fp8, "format": "float-quantized"},
+            "group_1": {"targets": ["re:.*mlp\\.(gate|up|down)_proj$"], "weights": nvfp4,
+                        "input_activations": {"num_bits": 4, "type": "float", "strategy": "tensor_group",
+                                              "dynamic": "local", "group_size": 16},
+                        "format": "nvfp4-pack-quantized"}}}})
+    assert not cp.covers_linear and len(cp.groups) == 2
+    attn, attn_rows = 2 * 4096 * 4096 + 2 * 1024 * 4096, 4096 + 1024 + 1024 + 4096
+    mlp = 3 * 14336 * 4096
+    per_layer = attn + 2 * attn_rows + mlp // 2 + mlp // 16 + 3 * 8
+    assert cp.weight_bytes(llama3_8b).total == 32 * per_layer + sixteen_bit_rest(llama3_8b, 32 * (attn + mlp))

@@ -1,12 +1,13 @@
 """Vision towers of multimodal configs (issue 12): `estimator.vision` counts the vision encoder and the projector of
-each family (and Gemma 4's audio tower) tensor by tensor as transformers v5.24.0 builds them, and the tokens an image
-becomes as the family's processor counts them.
+each family (and the audio towers of Gemma 4 and Phi-4-multimodal) tensor by tensor as transformers v5.24.0 builds
+them, and the tokens an image becomes as the family's processor counts them.
 
 Where the expected parameter counts come from: each config below was built with transformers 5.24.0 on the meta
 device (`with torch.device("meta"): AutoModel.from_config(config)`, the text model cut to one layer, which changes
-no vision tensor) and `p.numel()` summed over every parameter outside `language_model` (that is `visual`,
-`vision_tower`, `vision_model`, `multi_modal_projector`, `mm_projector`, `embed_vision`; `audio_tower` and
-`embed_audio` separately).
+no vision tensor) and `p.numel()` summed over every parameter outside the language model (that is `visual`,
+`vision_tower`, `vision_model`, `multi_modal_projector`, `mm_projector`, `embed_vision`, Phi-4-multimodal's
+`embed_tokens_extend.image_embed`; the audio towers `audio_tower`, `embed_audio`, `embed_tokens_extend.audio_embed`
+separately).
 `test_the_counts_are_what_transformers_builds` repeats that build when torch and transformers are installed.
 """
 
@@ -44,8 +45,9 @@ QWEN25_VL_32B = {
     "vision_config": {"hidden_size": 1280, "in_chans": 3, "intermediate_size": 3456, "model_type": "qwen2_5_vl",
                       "out_hidden_size": 5120, "spatial_patch_size": 14, "tokens_per_second": 2,
                       "torch_dtype": "bfloat16"}}
-# Llama 4 Scout / Maverick vision_config as the full published config.json has it (the copies in
-# validation/published/configs are abridged and have none; see test_an_abridged_llama4_config_...)
+# Llama 4 Scout / Maverick vision_config as the full published config.json has it, taken from third-party copies of
+# it (not re-checked against huggingface.co); the copies in validation/published/configs are abridged and have none
+# (see test_an_abridged_llama4_config_...)
 LLAMA4_VISION = {"attention_dropout": 0.0, "hidden_act": "gelu", "hidden_size": 1408, "image_size": 336,
                  "initializer_range": 0.02, "intermediate_size": 5632, "model_type": "llama4_vision_model",
                  "multi_modal_projector_bias": False, "norm_eps": 1e-05, "num_attention_heads": 16, "num_channels": 3,
@@ -75,9 +77,6 @@ MISTRAL3_DEFAULTS = {"model_type": "mistral3"}
 # Qwen2-VL: Qwen2VLVisionConfig's defaults in transformers 5.24 are Qwen2-VL-7B's tower (embed 1280, depth 32,
 # MLP ratio 4, patch 14, merge 2, output 3584)
 QWEN2_VL_DEFAULTS = {"model_type": "qwen2_vl"}
-# Gemma 4 with an audio tower: the published 26B-A4B config (which has "audio_config": null) given
-# Gemma4AudioConfig's defaults (12 Conformer layers, width 1024, 8 heads, output 1536), the audio encoder of the small
-# Gemma 4 models
 # Phi-4-multimodal: Phi4MultimodalConfig's defaults in transformers 5.24 (its docstring checkpoint is
 # microsoft/Phi-4-multimodal-instruct): SigLIP 1152 wide, 27 layers, image 448; audio Conformer 1024 wide, 24 blocks;
 # text width 3072
@@ -88,6 +87,9 @@ PHI4_MULTIMODAL_DEFAULTS = {"model_type": "phi4_multimodal"}
 LLAVA_DEFAULTS = {"model_type": "llava"}
 LLAVA_PIXTRAL = {"model_type": "llava", "vision_config": {"model_type": "pixtral"},
                  "text_config": {"hidden_size": 5120}}
+# Gemma 4 with an audio tower: the published 26B-A4B config (which has "audio_config": null) given
+# Gemma4AudioConfig's defaults (12 Conformer layers, width 1024, 8 heads, output 1536), the audio encoder of the small
+# Gemma 4 models
 GEMMA4_WITH_AUDIO = lambda: published("google__gemma-4-26B-A4B") | {"audio_config": {}}  # noqa: E731
 
 CONFIGS = {

@@ -238,6 +238,13 @@ def _olmo2(f: _Fields, name: str, model_type: str) -> Architecture:
     return _llama_like(f, name, model_type, qk_norm="full")
 
 
+def _olmo3(f: _Fields, name: str, model_type: str) -> Architecture:
+    # Olmo3 (transformers models/olmo3): OLMo 2's layers with sliding windows (class default 4,096) on 3 of every 4
+    # layers unless layer_types says otherwise
+    g = _Fields({"sliding_window": 4096, **f.config})
+    return _llama_like(g, name, model_type, qk_norm="full", window_rule=lambda i: (i + 1) % 4 != 0)
+
+
 def _gemma(f: _Fields, name: str, model_type: str) -> Architecture:
     # Gemma RMSNorm computes x * (1 + w) in fp32
     return _llama_like(f, name, model_type, tie=True, fp32_norm_weight=True)
@@ -922,7 +929,7 @@ READERS: dict[str, Callable[[_Fields, str, str], Architecture]] = {
     "ernie4_5": _ernie45, "ernie4_5_moe": _ernie45,
     "gpt2": _gpt2, "falcon": _falcon, "nemotron_h": _nemotron_h, "granitemoehybrid": _granite_hybrid,
     "falcon_h1": _falcon_h1, "bamba": _bamba, "jamba": _jamba, "llama4": _llama4, "llama4_text": _llama4,
-    "RefinedWebModel": _falcon, "RefinedWeb": _falcon, "phi": _phi, "opt": _opt, "olmo2": _olmo2,
+    "RefinedWebModel": _falcon, "RefinedWeb": _falcon, "phi": _phi, "opt": _opt, "olmo2": _olmo2, "olmo3": _olmo3,
 }
 SUPPORTED_MODEL_TYPES = tuple(sorted(READERS))
 

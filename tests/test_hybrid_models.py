@@ -219,7 +219,7 @@ def test_the_inference_page_shows_the_recurrent_state():
 
 
 # Structures without a published config here (Granite 4 hybrid, Falcon-H1, Bamba, Jamba, Gemma 4 with per-layer
-# embeddings and KV sharing, Gemma 3n, ERNIE 4.5), with the class defaults they rely on
+# embeddings and KV sharing, Gemma 3n, OLMo 3, ERNIE 4.5), with the class defaults they rely on
 SYNTHETIC = {
     "granite-4-moe": dict(
         model_type="granitemoehybrid", hidden_size=512, num_hidden_layers=4, num_attention_heads=8,
@@ -278,6 +278,9 @@ SYNTHETIC = {
     "ernie-4.5-moe-defaults": dict(  # 64 experts, 6 per token, 2 shared, 4 KV heads
         model_type="ernie4_5_moe", hidden_size=256, num_hidden_layers=4, num_attention_heads=4, vocab_size=1000,
         intermediate_size=512),
+    "olmo-3": dict(  # OLMo 2's full-width q/k norms, windows on 3 of 4 layers
+        model_type="olmo3", hidden_size=256, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+        vocab_size=1000, intermediate_size=512),
     "ernie-4.5": dict(  # 2 KV heads, head_dim 128 by default; no lm_head bias
         model_type="ernie4_5", hidden_size=256, num_hidden_layers=3, num_attention_heads=4, vocab_size=1000,
         intermediate_size=512, use_bias=True, tie_word_embeddings=False),
@@ -293,6 +296,12 @@ def test_granite_4_hybrid_layers_by_hand():
     assert est.parameter_counts(a).total == 2 * 1000 * 512 + 3 * mamba + attention + 4 * (moe + 2 * 512) + 512
     assert est.kv_bytes_per_token(a) == 2 * 1 * 2 * 64 * 2  # one attention layer
     assert state_bytes(a, 1) == 3 * (conv_dim * 3 * 2 + 16 * 64 * 64 * 2)
+
+
+def test_olmo_3_windows_three_of_every_four_layers_by_default():
+    a = est.architecture_from_config(SYNTHETIC["olmo-3"])  # Olmo3Config: sliding_window 4096, layer 3 global
+    assert a.sliding_layers == (0, 1, 2) and a.sliding_window == 4096
+    assert a.qk_norm_params == (4 + 2) * 64  # q_norm over 4 heads x 64, k_norm over 2 x 64
 
 
 def test_jamba_mamba_1_layers_by_hand():

@@ -245,6 +245,55 @@ def _olmo3(f: _Fields, name: str, model_type: str) -> Architecture:
     return _llama_like(g, name, model_type, qk_norm="full", window_rule=lambda i: (i + 1) % 4 != 0)
 
 
+def _starcoder2(f: _Fields, name: str, model_type: str) -> Architecture:
+    # StarCoder2 (transformers models/starcoder2): plain GeLU MLP c_fc / c_proj, biases everywhere with use_bias
+    # (default true), LayerNorms with bias, tied embeddings by default; sliding_window, when set, on every layer
+    f = _Fields({"num_key_value_heads": 2, **f.config})  # Starcoder2Config's default
+    base = _common(f, name, model_type)
+    bias = f.flag("use_bias", True)
+    sliding_layers, window = _window_layers(f, base["num_layers"], lambda i: True)
+    return Architecture(**base, intermediate_size=f.need("intermediate_size"), gated_mlp=False, qkv_bias=bias,
+                        o_bias=bias, mlp_bias=bias, norm_bias=True,
+                        tie_word_embeddings=f.flag("tie_word_embeddings", True),
+                        sliding_window=window, sliding_layers=sliding_layers)
+
+
+def _cohere(f: _Fields, name: str, model_type: str) -> Architecture:
+    # Cohere Command R (cohere) and Command R7B / A (cohere2), transformers models/cohere*: attention and the gated MLP
+    # in parallel after one LayerNorm without bias per layer, tied embeddings; Command R+'s q/k LayerNorms over
+    # (heads, head_dim) with use_qk_norm; cohere2 windows 3 of every 4 layers (layer_types) at sliding_window 4096
+    g = _Fields({"sliding_window": 4096, **f.config}) if model_type == "cohere2" else f
+    base = _common(g, name, model_type)
+    qk = (base["num_heads"] + base["num_kv_heads"]) * base["head_dim"] if g.flag("use_qk_norm", False) else 0
+    sliding_layers, window = (_window_layers(g, base["num_layers"], lambda i: (i + 1) % 4 != 0)
+                              if model_type == "cohere2" else ((), 0))
+    return Architecture(**base, intermediate_size=g.need("intermediate_size"), qkv_bias=g.flag("attention_bias", False),
+                        o_bias=g.flag("attention_bias", False), norms_per_layer=1, qk_norm_params=qk,
+                        tie_word_embeddings=g.flag("tie_word_embeddings", True), sliding_window=window,
+                        sliding_layers=sliding_layers)
+
+
+def _nemotron(f: _Fields, name: str, model_type: str) -> Architecture:
+    # NVIDIA Nemotron-4 / Minitron (transformers models/nemotron): squared-ReLU MLP up / down, LayerNorm1P with bias
+    base = _common(f, name, model_type)
+    return Architecture(**base, intermediate_size=f.need("intermediate_size"), gated_mlp=False,
+                        qkv_bias=f.flag("attention_bias", False), o_bias=f.flag("attention_bias", False),
+                        mlp_bias=f.flag("mlp_bias", False), norm_bias=True,
+                        tie_word_embeddings=f.flag("tie_word_embeddings", False))
+
+
+def _gpt_neox(f: _Fields, name: str, model_type: str) -> Architecture:
+    # GPT-NeoX / Pythia (transformers models/gpt_neox): fused query_key_value and dense with attention_bias (default
+    # true), GeLU MLP dense_h_to_4h / dense_4h_to_h with biases always, LayerNorms with bias, untied embed_out
+    hidden, heads = _hidden_and_heads(f, ("hidden_size",), ("num_attention_heads",))
+    bias = f.flag("attention_bias", True)
+    return Architecture(name=name, model_type=model_type, hidden_size=hidden, num_layers=f.need("num_hidden_layers"),
+                        vocab_size=f.need("vocab_size"), num_heads=heads, num_kv_heads=heads, head_dim=hidden // heads,
+                        intermediate_size=f.need("intermediate_size"), gated_mlp=False, qkv_bias=bias, o_bias=bias,
+                        mlp_bias=True, norm_bias=True, tie_word_embeddings=f.flag("tie_word_embeddings", False),
+                        max_position_embeddings=f.get("max_position_embeddings", 0))
+
+
 def _gemma(f: _Fields, name: str, model_type: str) -> Architecture:
     # Gemma RMSNorm computes x * (1 + w) in fp32
     return _llama_like(f, name, model_type, tie=True, fp32_norm_weight=True)
@@ -930,6 +979,7 @@ READERS: dict[str, Callable[[_Fields, str, str], Architecture]] = {
     "gpt2": _gpt2, "falcon": _falcon, "nemotron_h": _nemotron_h, "granitemoehybrid": _granite_hybrid,
     "falcon_h1": _falcon_h1, "bamba": _bamba, "jamba": _jamba, "llama4": _llama4, "llama4_text": _llama4,
     "RefinedWebModel": _falcon, "RefinedWeb": _falcon, "phi": _phi, "opt": _opt, "olmo2": _olmo2, "olmo3": _olmo3,
+    "starcoder2": _starcoder2, "cohere": _cohere, "cohere2": _cohere, "nemotron": _nemotron, "gpt_neox": _gpt_neox,
 }
 SUPPORTED_MODEL_TYPES = tuple(sorted(READERS))
 

@@ -219,7 +219,8 @@ def test_the_inference_page_shows_the_recurrent_state():
 
 
 # Structures without a published config here (Granite 4 hybrid, Falcon-H1, Bamba, Jamba, Gemma 4 with per-layer
-# embeddings and KV sharing, Gemma 3n, OLMo 3, ERNIE 4.5), with the class defaults they rely on
+# embeddings and KV sharing, Gemma 3n, OLMo 3, ERNIE 4.5, StarCoder2,
+# Command R / A, Nemotron-4, Pythia), with the class defaults they rely on
 SYNTHETIC = {
     "granite-4-moe": dict(
         model_type="granitemoehybrid", hidden_size=512, num_hidden_layers=4, num_attention_heads=8,
@@ -281,6 +282,24 @@ SYNTHETIC = {
     "olmo-3": dict(  # OLMo 2's full-width q/k norms, windows on 3 of 4 layers
         model_type="olmo3", hidden_size=256, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
         vocab_size=1000, intermediate_size=512),
+    "starcoder2": dict(  # GeLU MLP, LayerNorm with bias, biases everywhere, tied
+        model_type="starcoder2", hidden_size=256, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+        vocab_size=1000, intermediate_size=1024, sliding_window=128),
+    "starcoder2-no-bias": dict(
+        model_type="starcoder2", hidden_size=256, num_hidden_layers=3, num_attention_heads=4, vocab_size=1000,
+        intermediate_size=1024, use_bias=False, tie_word_embeddings=False),
+    "command-r-plus": dict(  # one LayerNorm per layer (parallel blocks), q/k LayerNorms over heads x head_dim
+        model_type="cohere", hidden_size=256, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+        vocab_size=1000, intermediate_size=512, use_qk_norm=True),
+    "command-a": dict(
+        model_type="cohere2", hidden_size=256, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+        vocab_size=1000, intermediate_size=512),
+    "nemotron-4": dict(  # squared-ReLU MLP, LayerNorm1P with bias
+        model_type="nemotron", hidden_size=256, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=48, vocab_size=1000, intermediate_size=1024, attention_bias=True, mlp_bias=True),
+    "pythia": dict(  # fused biased qkv, GeLU MLP with biases, LayerNorm with bias
+        model_type="gpt_neox", hidden_size=256, num_hidden_layers=3, num_attention_heads=4, vocab_size=1000,
+        intermediate_size=1024, tie_word_embeddings=True),
     "ernie-4.5": dict(  # 2 KV heads, head_dim 128 by default; no lm_head bias
         model_type="ernie4_5", hidden_size=256, num_hidden_layers=3, num_attention_heads=4, vocab_size=1000,
         intermediate_size=512, use_bias=True, tie_word_embeddings=False),

@@ -24,10 +24,37 @@ from __future__ import annotations
 import functools
 
 from .architecture import Architecture
-from .training import moe_targets
+from .training import lora_modules, moe_targets
 from .units import FP32_BYTES
 
 LOSS_HEAD_BYTES_PER_LOGIT = 12  # fp32 log-softmax kept 4 B + two fp32 temporaries at backward start 8 B
+
+# LayerNorm (GPT-2, Falcon, Phi, OPT): `torch.nn.functional.layer_norm` -> aten::native_layer_norm saves its input,
+# weight and the per-token mean and rstd. The statistics are in the accumulation type: fp32 for 16-bit inputs on
+# CUDA (aten/src/ATen/native/cuda/layer_norm_kernel.cu, `acc_type`); the CPU kernel keeps them in bf16, so CPU
+# traces show 2 B where a GPU holds 4 B (validation/FINDINGS.md 19).
+LAYER_NORM_STAT_BYTES = FP32_BYTES
+
+# Expert-free MLPs `fc2(act(fc1(x)))`: activation-width (I) tensors autograd saves per token, (trainable, frozen).
+# gelu_new (NewGELUActivation, transformers src/transformers/activations.py) is separate Python ops
+# 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): fc1's output x, 0.5 x, tanh(.), 1 + tanh(.) and the product
+# feeding fc2 (a frozen fc2 needs no input: 4). Exact GeLU (nn.GELU) saves its input and fc2 its output (frozen: 1).
+# ReLU saves only its output, which is also fc2's input (1 either way).
+MLP_ACTIVATION_TENSORS = {"gelu_new": (5, 4), "gelu": (2, 1), "relu": (1, 1)}
+FAMILY_MLP_ACTIVATION = {  # the activation each family's published configs use (transformers v5.24.0 modeling files)
+    "gpt2": "gelu_new",  # GPT2MLP, activation_function "gelu_new"
+    "phi": "gelu_new",  # PhiMLP, Phi-1/1.5/2 hidden_act "gelu_new"
+    "falcon": "gelu", "RefinedWebModel": "gelu", "RefinedWeb": "gelu",  # FalconMLP: nn.GELU()
+    "opt": "relu",  # OPTDecoderLayer, activation_function "relu"
+}
+# The same MLPs without autograd: I-wide tensors live at once. gelu_new holds fc1's output x, x^3, 0.044715 x^3 and
+# the growing sum (4, measured on GPT-2); exact GeLU and ReLU hold fc1's output and the activation (2).
+MLP_INFERENCE_TENSORS = {"gelu_new": 4, "gelu": 2, "relu": 2}
+# RMSNorms that multiply the weight in fp32 and save the fp32 normalized tensor, where the config reader does not
+# set `fp32_norm_weight`: Olmo2RMSNorm returns (self.weight * hidden_states).to(input_dtype) (transformers v5.24.0
+# src/transformers/models/olmo2/modeling_olmo2.py), for its post-attention / post-feedforward norms and q/k norms.
+FP32_WEIGHT_NORM_FAMILIES = ("olmo2",)
+FALCON_TYPES = ("falcon", "RefinedWebModel", "RefinedWeb")
 
 
 def _kv_width(a: Architecture) -> int:
@@ -67,7 +94,13 @@ def inference_layer_peak(a: Architecture, batch: int, query_len: int, context: i
     attending to `context` tokens, on one of `tp` tensor-parallel ranks (validation/FINDINGS.md 5, 9)."""
     A, t, h = act_bytes, batch * query_len, a.hidden_size
     base = 3 * A * t * h + _rope_bytes(a, t, A)  # embedding output (held by the model), layer input, normed
-    if flash_attention:
+    kernel = sdpa_kernel(a, flash_attention)
+    if kernel == "math":  # Falcon MQA (validation/FINDINGS.md 19): fused qkv output, roped q, 16-bit mask; fp32 q,
+        # scaled q, k and v (one head); fp32 scores and masked scores
+        q_w, kv_w, heads = a.q_width // tp, a.num_kv_heads * a.head_dim, max(1, a.num_heads // tp)
+        attn = (base + A * t * (2 * q_w + 2 * kv_w) + A * t * context
+                + FP32_BYTES * t * 2 * (q_w + kv_w) + 2 * FP32_BYTES * heads * t * context)
+    elif flash_attention:
         attn = base + A * t * (2 * a.q_width + _kv_width(a) + _attn_out_width(a)) // tp
     else:  # fp32 copy of the scores, fp32 softmax, 16-bit probabilities, additive mask
         heads = max(1, a.num_heads // tp)
@@ -79,8 +112,11 @@ def inference_layer_peak(a: Architecture, batch: int, query_len: int, context: i
         if layer in a.moe_layers:  # tokens gathered per expert, fused gate_up output, SiLU, product
             routed = a.experts_per_token * t
             work = A * routed * (h + 4 * a.moe_intermediate_size // tp) + 3 * A * t * a.shared_expert_intermediate_size // tp
-        else:
+        elif a.gated_mlp:  # gate, SiLU, up (the product replaces the first freed one)
             work = 3 * A * t * a.intermediate_size // tp
+        else:
+            tensors = MLP_INFERENCE_TENSORS[FAMILY_MLP_ACTIVATION.get(a.model_type, "gelu")]
+            work = tensors * A * t * a.intermediate_size // tp
         mlp = max(mlp, base + A * t * h + work)  # + the residual after attention
     return max(attn, mlp)
 
@@ -90,9 +126,12 @@ def sampling_logits_bytes(a: Architecture, sequences: int) -> int:
     return FP32_BYTES * sequences * a.vocab_size
 
 
-def _norm_bytes(t: int, h: int, A: int, frozen: bool) -> int:
-    """Saved tensors of one RMSNorm in training: fp32 input copy and rsqrt, plus 16-bit normalized input and
-    output when its weight (and the next linear) are trained."""
+def _norm_bytes(t: int, h: int, A: int, frozen: bool, layer_norm: bool = False) -> int:
+    """Saved tensors of one norm in training. RMSNorm: fp32 input copy and rsqrt, plus 16-bit normalized input
+    and output when its weight (and the next linear) are trained. LayerNorm (aten::native_layer_norm): its 16-bit
+    input (the residual stream), mean and rstd, plus its output when the next linear is trained."""
+    if layer_norm:
+        return A * t * h + 2 * LAYER_NORM_STAT_BYTES * t + (0 if frozen else A * t * h)
     return FP32_BYTES * t * h + FP32_BYTES * t + (0 if frozen else 2 * A * t * h)
 
 
@@ -101,6 +140,7 @@ def _lora_inputs_bytes(a: Architecture, t: int, A: int, targets: tuple[str, ...]
     """What peft's LoRA layers save per decoder layer: each adapted Linear's input (an fp32 copy per module
     when adapters are fp32; with 16-bit adapters modules that share an input share one tensor, and o_proj's
     input is the attention output already saved) plus lora_A's output (t x r)."""
+    targets = lora_modules(a, targets)  # a fused q/k/v (gate/up) module is one adapter on one input
     widths = lora_input_widths(a)
     total = adapter_bytes * t * rank * len(targets)
     if adapter_bytes != A:
@@ -110,7 +150,8 @@ def _lora_inputs_bytes(a: Architecture, t: int, A: int, targets: tuple[str, ...]
 
 
 LORA_INPUT_GROUP = {"q_proj": "attn_in", "k_proj": "attn_in", "v_proj": "attn_in", "o_proj": "attn_out",
-                    "gate_proj": "mlp_in", "up_proj": "mlp_in", "down_proj": "mlp_mid", "router": "mlp_in"}
+                    "gate_proj": "mlp_in", "up_proj": "mlp_in", "down_proj": "mlp_mid", "router": "mlp_in",
+                    "qkv_proj": "attn_in", "gate_up_proj": "mlp_in"}  # fused modules (training.lora_modules)
 MOE_ONLY_TARGETS = ("experts", "router")  # exist only in MoE layers
 MLP_TARGETS = ("gate_proj", "up_proj", "down_proj")  # absent from MoE layers without a shared expert
 
@@ -126,29 +167,80 @@ def lora_input_widths(a: Architecture) -> dict[str, int]:
     return {name: groups[group] for name, group in LORA_INPUT_GROUP.items()}
 
 
-def _attention_saved(a: Architecture, batch: int, seq: int, layer: int, A: int, flash_attention: bool) -> int:
-    """What one attention block saves for backward (FINDINGS 3, 4, 7, 8, 9b, 11)."""
+def sdpa_kernel(a: Architecture, flash_attention: bool) -> str:
+    """The attention kernel a layer of this family runs: "eager", "flash" (a fused SDPA kernel: flash or
+    memory-efficient) or "math" (SDPA's reference kernel).
+
+    PyTorch picks a fused kernel only when query and key/value have the same number of heads, unless the caller
+    passes enable_gqa=True (aten/src/ATen/native/transformers/sdp_utils_cpp.h, check_batch_size_and_num_heads_dense;
+    the CUDA flash / efficient and the CPU flash checks all call it); otherwise it falls back to
+    `_scaled_dot_product_attention_math` (aten/src/ATen/native/transformers/attention.cpp), which upcasts 16-bit q,
+    k and v to fp32 and materialises the fp32 s x s softmax on any device. transformers' shared
+    `sdpa_attention_forward` passes enable_gqa (or repeats k and v), but Falcon's own multi-query attention calls
+    scaled_dot_product_attention with one K/V head and no enable_gqa (transformers v5.24.0
+    src/transformers/models/falcon/modeling_falcon.py, FalconAttention.forward), so Falcon-7B runs the math kernel
+    (validation/FINDINGS.md 19)."""
+    if not flash_attention:
+        return "eager"
+    if a.model_type in FALCON_TYPES and a.num_kv_heads == 1 < a.num_heads:
+        return "math"
+    return "flash"
+
+
+def _family_attention_extra(a: Architecture, t: int, A: int, frozen: bool) -> int:
+    """Copies a family's attention code makes next to q, k, v and the output (validation/FINDINGS.md 6, 19):
+    GPT-2's q is a view of the fused c_attn output, so the whole (q_w + 2 kv_w)-wide storage stays saved (+2 kv_w);
+    Phi-3 copies the q slice of qkv_proj (+q_w); Phi builds q with torch.cat (partial RoPE), the kernel's output
+    follows q's (b, heads, s, d) layout and `transpose(1, 2).contiguous()` copies it for `dense` (+q_w), which a
+    frozen `dense` does not keep."""
+    if a.model_type in ("gpt2", "qwen"):
+        return A * t * 2 * a.num_kv_heads * a.head_dim
+    if a.model_type == "phi3" or (a.model_type == "phi" and not frozen):
+        return A * t * a.q_width
+    return 0
+
+
+def parallel_block(a: Architecture) -> bool:
+    """Attention and MLP both read the normed layer input (Phi-1/2 PhiDecoderLayer; Falcon with parallel_attn or
+    the new decoder architecture, FalconDecoderLayer), so with a frozen base layer 0's MLP input needs no grad."""
+    return a.model_type == "phi" or (a.model_type in FALCON_TYPES and (a.norms_per_layer == 1 or a.num_kv_heads > 1))
+
+
+def _attention_saved(a: Architecture, batch: int, seq: int, layer: int, A: int, flash_attention: bool,
+                     frozen: bool = False) -> int:
+    """What one attention block saves for backward (FINDINGS 3, 4, 7, 8, 9b, 11, 19)."""
     t, heads = batch * seq, a.num_heads
+    kernel = sdpa_kernel(a, flash_attention)
+    if kernel == "math":  # fp32 q and k, v broadcast to every head, fp32 softmax; the 16-bit output copy for dense
+        return (FP32_BYTES * t * 3 * a.q_width + FP32_BYTES * heads * t * seq
+                + (0 if frozen else A * t * a.q_width))
     if a.is_mla:  # q and k expanded over heads, v, output; q_a/kv_a norms and the latent copy feeding kv_b
         qk, v = a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim
         saved = A * t * heads * (2 * qk + 2 * v) + (4 + A) * t * a.kv_lora_rank + 4 * t + A * t * a.kv_lora_rank
         if a.q_lora_rank:
             saved += (4 + 2 * A) * t * a.q_lora_rank + 4 * t
     elif flash_attention:
-        saved = A * t * (2 * a.q_width + _kv_width(a))
+        # Falcon's new decoder architecture (40B) broadcasts k and v to every head before the kernel
+        kv_width = 2 * a.q_width if a.model_type in FALCON_TYPES else _kv_width(a)
+        saved = A * t * (2 * a.q_width + kv_width) + _family_attention_extra(a, t, A, frozen)
         if layer in a.sliding_layers and seq > a.sliding_window:
             # HF sdpa gets an explicit mask: k and v repeated to every head, and the 16-bit mask saved
             saved += A * t * (2 * a.q_width - _kv_width(a)) + A * batch * seq * seq
     else:
-        saved = 4 * A * t * a.q_width  # q, repeated k and v, o_proj input
+        saved = 4 * A * t * a.q_width + _family_attention_extra(a, t, A, frozen)  # q, repeated k and v, o_proj input
     if flash_attention:
         saved += FP32_BYTES * heads * t  # logsumexp
     elif a.attention_sinks:  # gpt-oss: softmax over s + 1 columns in 16-bit, int64 index of the max
         saved += A * heads * t * (seq + 1) + 8 * heads * t
     else:  # fp32 softmax and its 16-bit copy (+ the tanh of soft-capping)
         saved += (FP32_BYTES + A + (A if a.softcap_attention else 0)) * heads * t * seq
-    if a.qk_norm_params:  # RMSNorm on q and k: fp32 copy, normalized 16-bit input, rsqrt
-        saved += ((FP32_BYTES + A) * t * (a.q_width + a.num_kv_heads * a.head_dim)
+    if a.qk_norm_params and a.model_type in FP32_WEIGHT_NORM_FAMILIES and not frozen:
+        # OLMo 2: RMSNorm over all q heads and over all k heads, weight multiplied in fp32: fp32 copy and fp32
+        # normalized tensor each, one rsqrt per token each
+        saved += 2 * FP32_BYTES * t * (a.q_width + a.num_kv_heads * a.head_dim) + 2 * FP32_BYTES * t
+    elif a.qk_norm_params:  # RMSNorm on q and k: fp32 copy, normalized 16-bit input (for the weight's gradient,
+        # so not with a frozen base: validation/FINDINGS.md 19), rsqrt
+        saved += ((FP32_BYTES + (0 if frozen else A)) * t * (a.q_width + a.num_kv_heads * a.head_dim)
                   + FP32_BYTES * t * (heads + a.num_kv_heads))
     return saved
 
@@ -159,7 +251,11 @@ def _mlp_saved(a: Architecture, batch: int, seq: int, layer: int, A: int, frozen
     experts need neither their gathered inputs nor the product feeding down for weight gradients (measured
     within 5% on Qwen3-MoE with LoRA on q,v)."""
     t, h = batch * seq, a.hidden_size
-    gated = (3 if frozen else 4) if a.gated_mlp else (1 if frozen else 2)
+    if a.gated_mlp:  # gate, SiLU/GeLU, up, product (a frozen down projection needs no product)
+        gated = 3 if frozen else 4
+    else:
+        trainable, frozen_count = MLP_ACTIVATION_TENSORS[FAMILY_MLP_ACTIVATION.get(a.model_type, "gelu")]
+        gated = frozen_count if frozen else trainable
     if layer not in a.moe_layers:
         return A * t * gated * a.intermediate_size
     routed = t * a.experts_per_token
@@ -179,20 +275,20 @@ def training_layer_bytes(a: Architecture, batch: int, seq: int, layer: int = 0, 
                          lora_rank: int = 0, adapter_bytes: int = FP32_BYTES) -> int:
     """Activations one decoder layer saves for backward (no checkpointing)."""
     A, t, h = act_bytes, batch * seq, a.hidden_size
-    norms = a.norms_per_layer * _norm_bytes(t, h, A, frozen_base)
-    if a.fp32_norm_weight and not frozen_base:
+    norms = a.norms_per_layer * _norm_bytes(t, h, A, frozen_base, a.norm_bias)
+    if (a.fp32_norm_weight or a.model_type in FP32_WEIGHT_NORM_FAMILIES) and not frozen_base:
         norms += 2 * A * t * h  # the fp32 x * w product and the 16-bit casts of the pre-norm outputs
     if layer in a.moe_layers:
         absent = () if a.shared_expert_intermediate_size else MLP_TARGETS
     else:
-        absent = MOE_ONLY_TARGETS
+        absent = MOE_ONLY_TARGETS + (() if a.gated_mlp else ("gate_proj",))  # fc1 / fc2 MLPs have no gate
     targets = tuple(name for name in moe_targets(a, lora_targets) if name not in absent)
     linear_targets = tuple(name for name in targets if name != "experts")
     lora = _lora_inputs_bytes(a, t, A, linear_targets, lora_rank, adapter_bytes) if linear_targets else 0
     if "experts" in targets:  # peft's ParamWrapper keeps the merged W + delta-W of every expert for backward
         lora += A * a.num_experts * (3 if a.gated_mlp else 2) * h * a.moe_intermediate_size
     frozen_experts = frozen_base and "experts" not in targets
-    return (norms + _attention_saved(a, batch, seq, layer, A, flash_attention)
+    return (norms + _attention_saved(a, batch, seq, layer, A, flash_attention, frozen_base)
             + _mlp_saved(a, batch, seq, layer, A, frozen_base, frozen_experts) + lora)
 
 
@@ -210,13 +306,22 @@ def training_activation_bytes(a: Architecture, batch: int, seq: int, *, act_byte
                                                   frozen_base=frozen_base, lora_targets=lora_targets,
                                                   lora_rank=lora_rank, adapter_bytes=adapter_bytes)
                      for layer, count in layer_kinds(a))
-    final_norm = FP32_BYTES * t * h + FP32_BYTES * t
+    if a.norm_bias:  # LayerNorm saves its 16-bit input, which for layer 0's first norm is the embedding output
+        final_norm, embedding = A * t * h + 2 * LAYER_NORM_STAT_BYTES * t, 0
+    else:
+        final_norm, embedding = FP32_BYTES * t * h + FP32_BYTES * t, A * t * h
+    if gradient_checkpointing and a.norm_bias:
+        embedding = 0  # the embedding output is layer 0's checkpoint input, already counted
     if not frozen_base:
-        outside = A * t * h + final_norm + A * t * h  # embedding output; final norm's fp32 copy and output
+        outside = embedding + final_norm + A * t * h  # embedding output; final norm's saved input and output
     elif gradient_checkpointing:
         outside = A * t * h + final_norm  # enable_input_require_grads keeps the embedding output
     else:  # the frozen embedding saves nothing, and layer 0's input norm saves nothing (its input needs no
         outside = 0  # grad), which offsets the final norm's fp32 copy exactly
+        if parallel_block(a) and "up_proj" not in lora_targets:  # layer 0's MLP reads the normed embedding,
+            # which needs no grad, and no adapter on fc1 makes its output need one: the MLP saves nothing
+            first = layer_kinds(a)[0][0]
+            outside -= _mlp_saved(a, batch, seq, first, A, True, "experts" not in lora_targets)
     return layers + outside + _rope_bytes(a, t, A)
 
 

@@ -165,6 +165,43 @@ def parse_lora_targets(text: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+# Fused projections peft adapts as one module (huggingface/peft v0.21.2 wraps whole nn.Linear / Conv1D modules):
+# naming any of q, k, v adapts the fused q/k/v projection once, r x h + (q_w + 2 kv_w) x r, on one input.
+FUSED_QKV_FAMILIES = {  # model_type -> fused module (transformers v5.24.0 src/transformers/models/<family>/)
+    "phi3": "qkv_proj",  # Phi3Attention.qkv_proj
+    "gpt2": "c_attn",  # GPT2Attention.c_attn (Conv1D)
+    "falcon": "query_key_value", "RefinedWebModel": "query_key_value", "RefinedWeb": "query_key_value",
+    "qwen": "c_attn",  # Qwen (1) remote code QWenAttention.c_attn
+}
+FUSED_GATE_UP_FAMILIES = {"phi3": "gate_up_proj"}  # Phi3MLP.gate_up_proj: gate and up in one Linear(h, 2 I)
+FUSED_MODULE_ROLES = {"qkv_proj": ("attn_q", "attn_k", "attn_v"), "gate_up_proj": ("ffn_gate", "ffn_up")}
+
+# peft 0.21.2 `utils/transformers_weight_conversion.py::_convert_peft_config_moe`: for the model types it maps to the
+# "qwen2_moe" pattern, every target named gate_proj / up_proj / down_proj (and the router `gate`) is moved from
+# target_modules to target_parameters (the fused 3-D experts), so all-linear leaves the dense MLPs and the shared
+# experts, nn.Linear modules of the same names, without adapters. The "mixtral" pattern (w1/w2/w3) has no dense
+# MLPs to lose. Model types absent from its `_MODEL_TO_CONVERSION_PATTERN` (qwen2_moe itself, gpt_oss) are not
+# converted: all-linear adapts only nn.Linear modules, so neither the 3-D experts nor the custom router module.
+PEFT_QWEN2_MOE_PATTERN = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "qwen3_moe", "qwen3_next")
+PEFT_UNCONVERTED_MOE = ("qwen2_moe", "gpt_oss", "qwen3_5_moe_text")
+
+
+def lora_modules(a: Architecture, targets: tuple[str, ...]) -> tuple[str, ...]:
+    """The modules peft adapts in one layer for these projection names: the family's fused q/k/v (and gate/up)
+    module replaces its parts (validation/FINDINGS.md 6b, 19)."""
+    fused = {}
+    if a.model_type in FUSED_QKV_FAMILIES:
+        fused.update(q_proj="qkv_proj", k_proj="qkv_proj", v_proj="qkv_proj")
+    if a.model_type in FUSED_GATE_UP_FAMILIES:
+        fused.update(gate_proj="gate_up_proj", up_proj="gate_up_proj")
+    out: list[str] = []
+    for name in targets:
+        module = fused.get(name, name)
+        if module not in out:
+            out.append(module)
+    return tuple(out)
+
+
 def _expert_adapter_shapes(a: Architecture, rank: int) -> list[tuple[int, int, int]]:
     """peft 0.21's ParamWrapper adapters on one MoE layer's fused experts, as measured (validation/FINDINGS.md
     10): gate_up A (2 E r x h), B (2 I_e x 2 E r); down A (E r x I_e), B (h x E r)."""
@@ -173,15 +210,38 @@ def _expert_adapter_shapes(a: Architecture, rank: int) -> list[tuple[int, int, i
     return [(up * er, h, 1), (up * width, up * er, 1), (er, width, 1), (h, er, 1)]
 
 
+def _linear_attention_adapter_shapes(a: Architecture, rank: int) -> list[tuple[int, int, int]]:
+    """all-linear on a Gated DeltaNet layer adapts its three nn.Linear modules (transformers v5.24.0
+    src/transformers/models/qwen3_next/modeling_qwen3_next.py, Qwen3NextGatedDeltaNet): in_proj_qkvz
+    (h -> 2 n_k d_k + 2 n_v d_v), in_proj_ba (h -> 2 n_v) and out_proj (n_v d_v -> h); measured with peft 0.21.2."""
+    key, value = a.linear_key_heads * a.linear_key_head_dim, a.linear_value_heads * a.linear_value_head_dim
+    h = a.hidden_size
+    return [(rank, h, 1), (2 * key + 2 * value, rank, 1), (rank, h, 1), (2 * a.linear_value_heads, rank, 1),
+            (rank, value, 1), (h, rank, 1)]
+
+
 def lora_adapter_shapes(a: Architecture, targets: tuple[str, ...], rank: int) -> list[tuple[int, int, int]]:
     """(rows, cols, copies) of every lora_A (r x d_in) and lora_B (d_out x r) matrix. Routed experts (fused
     3-D parameters in transformers 5) are adapted only by the "experts" target, which all-linear includes."""
+    all_linear = set(LORA_TARGET_PRESETS["all-linear"]) <= set(targets)
     targets = moe_targets(a, targets)
     roles = {role for name in targets for role in LORA_ROLES[name]}
+    fused = {module: FUSED_MODULE_ROLES[module] for module in lora_modules(a, targets) if module in FUSED_MODULE_ROLES}
+    fused_roles = {role for parts in fused.values() for role in parts}
     shapes = []
+    by_layer: dict[tuple[str, int], int] = {}  # (fused module, layer) -> summed out_features of its parts
     for t in tensors(a):
-        if t.role in roles:
+        if t.role == "router" and t.rows == a.num_experts and a.model_type in PEFT_UNCONVERTED_MOE:
+            continue  # the top-k router is a custom module there; only the shared expert's Linear(h, 1) gate is
+        if t.role in fused_roles:
+            module = next(m for m, parts in fused.items() if t.role in parts)
+            by_layer[(module, t.layer)] = by_layer.get((module, t.layer), 0) + t.rows
+        elif t.role in roles:
             shapes += [(rank, t.cols, t.copies), (t.rows, rank, t.copies)]
+    for (_module, _layer), rows in by_layer.items():  # one adapter on the fused module: r x h and rows x r
+        shapes += [(rank, a.hidden_size, 1), (rows, rank, 1)]
+    if a.linear_layers and all_linear:
+        shapes += _linear_attention_adapter_shapes(a, rank) * len(a.linear_layers)
     if "experts" in targets:
         shapes += _expert_adapter_shapes(a, rank) * len(a.moe_layers)
     return shapes
@@ -193,9 +253,12 @@ def moe_targets(a: Architecture, targets: tuple[str, ...]) -> tuple[str, ...]:
     mapping (Mixtral, Qwen3-MoE, DeepSeek-V2/V3, ...: `utils/transformers_weight_conversion.py`). gpt-oss is
     not among them: its experts and router are custom modules that stay unadapted (measured,
     validation/results.csv), so "experts" and "router" drop out there."""
-    if a.lora_reaches_experts:
-        return targets
-    return tuple(name for name in targets if name not in ("experts", "router"))
+    if not a.lora_reaches_experts or a.model_type in PEFT_UNCONVERTED_MOE:
+        return tuple(name for name in targets if name != "experts"
+                     and (name != "router" or a.shared_expert_gate))  # the shared expert's gate is a Linear
+    if "experts" in targets and a.model_type in PEFT_QWEN2_MOE_PATTERN:
+        return tuple(name for name in targets if name not in ("gate_proj", "up_proj", "down_proj"))
+    return targets
 
 
 def lora_trainable_params(a: Architecture, targets: tuple[str, ...], rank: int) -> int:

@@ -42,6 +42,8 @@ def hf_config(config: Mapping, num_layers: int | None = None):
     return AutoConfig.for_model(model_type, **fields)
 
 
+# fused q/k/v projections: Phi-3 qkv_proj, Falcon query_key_value (nn.Linear); GPT-2 c_attn is a Conv1D
+FUSED_QKV_MODULES = ("qkv_proj", "query_key_value", "c_attn")
 MLA_MODULES = {"q_proj": ("q_a_proj", "q_b_proj"), "k_proj": ("kv_a_proj_with_mqa",), "v_proj": ("kv_b_proj",)}
 
 
@@ -52,10 +54,13 @@ def lora_target_modules(model: torch.nn.Module, targets: str) -> object:
     if preset == "all-linear":
         return "all-linear"
     names = preset or tuple(n if n.endswith("_proj") else f"{n}_proj" for n in targets.split(",") if n)
-    present = {name.rsplit(".", 1)[-1] for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+    from transformers.pytorch_utils import Conv1D
+
+    present = {name.rsplit(".", 1)[-1] for name, m in model.named_modules() if isinstance(m, (torch.nn.Linear, Conv1D))}
     chosen = [n for n in names if n in present]
-    if any(n in ("q_proj", "k_proj", "v_proj") for n in names) and "qkv_proj" in present:
-        chosen.append("qkv_proj")
+    for fused in FUSED_QKV_MODULES:  # one adapter on the fused module when any of q, k, v is named
+        if any(n in ("q_proj", "k_proj", "v_proj") for n in names) and fused in present:
+            chosen.append(fused)
     if any(n in ("gate_proj", "up_proj") for n in names) and "gate_up_proj" in present:
         chosen.append("gate_up_proj")
     for name, mla in MLA_MODULES.items():  # DeepSeek MLA: the estimator's roles for q, k and v
@@ -103,4 +108,5 @@ def base_model(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def decoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList:
-    return base_model(model).get_decoder().layers
+    decoder = base_model(model).get_decoder()
+    return decoder.layers if hasattr(decoder, "layers") else decoder.h  # GPT-2 and Falcon name them `h`

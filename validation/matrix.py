@@ -46,11 +46,58 @@ SMALL_CONFIGS = {
                     num_experts_per_tok=2, experts_per_token=2, sliding_window=128, rope_scaling=None,
                     layer_types=["sliding_attention", "full_attention"] * 2),  # sinks, biases, alternating window
 }
+# Families added for issue 12 ("Every family traced"): the rest of estimator.hf_config.READERS, each with its
+# own kernel paths (fused projections, LayerNorm, GeLU/ReLU MLPs, MQA, fp32 routers, Gated DeltaNet).
+# Yi publishes model_type "llama" (traced as llama); Qwen 1 ("qwen") is remote code, absent from transformers.
+NEW_FAMILY_CONFIGS = {
+    "granite": dict(_SMALL, model_type="granite", intermediate_size=1376, embedding_multiplier=12.0,
+                    attention_multiplier=0.0078125, residual_multiplier=0.22, logits_scaling=16.0,
+                    tie_word_embeddings=True),  # Llama + scalar multipliers
+    "smollm3": dict(_SMALL, model_type="smollm3", intermediate_size=1376, no_rope_layer_interval=4, pad_token_id=0,
+                    bos_token_id=1, eos_token_id=2, tie_word_embeddings=True),  # every 4th layer without RoPE
+    "qwen3": dict(_SMALL, model_type="qwen3", intermediate_size=1376, head_dim=64),  # q/k RMSNorm(head_dim)
+    "olmo2": dict(_SMALL, model_type="olmo2", intermediate_size=1376),  # full-width q/k norms, post-norms
+    "gemma": dict(_SMALL, model_type="gemma", intermediate_size=1376, head_dim=64, num_key_value_heads=1,
+                  hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True),  # MQA (2B), x(1+w) fp32 norm
+    "gemma3_text": dict(_SMALL, model_type="gemma3_text", intermediate_size=1376, head_dim=64, num_key_value_heads=4,
+                        sliding_window=256, sliding_window_pattern=2, query_pre_attn_scalar=64,
+                        hidden_activation="gelu_pytorch_tanh", rope_scaling=None,
+                        layer_types=["sliding_attention", "full_attention"] * 2,
+                        tie_word_embeddings=True),  # 4 norms + q/k norms, local:global 1:1
+    "gpt2": dict(model_type="gpt2", n_embd=512, n_layer=4, n_head=8, n_positions=1024, vocab_size=32000,
+                 activation_function="gelu_new", attn_pdrop=0.0, embd_pdrop=0.0, resid_pdrop=0.0),  # Conv1D c_attn
+    "falcon": dict(model_type="falcon", hidden_size=512, num_hidden_layers=4, num_attention_heads=8,
+                   vocab_size=32000, multi_query=True, parallel_attn=True, bias=False, alibi=False,
+                   new_decoder_architecture=False),  # Falcon-7B: MQA, one LayerNorm, parallel attention + MLP
+    "phi": dict(_SMALL, model_type="phi", intermediate_size=2048, num_key_value_heads=8, hidden_act="gelu_new",
+                partial_rotary_factor=0.5, resid_pdrop=0.0, embd_pdrop=0.0),  # Phi-2: parallel, LayerNorm
+    "opt": dict(model_type="opt", hidden_size=512, num_hidden_layers=4, num_attention_heads=8, ffn_dim=2048,
+                vocab_size=32000, max_position_embeddings=2048, activation_function="relu", dropout=0.0,
+                attention_dropout=0.0, do_layer_norm_before=True, word_embed_proj_dim=512),  # ReLU MLP, LayerNorm
+    "qwen2_moe": dict(_SMALL, model_type="qwen2_moe", intermediate_size=1376, moe_intermediate_size=256,
+                      num_experts=16, num_experts_per_tok=4, shared_expert_intermediate_size=512,
+                      decoder_sparse_step=1, norm_topk_prob=False, mlp_only_layers=[]),  # gated shared expert
+    "minimax_m2": dict(_SMALL, model_type="minimax_m2", head_dim=64, intermediate_size=256, num_local_experts=16,
+                       num_experts_per_tok=4, use_qk_norm=True, rotary_dim=32, use_routing_bias=True,
+                       scoring_func="sigmoid"),  # full-width q/k norms, sigmoid router
+    "deepseek_v2": dict(_SMALL, model_type="deepseek_v2", num_key_value_heads=8, intermediate_size=1024,
+                        moe_intermediate_size=256, n_routed_experts=16, num_experts_per_tok=4, n_shared_experts=2,
+                        first_k_dense_replace=1, q_lora_rank=None, kv_lora_rank=128, qk_nope_head_dim=64,
+                        qk_rope_head_dim=32, v_head_dim=64, rope_scaling=None, topk_method="greedy",
+                        n_group=1, topk_group=1),  # MLA without q compression (V2-Lite)
+    "qwen3_next": dict(_SMALL, model_type="qwen3_next", head_dim=64, intermediate_size=1376,
+                       moe_intermediate_size=256, num_experts=16, num_experts_per_tok=4,
+                       shared_expert_intermediate_size=256, decoder_sparse_step=1, mlp_only_layers=[],
+                       full_attention_interval=4, linear_conv_kernel_dim=4, linear_key_head_dim=64,
+                       linear_num_key_heads=4, linear_num_value_heads=8, linear_value_head_dim=64,
+                       partial_rotary_factor=0.25),  # 3 Gated DeltaNet layers : 1 gated attention
+}
+SMALL_CONFIGS.update(NEW_FAMILY_CONFIGS)
 EAGER_ONLY = {"gemma2", "gpt_oss"}  # transformers 5 refuses sdpa for these (soft-capping / sinks)
 # CPU sdpa runs its math kernel when the value head dim differs from the query/key head dim (MLA: 96 vs 64
 # here, 192 vs 128 in DeepSeek-V3): fp32 q, k and s x s softmax that CUDA's memory-efficient kernel never
 # materialises. Eager is the device-neutral reference for these; their sdpa cases are flagged as variants.
-CPU_MATH_SDPA = {"deepseek_v3"}
+CPU_MATH_SDPA = {"deepseek_v3", "deepseek_v2"}
 CPU_MATH_NOTE = "CPU sdpa falls back to its math kernel for MLA (v head dim != q/k head dim): fp32 s^2 softmax"
 
 
@@ -93,10 +140,41 @@ class Case:
         return text + (f" [variant: {self.variant}]" if self.variant else "")
 
 
+# The CI subset's cases of the families added for issue 12: one or two per family whose code path differs from
+# Llama's (about a second each)
+NEW_FAST = {"gpt2-full-sdpa", "falcon-full-sdpa", "opt-full-sdpa", "phi-lora-qv-sdpa", "olmo2-full-sdpa",
+            "gemma3_text-full-sdpa", "qwen2_moe-lora-all-sdpa", "deepseek_v2-full-eager"}
+
+
+def _new_family_cases(train: dict) -> list[Case]:
+    """Issue 12's families: inference prefill, full, full + gradient checkpointing, LoRA q,v and all-linear (and
+    eager for MLA, whose CPU sdpa is the math kernel)."""
+    cases: list[Case] = []
+    for fam in NEW_FAMILY_CONFIGS:
+        math = CPU_MATH_NOTE if fam in CPU_MATH_SDPA else ""
+        infer = dict(batch=2, prefill_len=512, decode_steps=16, attn_impl="sdpa")
+        cases.append(Case(f"{fam}-infer", fam, "inference", infer, variant=math))
+        cases.append(Case(f"{fam}-full-sdpa", fam, "training", dict(train, attn_impl="sdpa"), variant=math))
+        cases.append(Case(f"{fam}-full-sdpa-gc", fam, "training", dict(train, attn_impl="sdpa",
+                                                                        gradient_checkpointing=True)))
+        cases.append(Case(f"{fam}-lora-qv-sdpa", fam, "training", dict(train, attn_impl="sdpa", technique="lora"),
+                          variant=math))
+        cases.append(Case(f"{fam}-lora-all-sdpa", fam, "training",
+                          dict(train, attn_impl="sdpa", technique="lora", lora_targets="all-linear"), variant=math))
+        if math:
+            cases.append(Case(f"{fam}-infer-eager", fam, "inference", dict(infer, attn_impl="eager")))
+            cases.append(Case(f"{fam}-full-eager", fam, "training", dict(train, attn_impl="eager")))
+            cases.append(Case(f"{fam}-lora-all-eager", fam, "training",
+                              dict(train, attn_impl="eager", technique="lora", lora_targets="all-linear")))
+    return [Case(c.name, c.family, c.kind, c.params, fast=c.name in NEW_FAST, variant=c.variant) for c in cases]
+
+
 def _small_cases() -> list[Case]:
     cases: list[Case] = []
     train = dict(batch=2, seq=512)
     for fam in SMALL_CONFIGS:
+        if fam in NEW_FAMILY_CONFIGS:
+            continue
         attn = "eager" if fam in EAGER_ONLY else "sdpa"
         math = CPU_MATH_NOTE if fam in CPU_MATH_SDPA else ""
         cases.append(Case(f"{fam}-infer", fam, "inference",
@@ -133,7 +211,7 @@ def _small_cases() -> list[Case]:
         Case("llama-lora-qv-bf16", "llama", "training", dict(train, technique="lora", lora_dtype="base"),
              variant="bf16 adapters (autocast_adapter_dtype=False); the estimator assumes fp32 adapters"),
     ]
-    return cases
+    return cases + _new_family_cases(train)
 
 
 def _real_cases() -> list[Case]:

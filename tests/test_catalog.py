@@ -97,6 +97,7 @@ TRANSFORMERS_COUNTS = {
     "deepseek-ai/deepseek-llm-7b-base": 6_910_365_696,
     "microsoft/phi-1": 1_418_270_720,
     "microsoft/phi-1_5": 1_418_270_720,
+    "deepcogito/cogito-v1-preview-qwen-14B": 14_765_947_904,
     # Mamba-2 / attention hybrids (nemotron_h) and Llama 4's text model (llama4; abridged copies without vision_config)
     "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16": 549_308_968_960,
     "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8": 120_668_687_360,
@@ -105,6 +106,8 @@ TRANSFORMERS_COUNTS = {
     "nvidia/Nemotron-H-56B-Base-8K": 56_324_350_464,
     "meta-llama/Llama-4-Scout-17B-16E-Instruct": 107_769_861_120,
     "meta-llama/Llama-4-Maverick-17B-128E-Instruct": 400_711_848_960,
+    "google/gemma-4-26B-A4B": 25_233_141_760,  # gemma4: the language model of the text_config
+    "nvidia/Gemma-4-31B-IT-NVFP4": 30_697_345_280,
 }
 
 

@@ -154,6 +154,9 @@ class Architecture:
     router_fp32: bool = False  # the MoE router runs in fp32 (DeepSeek)
     expert_saved_tensors: int = 4  # expert-width tensors each routed token saves (7 for gpt-oss' clamped SwiGLU)
     lora_reaches_experts: bool = True  # peft's all-linear adapts the routed experts and router (False: gpt-oss)
+    # Multimodal models: the towers beside the language model (estimator/vision.py counts them)
+    vision_parameters: int = 0  # vision encoder + projector (0 = text-only, or a tower not counted)
+    audio_parameters: int = 0  # audio encoder + projector
     source: str = field(default="", compare=False)  # where the numbers come from
     notes: tuple[str, ...] = field(default=(), compare=False)  # what the config reader assumed, in words
 
@@ -214,6 +217,8 @@ class Architecture:
         for width in self.layer_intermediate:
             require_int("intermediate_size", width, 1, MAX_WIDTH)
         require_int("altup_num_inputs", self.altup_inputs, 0, 64)
+        require_int("vision_parameters", self.vision_parameters, 0, 10**13)
+        require_int("audio_parameters", self.audio_parameters, 0, 10**13)
         for name in ("global_head_dim", "per_layer_input_size", "laurel_rank"):
             require_int(name, getattr(self, name), 0, MAX_WIDTH)
         require_int("global_kv_heads", self.global_kv_heads, 0, self.num_heads)
@@ -468,6 +473,12 @@ class ParameterCounts:
     embedding: int  # the input embedding (token table + learned positions)
     lm_head: int  # the output projection (0 when tied to the embedding)
     routed_experts: int  # all routed-expert weights (incl. their biases)
+    towers: int = 0  # vision and audio towers of a multimodal model, not in `total` (the language model)
+
+    @property
+    def with_towers(self) -> int:
+        """Every parameter of the checkpoint's model: the language model plus its vision and audio towers."""
+        return self.total + self.towers
 
 
 @functools.lru_cache(maxsize=512)
@@ -483,7 +494,7 @@ def parameter_counts(a: Architecture) -> ParameterCounts:
     embedding = sum(t.numel for t in all_tensors if t.role in ("token_embd", "position_embd", "per_layer_embd"))
     lm_head = sum(t.numel for t in all_tensors if t.role == "output")
     return ParameterCounts(total=total, active=total - inactive, embedding=embedding, lm_head=lm_head,
-                           routed_experts=routed)
+                           routed_experts=routed, towers=a.vision_parameters + a.audio_parameters)
 
 
 def mtp_parameters(a: Architecture, layers: int) -> int:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 # Display order and meaning of every component any estimate may report (pages use one colour per name).
 COMPONENTS = {
     "weights": "Model weights, in the chosen precision or format",
+    "vision": "Vision (and audio) tower of a multimodal model: encoder and projector, 16-bit",
     "master_weights": "fp32 master copy of the trainable weights (mixed precision)",
     "kv_cache": "Key/value cache of every running sequence",
     "state": "Recurrent state of linear-attention layers: a fixed size per running sequence, whatever its length",

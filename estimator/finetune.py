@@ -124,6 +124,16 @@ def _step_temporaries(s: FinetuneScenario, model: ModelStates) -> int:
     return step_temporary_bytes(s.optimizer_impl, -(-model.trainable_bytes // world), model.largest_trainable_bytes)
 
 
+def _frozen_towers(s: FinetuneScenario) -> dict[str, int]:
+    """A multimodal model's vision and audio towers, frozen in 16-bit while the language model trains (LLaMA-Factory's
+    `freeze_vision_tower` default, and LoRA targeting the language model); ZeRO-3 shards them like every parameter."""
+    a: Architecture = s.model
+    towers = a.vision_parameters + a.audio_parameters
+    if not towers:
+        return {}
+    return {"vision": -(-towers * BF16_BYTES // (s.num_gpus if s.zero_stage == 3 else 1))}
+
+
 def detailed_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
     a: Architecture = s.model
     model = _model_states(s, technique)
@@ -138,7 +148,8 @@ def detailed_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
     logits = loss_head_bytes(a, s.batch_size, s.seq_len, s.activation_bits // 8)
     step = _step_temporaries(s, model)
     recompute = recompute_bytes(a, s.batch_size, s.seq_len, **layer_options) if s.gradient_checkpointing else 0
-    persistent = {"weights": sharded["weights"], "master_weights": sharded.get("master_weights", 0),
+    persistent = {"weights": sharded["weights"], **_frozen_towers(s),
+                  "master_weights": sharded.get("master_weights", 0),
                   "optimizer_states": sharded["optimizer_states"], "overhead": bytes_from_gb(s.overhead_gb)}
     at_phase = {  # the components alive at each phase
         "backward start": {**persistent, "activations": activations, "logits": logits},

@@ -16,6 +16,7 @@ from typing import Any
 
 from .architecture import MAX_EXPERTS, MAX_HEADS, MAX_LAYERS, MAX_VOCAB, MAX_WIDTH, Architecture, mtp_parameters
 from .checks import printable_text
+from .vision import image_tokens, vision_tower
 
 MAX_CONFIG_CHARS = 1_000_000  # a config.json is a few KB; larger text is refused before parsing
 MAX_CONFIG_DEPTH = 20  # nesting deeper than any published config
@@ -219,6 +220,15 @@ def _qwen2(f: _Fields, name: str, model_type: str) -> Architecture:
     # Qwen2Attention: q/k/v bias=True hard-coded, o_proj bias=False; window only with use_sliding_window,
     # on layers i >= max_window_layers
     return _llama_like(f, name, model_type, qkv_bias=True, window_rule=_qwen_window(f))
+
+
+def _qwen2_vl(f: _Fields, name: str, model_type: str) -> Architecture:
+    # Qwen2-VL and Qwen2.5-VL: a Qwen2 language model, its fields at the top level (the published configs) or under
+    # text_config (transformers 5's layout); the vision tower is counted apart (estimator/vision.py)
+    text = f.config.get("text_config")
+    if isinstance(text, Mapping):
+        f = _Fields({"tie_word_embeddings": f.config.get("tie_word_embeddings"), **text})
+    return _qwen2(f, name, model_type)
 
 
 def _qwen3(f: _Fields, name: str, model_type: str) -> Architecture:
@@ -906,7 +916,7 @@ def _generic(f: _Fields, name: str, model_type: str) -> Architecture:
     """Any decoder-only config with the standard field names, for a model_type without a reader of its own: a
     Llama-like decoder (gated MLP, RMSNorm, grouped-query attention), with routed (and shared) experts when the
     config names them, dense-first layers, and `layer_types` sliding windows. The language model of a multimodal
-    config is read from its nested text config; its vision or audio tower is not counted."""
+    config is read from its nested text config (its towers are counted apart: `_with_towers`)."""
     nested = next((key for key in NESTED_TEXT_CONFIGS if isinstance(f.config.get(key), Mapping)), "")
     text = _Fields(f.config[nested]) if nested else f
     inner = text.config.get("model_type")
@@ -916,7 +926,7 @@ def _generic(f: _Fields, name: str, model_type: str) -> Architecture:
             text = _Fields({**text.config, "tie_word_embeddings": f.config["tie_word_embeddings"]})  # at the top
         a = READERS[inner](text, name, inner)
         return dataclasses.replace(a, notes=(f"The language model of {model_type!r} is read from its {nested} "
-                                             f"({inner!r}); a vision or audio tower is not counted", *a.notes))
+                                             f"({inner!r})", *a.notes))
     found = [key for key in NON_STANDARD_LAYER_FIELDS if key in text.config]
     types = set(text.layer_list("layer_types", str))
     if found or types - STANDARD_LAYER_TYPES:
@@ -928,8 +938,7 @@ def _generic(f: _Fields, name: str, model_type: str) -> Architecture:
         return dataclasses.replace(a, notes=(f"Generic reader: model_type {model_type!r} has no reader of its own; "
                                              "read as DeepSeek-V3 (multi-head latent attention"
                                              + (", routed experts" if a.num_experts else "") + ") from its fields"
-                                             + (f" in {nested}; a vision or audio tower is not counted" if nested
-                                                else ""), *a.notes))
+                                             + (f" in {nested}" if nested else ""), *a.notes))
     try:
         base = _common(text, name, model_type)
         experts = next((text.integer(key, low=1) for key in ("num_experts", "num_local_experts", "n_routed_experts")
@@ -944,8 +953,7 @@ def _generic(f: _Fields, name: str, model_type: str) -> Architecture:
     sliding_layers, window = _window_layers(text, base["num_layers"], lambda i: False)
     notes = (f"Generic reader: model_type {model_type!r} has no reader of its own; standard decoder assumed (gated "
              "MLP, RMSNorm, grouped-query attention" + (", routed experts" if experts else "") + ") from its "
-             "standard fields" + (f"; the language model is read from {nested}, a vision or audio tower is not "
-                                  "counted" if nested else ""),)
+             "standard fields" + (f"; the language model is read from {nested}" if nested else ""),)
     a = Architecture(**base, intermediate_size=width, qkv_bias=text.flag("attention_bias", False),
                      o_bias=text.flag("attention_bias", False), mlp_bias=text.flag("mlp_bias", False),
                      tie_word_embeddings=text.flag("tie_word_embeddings", False), sliding_window=window,
@@ -969,7 +977,8 @@ def _generic_moe(text: _Fields, num_layers: int, experts: int) -> dict:
 
 READERS: dict[str, Callable[[_Fields, str, str], Architecture]] = {
     "llama": _llama, "mistral": _llama, "granite": _llama, "yi": _llama, "phi3": _llama,
-    "smollm3": _smollm3, "qwen": _qwen1, "qwen2": _qwen2, "qwen3": _qwen3, "gemma": _gemma, "gemma2": _gemma2,
+    "smollm3": _smollm3, "qwen": _qwen1, "qwen2": _qwen2, "qwen2_vl": _qwen2_vl, "qwen2_5_vl": _qwen2_vl,
+    "qwen3": _qwen3, "gemma": _gemma, "gemma2": _gemma2,
     "gemma3": _gemma3, "gemma3_text": _gemma3, "gemma4": _gemma4, "gemma4_text": _gemma4, "gemma3n": _gemma3n,
     "gemma3n_text": _gemma3n, "qwen3_next": _qwen3_next, "qwen3_5_text": _qwen3_next,
     "qwen3_5_moe_text": _qwen3_next, "minimax_m2": _minimax_m2, "mixtral": _mixtral, "qwen2_moe": _qwen_moe,
@@ -1001,7 +1010,27 @@ def architecture_from_config(config: Config, name: str = "") -> Architecture:
         raise ValueError(f"model_type is not a model type name: {_shown(model_type)}")
     reader = READERS.get(model_type, _generic)
     name = printable_text(name, MAX_MODEL_NAME_CHARS) or _default_name(config, model_type)
-    return reader(_Fields(config), name, model_type)
+    return _with_towers(reader(_Fields(config), name, model_type), config)
+
+
+def _with_towers(a: Architecture, config: Config) -> Architecture:
+    """The language model plus its vision and audio towers (estimator/vision.py), said in the assumptions."""
+    tower = vision_tower(config)
+    if tower is None:
+        return a
+    if not tower.parameters and not tower.audio_parameters:
+        return dataclasses.replace(a, notes=(*a.notes, *tower.notes))
+    parts = [f"a vision tower of {tower.parameters:,} parameters"] if tower.parameters else []
+    parts += [f"an audio tower of {tower.audio_parameters:,}"] if tower.audio_parameters else []
+    try:
+        size = image_tokens(tower, 1024, 1024) if tower.token_rule else 0
+    except ValueError:  # a tower whose processor numbers the config leaves unusable: say nothing about images
+        size = 0
+    note = (f"Multimodal ({tower.family}): {' and '.join(parts)} (encoder + projector, transformers' modules), "
+            "loaded with the language model in 16-bit" + (f"; a 1024 x 1024 image takes {size:,} tokens of the "
+                                                            "context" if size else ""))
+    return dataclasses.replace(a, vision_parameters=tower.parameters, audio_parameters=tower.audio_parameters,
+                               notes=(*a.notes, note, *(f"Towers: {line}" for line in tower.notes)))
 
 
 def _default_name(config: Config, model_type: str) -> str:

@@ -21,7 +21,7 @@ from .formats import weight_bytes, weight_format
 from .kv_cache import KV_DTYPE_LABELS, kv_bytes_per_token, kv_cache_bytes, state_bytes
 from .quick import quick_inference
 from .scenarios import InferenceScenario
-from .units import bytes_from_gb
+from .units import BF16_BYTES, bytes_from_gb
 
 QUICK_ROWS = (("16-bit", Fraction(16)), ("8-bit", Fraction(8)), ("4-bit", Fraction(4)))
 DETAILED_ROWS = (("16-bit", "bf16"), ("8-bit", "fp8"), ("4-bit", "awq-4bit"))  # common serving formats
@@ -36,6 +36,7 @@ def detailed_inference(s: InferenceScenario, format_id: str, row: str) -> Breakd
     act_bytes = s.activation_bits // 8
     components = {
         "weights": -(-w.matrices // tp) + w.vectors,
+        **({"vision": _tower_bytes(a, tp)} if a.vision_parameters or a.audio_parameters else {}),
         "kv_cache": kv_cache_bytes(a, s.seq_len, sequences, s.kv_dtype, tp, s.mla_latent_cache),
         **({"state": state_bytes(a, sequences, tp)} if a.linear_layers or a.mamba_layers else {}),
         "activations": inference_layer_peak(a, s.batch_size, _prefill_tokens(s), s.seq_len, act_bytes=act_bytes,
@@ -45,6 +46,13 @@ def detailed_inference(s: InferenceScenario, format_id: str, row: str) -> Breakd
     }
     return make_breakdown(row, "detailed", components, gpus=tp,
                           assumptions=_assumptions(s, format_id))
+
+
+def _tower_bytes(a: Architecture, tp: int) -> int:
+    """The vision and audio towers in 16-bit, split over tensor parallelism as vLLM's default
+    `--mm-encoder-tp-mode weights` splits each layer (vllm/config/multimodal.py; `data` keeps them whole on every GPU).
+    Quantized checkpoints leave them unquantized (their `ignore` lists name the vision tower)."""
+    return -(-(a.vision_parameters + a.audio_parameters) * BF16_BYTES // tp)
 
 
 def _prefill_tokens(s: InferenceScenario) -> int:
@@ -62,7 +70,8 @@ def _assumptions(s: InferenceScenario, format_id: str) -> tuple[str, ...]:
     else:
         cache = f"{a.num_kv_heads} KV heads x {a.head_dim} head_dim x 2 (K and V)"
     notes = [
-        f"Parameters: {counts.total:,} total, {counts.active:,} active per token",
+        f"Parameters: {counts.total:,} total, {counts.active:,} active per token"
+        + (f" (language model; {counts.towers:,} more in the vision / audio towers)" if counts.towers else ""),
         f"Weights: {weight_format(format_id).label}; embeddings, lm_head and norms as that format leaves them",
         f"KV cache: {cache} x {a.num_layers} layers, {KV_DTYPE_LABELS[s.kv_dtype]}: "
         f"{per_token:,} B ({per_token / 1024:g} KiB) per token; {s.batch_size} x {s.concurrency} sequences of "

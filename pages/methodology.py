@@ -46,8 +46,8 @@ config with the standard field names (`hidden_size`, `num_hidden_layers`, `num_a
 `num_key_value_heads`, `head_dim`, `intermediate_size`, `vocab_size`, and `num_experts` / `num_experts_per_tok` /
 `moe_intermediate_size` / `first_k_dense_replace` / `n_shared_experts` for MoE) is read by a **generic reader** as a
 standard decoder (gated MLP, RMSNorm, grouped-query attention; DeepSeek's multi-head latent attention when it has
-`kv_lora_rank`), from its nested `text_config` / `llm_config` / `language_config` when it is multimodal (the vision
-tower is then not counted), and the assumptions say so. It does not know a family's own tensors (Qwen3's q/k norms:
+`kv_lora_rank`), from its nested `text_config` / `llm_config` / `language_config` when it is multimodal, and the
+assumptions say so. It does not know a family's own tensors (Qwen3's q/k norms:
 $2 d L$ parameters) or class defaults, and it refuses, by name, layers it would misread: Mamba layers
 (`hybrid_override_pattern`) and linear attention outside the families below, and interleaved MoE layers with a
 separate dense width (`interleave_moe_layer_step`) outside Llama 4.
@@ -79,6 +79,15 @@ expert of the same width; the others a dense MLP of `intermediate_size_mlp`. Thr
 **chunked local attention** (`attention_chunk_size`, 8,192 tokens): a token attends only within its chunk, so those
 layers cache at most one chunk per sequence (vLLM `ChunkedLocalAttentionSpec` frees finished chunks); every fourth
 layer attends globally and keeps every token.
+
+**Vision and audio towers.** A multimodal config's `vision_config` (and `audio_config`) is counted tensor by
+tensor as transformers builds the encoder and its projector (Qwen2/2.5/3-VL, Qwen3.5, Llama 4, Gemma 3/4,
+Mistral 3 / Pixtral, Kimi K2.5, Phi-4-multimodal, LLaVA with CLIP / SigLIP / Pixtral), and shown as its own
+**vision tower** component: 16-bit (quantized checkpoints leave it out of their formats), split over tensor
+parallelism as vLLM's default `--mm-encoder-tp-mode weights` does, and frozen when fine-tuning. The parameter
+counts stay those of the language model; the assumptions add the towers' and how many context tokens a
+1024 x 1024 image becomes in the family's processor (Qwen: smart resize to multiples of 28 or 32 px, one token
+per 2 x 2 patches; Gemma 3: 256; Llama 4: 336 px tiles of 144 tokens plus a global view).
 
 **Gemma 4.** Five sliding-window layers to one full-attention layer (`layer_types`); the full layers have their
 own head size (`global_head_dim`, 512) and, with `attention_k_eq_v`, their own KV heads

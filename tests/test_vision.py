@@ -463,3 +463,38 @@ def test_the_counts_are_what_transformers_builds(name):
         if not key.startswith(language):
             sizes["audio" if key.startswith(audio) else "vision"] += p.numel()
     assert (sizes["vision"], sizes["audio"]) == (TRANSFORMERS_COUNTS[name], AUDIO_COUNTS.get(name, 0))
+
+
+# The towers in the estimate: the language model's reader, plus the tower as its own component
+
+
+def test_qwen25_vl_reads_its_flat_language_model_and_counts_the_tower_apart():
+    a = est.architecture_from_config(QWEN25_VL_7B)
+    # transformers' Qwen2_5_VLModel outside `visual`, plus the untied lm_head: 7,615,616,512; HF lists 8.29B
+    assert est.parameter_counts(a).total == 7_615_616_512 and a.model_type == "qwen2_5_vl"
+    assert a.vision_parameters == 676_550_144
+    assert est.parameter_counts(a).with_towers == 7_615_616_512 + 676_550_144
+
+
+def test_the_vision_tower_is_its_own_16_bit_component_split_over_tensor_parallelism():
+    a = est.architecture_from_config(published("Qwen__Qwen3-VL-8B-Instruct"))
+    one = est.estimate_inference(est.InferenceScenario(a))
+    assert one.component("vision") == 576_388_336 * 2
+    four = est.estimate_inference(est.InferenceScenario(a, tensor_parallel=4))
+    assert four.component("vision") == 576_388_336 * 2 // 4  # vLLM --mm-encoder-tp-mode weights (the default)
+    fp8 = est.estimate_inference(est.InferenceScenario(a, weights="fp8"))
+    assert fp8.component("vision") == one.component("vision")  # formats quantize the language model only
+    assert any("1024 x 1024 image takes 1,024 tokens" in note for note in one.assumptions)
+
+
+def test_fine_tuning_keeps_the_tower_frozen_in_16_bit():
+    a = est.architecture_from_config(published("Qwen__Qwen3-VL-8B-Instruct"))
+    lora = est.estimate_finetune(est.FinetuneScenario(a, technique="lora"))
+    assert lora.component("vision") == 576_388_336 * 2
+    zero3 = est.estimate_finetune(est.FinetuneScenario(a, technique="full", num_gpus=4, zero_stage=3))
+    assert zero3.component("vision") == 576_388_336 * 2 // 4
+
+
+def test_a_text_only_model_has_no_vision_component():
+    b = est.estimate_inference(est.InferenceScenario(est.model("Qwen/Qwen3-8B").architecture))
+    assert "vision" not in dict(b.components)

@@ -25,6 +25,7 @@ from estimator.units import in_unit
 
 COMPONENT_STYLE = {  # name -> (label, colour); colour-blind-safe Tableau 10 hues
     "weights": ("Weights", "#4E79A7"),
+    "vision": ("Vision tower", "#76B7B2"),
     "master_weights": ("Master weights (fp32)", "#A0CBE8"),
     "kv_cache": ("KV cache", "#F28E2B"),
     "state": ("Recurrent state", "#EDC948"),

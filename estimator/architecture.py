@@ -157,6 +157,9 @@ class Architecture:
     # Multimodal models: the towers beside the language model (estimator/vision.py counts them)
     vision_parameters: int = 0  # vision encoder + projector (0 = text-only, or a tower not counted)
     audio_parameters: int = 0  # audio encoder + projector
+    # How the published checkpoint stores the weights, from its quantization_config (estimator/checkpoint.py's
+    # CheckpointFormat; None = not quantized)
+    checkpoint: object = None
     source: str = field(default="", compare=False)  # where the numbers come from
     notes: tuple[str, ...] = field(default=(), compare=False)  # what the config reader assumed, in words
 
@@ -179,8 +182,8 @@ class Architecture:
         require_int("expert_saved_tensors", self.expert_saved_tensors, 1, 16)
         require_int("experts_per_token", self.experts_per_token, 0, max(self.num_experts, 0))
         for name in ("gated_mlp", "qkv_bias", "o_bias", "mlp_bias", "norm_bias", "tie_word_embeddings", "lm_head_bias",
-                     "softcap_attention", "softcap_logits", "fp32_norm_weight", "router_fp32", "lora_reaches_experts", "attention_sinks", "shared_expert_gate", "router_bias",
-                     "expert_bias", "attn_output_gate"):
+                     "softcap_attention", "softcap_logits", "fp32_norm_weight", "router_fp32", "lora_reaches_experts",
+                     "attention_sinks", "shared_expert_gate", "router_bias", "expert_bias", "attn_output_gate"):
             require_bool(name, getattr(self, name))
         if self.num_heads % self.num_kv_heads:
             raise ValueError(f"num_attention_heads ({self.num_heads}) must be a multiple of "

@@ -64,7 +64,8 @@ SAMPLE_LAYER = 987_654  # a layer index no model has: a pattern that matches it 
 # Config patterns are untrusted regexes run by Python's backtracking engine: a repeated group ("(a+)+", "(.|.)*")
 # can take exponential time and k unbounded repeats ("*", "+", "{n,}") up to n^k steps on an n-character name. So a
 # group may not be repeated, a pattern holds at most MAX_REPEATS unbounded repeats, and a list at most
-# MAX_REPEATING_ENTRIES patterns that repeat at all (published lists hold a handful: Kimi K2.5 has 3).
+# MAX_REPEATING_ENTRIES regexes that repeat at all (published lists hold a handful: Kimi K2.5 has 3; ModelOpt's
+# globs, e.g. NVIDIA's Gemma 4 31B NVFP4 with one "...layers.N.self_attn*" per layer, are fnmatch, not regexes).
 REPEATED_GROUP = re.compile(r"\)\s*[*+{]")
 UNBOUNDED_REPEAT = re.compile(r"(?<!\\)[*+]|\{\d*,\}")
 MAX_REPEATS = 3
@@ -122,7 +123,8 @@ _ATTENTION = {"attn_q": ("self_attn.q_proj",), "attn_k": ("self_attn.k_proj",), 
                             "linear_attn.in_proj_z", "linear_attn.in_proj_b", "linear_attn.in_proj_a"),
               "linear_out": ("linear_attn.out_proj",)}
 _DENSE_MLP = {"ffn_gate": ("mlp.gate_proj",), "ffn_up": ("mlp.up_proj",), "ffn_down": ("mlp.down_proj",)}
-_SHARED = {f"shared_{p}": (f"mlp.shared_experts.{p}_proj", f"mlp.shared_expert.{p}_proj") for p in ("gate", "up", "down")}
+_SHARED = {f"shared_{p}": (f"mlp.shared_experts.{p}_proj", f"mlp.shared_expert.{p}_proj")
+           for p in ("gate", "up", "down")}
 _CONVENTIONS = {
     # Llama, Qwen2/3(-MoE), DeepSeek-V2/V3, Kimi K2, GLM: mlp.gate is the router, experts one module each
     "default": {**_ATTENTION, **_DENSE_MLP, **_SHARED, "router": ("mlp.gate", "mlp.shared_expert_gate"),
@@ -197,7 +199,8 @@ def unquantized_roles(entries: object, style: str, field_name: str, model_type: 
     if len(entries) > MAX_LIST_ENTRIES:
         raise ValueError(f"quantization_config.{field_name} has {len(entries):,} entries; the limit is "
                          f"{MAX_LIST_ENTRIES:,}")
-    repeating = sum(1 for entry in entries if isinstance(entry, str) and UNBOUNDED_REPEAT.search(entry))
+    repeating = sum(1 for entry in entries if isinstance(entry, str) and (style == "hf" or entry.startswith("re:"))
+                    and UNBOUNDED_REPEAT.search(entry))  # regexes only: fnmatch globs cannot backtrack badly
     if repeating > MAX_REPEATING_ENTRIES:
         raise ValueError(f"quantization_config.{field_name} has {repeating:,} patterns with '*' or '+'; the limit "
                          f"is {MAX_REPEATING_ENTRIES}")

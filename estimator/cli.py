@@ -4,9 +4,9 @@ The same scenarios and functions as the web app, so the numbers are the same: ev
 from the input declarations (`inputs.py`), with the parser the share links use. This interface is relied on by
 users' scripts: option names, JSON keys and exit codes are stable (errors: one line on stderr, exit 2).
 Tracing the real model code is the optional validation package's command: `python -m validation trace ...`.
-`inference` without --weights on a config (--config or --model) whose quantization_config names a format estimates
-one row in the checkpoint's own format, with the modules it leaves 16-bit (estimator/checkpoint.py); --weights
-overrides it.
+For a config whose quantization_config names a format (--config or --model), the `inference` table starts with a
+row in the checkpoint's own format ("checkpoint": its layout and the modules it leaves 16-bit,
+estimator/checkpoint.py); `--weights checkpoint` prints that row alone, `--weights <format>` another format.
 """
 
 from __future__ import annotations
@@ -17,19 +17,17 @@ import os
 import stat
 import sys
 from collections.abc import Sequence
-from functools import partial
 from pathlib import Path
 from typing import NoReturn
 
 from . import catalog
 from .architecture import Architecture, parameter_counts
-from .breakdown import COMPONENTS, Breakdown, make_breakdown
-from .checkpoint import CheckpointFormat, checkpoint_format
+from .breakdown import COMPONENTS, Breakdown
 from .checks import quoted
 from .finetune import estimate_finetune, finetune_rows
 from .hardware import fit, max_seq_len, with_gpus
 from .hf_config import MAX_CONFIG_CHARS, architecture_from_config, parse_config_text
-from .inference import detailed_inference, estimate_inference, inference_rows
+from .inference import estimate_inference, inference_rows
 from .inputs import Input, inputs
 from .kv_cache import kv_bytes_per_token
 from .scenarios import (ACTIVE_PARAMS, CATALOG_MODEL, PARAMS, TARGET_GPU, FinetuneScenario, InferenceScenario, Model,
@@ -107,11 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _read_config(path: str) -> Architecture:
-    return _config_architecture(path, read_config_file(path))
-
-
-def _config_architecture(path: str, config: dict) -> Architecture:
-    return architecture_from_config(config, Path(path).parent.name or Path(path).stem)
+    return architecture_from_config(read_config_file(path), Path(path).parent.name or Path(path).stem)
 
 
 def read_config_file(path: str) -> dict:
@@ -136,55 +130,23 @@ def read_config_file(path: str) -> dict:
     return parse_config_text(text)
 
 
-def _model_and_config(args: argparse.Namespace) -> tuple[Model, dict | None]:
-    """The model of the command line and, for --config and --model, its config.json fields."""
+def _model(args: argparse.Namespace) -> Model:
     given = [flag for flag, value in (("--params", getattr(args, "params", None)), ("--model", args.model),
                                       ("--config", args.config)) if value is not None]
     if len(given) != 1:
         raise UsageError("give exactly one of --params, --model or --config" if given or hasattr(args, "params")
                          else "give --model or --config")
     if args.config is not None:
-        config = read_config_file(args.config)
-        return _config_architecture(args.config, config), config
+        return _read_config(args.config)
     if args.model is not None:
-        return catalog.model(args.model).architecture, catalog.raw_config(args.model)
-    return ParamCount.from_billions(args.params, args.active_params), None
+        return catalog.model(args.model).architecture
+    return ParamCount.from_billions(args.params, args.active_params)
 
 
-def _model(args: argparse.Namespace) -> Model:
-    return _model_and_config(args)[0]
-
-
-def _scenario(args: argparse.Namespace, cls: type, model: Model | None = None, **defaults) -> InferenceScenario | FinetuneScenario:
-    """The scenario of the command line: the options given, `defaults`, then the scenario's defaults."""
+def _scenario(args: argparse.Namespace, cls: type) -> InferenceScenario | FinetuneScenario:
+    """The scenario of the command line: the options given, the scenario's defaults for the rest."""
     given = {name: getattr(args, name) for name in inputs(cls) if getattr(args, name) is not None}
-    return cls(model=_model(args) if model is None else model, **{**defaults, **given})
-
-
-def checkpoint_inference(s: InferenceScenario, checkpoint: CheckpointFormat) -> Breakdown:
-    """The detailed inference row with the weights a quantized checkpoint stores: its exact layout and the
-    modules it leaves 16-bit (estimator/checkpoint.py); everything else as `detailed_inference` computes it."""
-    format_id = checkpoint.format_id or "bf16"
-    row = detailed_inference(s, format_id, format_id)
-    w = checkpoint.weight_bytes(s.model)
-    components = {**dict(row.components), "weights": -(-w.matrices // s.tensor_parallel) + w.vectors}
-    assumptions = []
-    for note in row.assumptions:  # the checkpoint's notes replace the generic line about the format
-        assumptions += checkpoint.notes if note.startswith("Weights: ") else (note,)
-    return make_breakdown(row.row, row.method, components, gpus=row.gpus, assumptions=tuple(assumptions))
-
-
-def _checkpoint_rows(args: argparse.Namespace) -> tuple[InferenceScenario, tuple[tuple[str, object], ...]] | None:
-    """Without --weights, a config whose quantization_config names a format: one row in the checkpoint's own
-    format (an unrecognised method: 16-bit, with a note). None when the table applies."""
-    model, config = _model_and_config(args)
-    checkpoint = checkpoint_format(config) if config is not None and isinstance(model, Architecture) else None
-    if checkpoint is None:
-        return None
-    s = _scenario(args, InferenceScenario, model, weights=checkpoint.format_id or "bf16")
-    if s.resolved_method != "detailed":
-        return None
-    return s, ((s.weights, partial(checkpoint_inference, checkpoint=checkpoint)),)
+    return cls(model=_model(args), **given)
 
 
 def scenario_inputs(s: InferenceScenario | FinetuneScenario) -> dict:
@@ -200,9 +162,6 @@ def scenario_inputs(s: InferenceScenario | FinetuneScenario) -> dict:
 def _rows(args: argparse.Namespace) -> tuple[InferenceScenario | FinetuneScenario, tuple[tuple[str, object], ...]]:
     """The scenario and its (label, row function) pairs: one row when a format/technique is given."""
     if args.command == "inference":
-        checkpoint = None if args.weights else _checkpoint_rows(args)  # the checkpoint's format is the default
-        if checkpoint is not None:
-            return checkpoint
         s = _scenario(args, InferenceScenario)
         return s, ((s.weights, estimate_inference),) if args.weights else inference_rows(s)
     s = _scenario(args, FinetuneScenario)
@@ -230,7 +189,8 @@ def _print_table(s, rows: tuple[Breakdown, ...], gpu: dict | None) -> None:
     title = f"{name}: {s.resolved_method} method, GB per GPU (1 GB = 10^9 bytes)"
     print(title)
     for line in [header, *body]:
-        print("  ".join(str(cell).rjust(w) if i else str(cell).ljust(w) for i, (cell, w) in enumerate(zip(line, widths))))
+        print("  ".join(str(cell).rjust(w) if i else str(cell).ljust(w)
+                        for i, (cell, w) in enumerate(zip(line, widths))))
     for r in rows:
         if r.peak_phase:
             print(f"{r.row}: peak at {r.peak_phase}" + (f"; {r.host_bytes / GB:.2f} GB in CPU memory"
@@ -264,7 +224,8 @@ def _params(args: argparse.Namespace) -> None:
         raise UsageError("give exactly one of --model or --config")
     a = _read_config(args.config) if args.config is not None else catalog.model(args.model).architecture
     counts = parameter_counts(a)
-    out = {"total_params": counts.total, "active_params": counts.active, "kv_cache_bytes_per_token": kv_bytes_per_token(a)}
+    out = {"total_params": counts.total, "active_params": counts.active,
+           "kv_cache_bytes_per_token": kv_bytes_per_token(a)}
     if args.json:
         print(json.dumps(out))
     else:

@@ -114,7 +114,8 @@ class WeightFormat:
 WEIGHT_FORMATS = {f.id: f for f in (
     WeightFormat("fp32", "FP32", Fraction(32), "all", "IEEE float32"),
     WeightFormat("bf16", "BF16 / FP16", Fraction(16), "all", "16-bit floats"),
-    WeightFormat("fp8", "FP8 E4M3 (per-tensor scale)", Fraction(8), "linear", "vLLM quantization/fp8.py", tensor_bits=32),
+    WeightFormat("fp8", "FP8 E4M3 (per-tensor scale)", Fraction(8), "linear", "vLLM quantization/fp8.py",
+                 tensor_bits=32),
     WeightFormat("fp8-block", "FP8 E4M3, 128x128 blocks (DeepSeek-V3)", 8 + Fraction(32, 128 * 128), "linear",
                  "DeepSeek-V3 weight_block_size [128, 128], fp32 weight_scale_inv",
                  value_bits=8, group=128, group_bits=32, block_rows=128),
@@ -153,6 +154,9 @@ WEIGHT_FORMATS = {f.id: f for f in (
                    "llama.cpp ggml-common.h block sizes; llama-quant.cpp recipes")
       for gguf_id, base in GGUF_BASE.items()),
 )}
+
+
+CHECKPOINT = "checkpoint"  # --weights: as the model's own quantization_config stores them (estimator/checkpoint.py)
 
 
 def weight_format(format_id: str | WeightFormat) -> WeightFormat:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .architecture import MAX_EXPERTS, MAX_HEADS, MAX_LAYERS, MAX_VOCAB, MAX_WIDTH, Architecture, mtp_parameters
+from .checkpoint import checkpoint_format
 from .checks import printable_text
 from .vision import image_tokens, vision_tower
 
@@ -1010,7 +1011,9 @@ def architecture_from_config(config: Config, name: str = "") -> Architecture:
         raise ValueError(f"model_type is not a model type name: {_shown(model_type)}")
     reader = READERS.get(model_type, _generic)
     name = printable_text(name, MAX_MODEL_NAME_CHARS) or _default_name(config, model_type)
-    return _with_towers(reader(_Fields(config), name, model_type), config)
+    a = _with_towers(reader(_Fields(config), name, model_type), config)
+    checkpoint = checkpoint_format(config)
+    return dataclasses.replace(a, checkpoint=checkpoint) if checkpoint is not None else a
 
 
 def _with_towers(a: Architecture, config: Config) -> Architecture:

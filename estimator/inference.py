@@ -17,7 +17,7 @@ from functools import partial
 from .activations import inference_layer_peak, sampling_logits_bytes
 from .architecture import Architecture, parameter_counts
 from .breakdown import Breakdown, make_breakdown
-from .formats import weight_bytes, weight_format
+from .formats import CHECKPOINT, WeightBytes, weight_bytes, weight_format
 from .kv_cache import KV_DTYPE_LABELS, kv_bytes_per_token, kv_cache_bytes, state_bytes
 from .quick import quick_inference
 from .scenarios import InferenceScenario
@@ -28,11 +28,19 @@ DETAILED_ROWS = (("16-bit", "bf16"), ("8-bit", "fp8"), ("4-bit", "awq-4bit"))  #
 RowFunction = Callable[[InferenceScenario], Breakdown]
 
 
+def _weights(a: Architecture, format_id: str) -> WeightBytes:
+    """Weights in `format_id`; CHECKPOINT: as the checkpoint's quantization_config stores them (its exact layout and
+    the modules it leaves 16-bit, estimator/checkpoint.py), 16-bit when it declares none."""
+    if format_id != CHECKPOINT:
+        return weight_bytes(a, format_id)
+    return a.checkpoint.weight_bytes(a) if a.checkpoint is not None else weight_bytes(a, "bf16")
+
+
 def detailed_inference(s: InferenceScenario, format_id: str, row: str) -> Breakdown:
-    """One inference row with weights stored as `format_id`."""
+    """One inference row with weights stored as `format_id` (a WEIGHT_FORMATS id, or CHECKPOINT)."""
     a: Architecture = s.model
     tp, sequences = s.tensor_parallel, s.batch_size * s.concurrency
-    w = weight_bytes(a, format_id)
+    w = _weights(a, format_id)
     act_bytes = s.activation_bits // 8
     components = {
         "weights": -(-w.matrices // tp) + w.vectors,
@@ -55,6 +63,13 @@ def _tower_bytes(a: Architecture, tp: int) -> int:
     return -(-(a.vision_parameters + a.audio_parameters) * BF16_BYTES // tp)
 
 
+def _weights_notes(a: Architecture, format_id: str) -> tuple[str, ...]:
+    if format_id == CHECKPOINT:
+        return a.checkpoint.notes if a.checkpoint is not None else ("Weights: 16-bit, as the checkpoint stores them "
+                                                                    "(its config has no quantization_config)",)
+    return (f"Weights: {weight_format(format_id).label}; embeddings, lm_head and norms as that format leaves them",)
+
+
 def _prefill_tokens(s: InferenceScenario) -> int:
     """Tokens per sequence in one prefill forward: a chunk (vLLM chunked prefill) or the whole sequence."""
     return min(s.seq_len, s.prefill_chunk) if s.prefill_chunk else s.seq_len
@@ -72,7 +87,7 @@ def _assumptions(s: InferenceScenario, format_id: str) -> tuple[str, ...]:
     notes = [
         f"Parameters: {counts.total:,} total, {counts.active:,} active per token"
         + (f" (language model; {counts.towers:,} more in the vision / audio towers)" if counts.towers else ""),
-        f"Weights: {weight_format(format_id).label}; embeddings, lm_head and norms as that format leaves them",
+        *_weights_notes(a, format_id),
         f"KV cache: {cache} x {a.num_layers} layers, {KV_DTYPE_LABELS[s.kv_dtype]}: "
         f"{per_token:,} B ({per_token / 1024:g} KiB) per token; {s.batch_size} x {s.concurrency} sequences of "
         f"{s.seq_len:,} tokens",
@@ -99,8 +114,22 @@ def _assumptions(s: InferenceScenario, format_id: str) -> tuple[str, ...]:
 def estimate_inference(s: InferenceScenario) -> Breakdown:
     """One row for the scenario's own weight format."""
     if s.resolved_method == "quick":
-        return quick_inference(s, weight_format(s.weights).bits, s.weights)
+        return quick_inference(s, checkpoint_bits(s.model) if s.weights == CHECKPOINT else
+                               weight_format(s.weights).bits, s.weights)
     return detailed_inference(s, s.weights, s.weights)
+
+
+def checkpoint_bits(model: object) -> Fraction:
+    """Bits per weight of a checkpoint's own format for the quick method: its layout's, else 16."""
+    checkpoint = getattr(model, "checkpoint", None)
+    layout = getattr(checkpoint, "layout", None)
+    return layout.bits if layout is not None else Fraction(16)
+
+
+def has_checkpoint_row(s: InferenceScenario) -> bool:
+    """Whether the table starts with the checkpoint's own format: a recognised quantization_config."""
+    checkpoint = getattr(s.model, "checkpoint", None)
+    return s.resolved_method == "detailed" and checkpoint is not None and checkpoint.format_id is not None
 
 
 def inference_rows(s: InferenceScenario) -> tuple[tuple[str, RowFunction], ...]:
@@ -108,8 +137,9 @@ def inference_rows(s: InferenceScenario) -> tuple[tuple[str, RowFunction], ...]:
     maps any variant of `s` (another length, GPU count...) to that row's Breakdown."""
     if s.resolved_method == "quick":
         return tuple((label, partial(quick_inference, bits=bits, row=label)) for label, bits in QUICK_ROWS)
+    own = ((CHECKPOINT, CHECKPOINT),) if has_checkpoint_row(s) else ()  # a quantized checkpoint's format first
     return tuple((label, partial(detailed_inference, format_id=format_id, row=label))
-                 for label, format_id in DETAILED_ROWS)
+                 for label, format_id in own + DETAILED_ROWS)
 
 
 def inference_table(s: InferenceScenario) -> tuple[Breakdown, ...]:

@@ -14,7 +14,7 @@ from typing import Union
 from . import catalog
 from .architecture import Architecture
 from .checks import require_int
-from .formats import WEIGHT_FORMATS
+from .formats import CHECKPOINT, WEIGHT_FORMATS
 from .inputs import Input, check_inputs, declare
 from .kv_cache import KV_DTYPE_BYTES
 from .training import LORA_ROLES, OPTIMIZER_IMPLS, OPTIMIZERS, REGIMES, TECHNIQUES, parse_lora_targets
@@ -117,9 +117,11 @@ class InferenceScenario:
 
     model: Model
     weights: str = declare(Input(  # the table rows override it
-        "Extra weight format", "bf16", link="w", flag="--weights", choices=tuple(WEIGHT_FORMATS), optional=True,
+        "Extra weight format", "bf16", link="w", flag="--weights", choices=(*WEIGHT_FORMATS, CHECKPOINT),
+        optional=True,
         help="A storage format (GGUF, GPTQ, AWQ, bitsandbytes, FP8...) to estimate besides the 16/8/4-bit rows "
-             "(the CLI then prints that row only)."))
+             "(the CLI then prints that row only); 'checkpoint': as the config's quantization_config stores them, "
+             "the first row of the table when there is one."))
     kv_dtype: str = declare(Input("KV-cache dtype", "bf16", link="kv", flag="--kv-dtype", choices=tuple(KV_DTYPE_BYTES),
                                   help="Precision of the cached keys and values."))
     batch_size: int = declare(BATCH_SIZE)  # b, sequences per request

@@ -7,12 +7,13 @@ its table of 16-, 8- and 4-bit rows. A catalog model or a config.json switches t
 
 import streamlit as st
 
-from estimator.formats import WEIGHT_FORMATS
+from estimator.formats import CHECKPOINT, WEIGHT_FORMATS
 from estimator.kv_cache import KV_DTYPE_LABELS
 from ui import chrome, form, results, state
 
 PAGE = "inference"
-WEIGHT_LABELS = {None: "None (the three rows only)", **{k: f.label for k, f in WEIGHT_FORMATS.items()}}
+WEIGHT_LABELS = {None: "None (the three rows only)", **{k: f.label for k, f in WEIGHT_FORMATS.items()},
+                 CHECKPOINT: "As the checkpoint stores it (its quantization_config)"}
 
 slot = chrome.header(PAGE, "Inference memory",
                      "GPU memory to serve a model: weights, KV cache, activations and runtime overhead, per GPU.")

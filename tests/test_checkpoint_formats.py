@@ -164,7 +164,8 @@ def test_qwen1_5_moe_gptq_int4_stores_qweight_qzeros_scales_and_g_idx():
     cp = checkpoint_format(config)
     assert (cp.format_id, cp.label) == ("gptq-4bit", "GPTQ 4-bit, group 128, symmetric")
     a = est.model("Qwen/Qwen1.5-MoE-A2.7B-Chat-GPTQ-Int4").architecture
-    # bits per matrix (out x in): 4 per weight + (fp16 scale + int4 zero) per 128 inputs of a row + int32 g_idx per input
+    # bits per matrix (out x in): 4 per weight + (fp16 scale + int4 zero) per 128 inputs of a row
+    # + int32 g_idx per input
     attn = 4 * (2048 * 2048 * 4 + 2048 * 16 * 20 + 2048 * 32)  # q, k, v, o
     experts = 60 * (2 * (1408 * 2048 * 4 + 1408 * 16 * 20 + 2048 * 32) + 2048 * 1408 * 4 + 2048 * 11 * 20 + 1408 * 32)
     shared = 2 * (5632 * 2048 * 4 + 5632 * 16 * 20 + 2048 * 32) + 2048 * 5632 * 4 + 2048 * 44 * 20 + 5632 * 32
@@ -287,25 +288,36 @@ def run_json(capsys, *argv) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-def test_cli_defaults_to_the_checkpoint_format_and_weights_overrides_it(capsys):
+def test_cli_table_starts_with_the_checkpoint_format_and_weights_overrides_it(capsys):
     path = str(CONFIGS / "moonshotai__Kimi-K2.5.json")
     a = est.model("moonshotai/Kimi-K2.5").architecture
     default = run_json(capsys, "--config", path)
-    assert [row["scenario"] for row in default["rows"]] == ["int4-g32"]
-    assert default["inputs"]["weights"] == "int4-g32"
+    assert [row["scenario"] for row in default["rows"]] == ["checkpoint", "16-bit", "8-bit", "4-bit"]
     matrices = 60 * 384 * 3
     expected = matrices * (2048 * 7168 // 2 + 2048 * 7168 // 32 * 2 + 16) + sixteen_bit_rest(a, matrices * 2048 * 7168)
     assert default["rows"][0]["components"]["weights"] == expected
+    alone = run_json(capsys, "--config", path, "--weights", "checkpoint")
+    assert [row["scenario"] for row in alone["rows"]] == ["checkpoint"]
+    assert alone["rows"][0]["components"]["weights"] == expected
     override = run_json(capsys, "--config", path, "--weights", "bf16")
     assert [row["scenario"] for row in override["rows"]] == ["bf16"]
     assert override["rows"][0]["components"]["weights"] == 2 * est.parameter_counts(a).total
 
 
 def test_cli_says_which_checkpoint_format_it_assumed(capsys):
-    assert main(["inference", "--model", "openai/gpt-oss-20b", "--tp", "2"]) == 0
+    assert main(["inference", "--model", "openai/gpt-oss-20b", "--tp", "2", "--weights", "checkpoint"]) == 0
     out = capsys.readouterr().out
     assert "Checkpoint format from quantization_config: MXFP4 MoE experts" in out
-    assert "mxfp4" in out.splitlines()[2]
+    assert "checkpoint" in out.splitlines()[2]
+
+
+def test_the_api_and_the_cli_agree_on_the_checkpoint_row(capsys):
+    a = est.model("deepseek-ai/DeepSeek-V3.1").architecture
+    s = est.InferenceScenario(a, tensor_parallel=8, weights="checkpoint")
+    rows = run_json(capsys, "--model", "deepseek-ai/DeepSeek-V3.1", "--tp", "8")["rows"]
+    assert rows[0]["scenario"] == "checkpoint" and rows[0]["total_bytes"] == est.estimate_inference(s).total
+    assert est.estimate_inference(s).component("weights") == -(-a.checkpoint.weight_bytes(a).matrices // 8) + \
+        a.checkpoint.weight_bytes(a).vectors
 
 
 def test_cli_without_quantization_config_keeps_the_reference_table(capsys):

@@ -41,7 +41,8 @@ SOURCES = ("params", "catalog", "config")
 MAX_COMPARE = 6
 MAX_SCENARIO_NAME_CHARS = 60
 MAX_LINK_CONFIG_CHARS = 100_000  # a config.json is a few KB; this also bounds what a link can make us decompress
-INFERENCE_ROWS = ("16-bit", "8-bit", "4-bit", "custom")  # custom: the extra row of the chosen weight format
+# custom: the extra row of the chosen weight format; checkpoint: a quantized config's own format (the first row)
+INFERENCE_ROWS = ("16-bit", "8-bit", "4-bit", "custom", "checkpoint")
 ROW = {"inference": "row", "finetune": "technique"}  # the input that selects the row for the fit and Compare
 FALLBACK = {"model": "the parameter count", "cfg": "the parameter count"}  # replaces a bad value (else: default)
 

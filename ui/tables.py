@@ -18,7 +18,7 @@ import pandas as pd
 
 from estimator.breakdown import Breakdown
 from estimator.finetune import finetune_rows
-from estimator.formats import WEIGHT_FORMATS
+from estimator.formats import CHECKPOINT, WEIGHT_FORMATS
 from estimator.hardware import GpuFit
 from estimator.inference import estimate_inference, inference_rows
 from estimator.scenarios import FinetuneScenario, InferenceScenario
@@ -43,11 +43,22 @@ def table_rows(page: str, s: Scenario, extra_weights: str | None = None) -> tupl
     """The reference document's rows for the page, plus a row for `extra_weights` (a weight format id)."""
     if page == "finetune":
         return tuple(TableRow(key, TECHNIQUE_LABELS[key], TECHNIQUE_LABELS[key], fn) for key, fn in finetune_rows(s))
-    rows = tuple(TableRow(key, f"Inference ({key})", key, fn) for key, fn in inference_rows(s))
-    if extra_weights:
-        label = WEIGHT_FORMATS[extra_weights].label
+    rows = tuple(TableRow(key, *_inference_labels(s, key), fn) for key, fn in inference_rows(s))
+    if extra_weights and not (extra_weights == CHECKPOINT and rows[0].key == CHECKPOINT):
+        label = _inference_labels(s, CHECKPOINT)[1] if extra_weights == CHECKPOINT else \
+            WEIGHT_FORMATS[extra_weights].label
         rows += (TableRow("custom", f"Inference ({label})", label, estimate_inference),)
     return rows
+
+
+def _inference_labels(s: Scenario, key: str) -> tuple[str, str]:
+    """(table label, chart label) of an inference row: the checkpoint's row is named by its format."""
+    if key != CHECKPOINT:
+        return f"Inference ({key})", key
+    checkpoint = getattr(s.model, "checkpoint", None)
+    label = f"as stored: {checkpoint.label}" if checkpoint is not None else "as stored: 16-bit"
+    return f"Inference ({label})", "As stored"
+
 
 
 def selected_row(rows: Sequence[TableRow], key: str) -> TableRow:

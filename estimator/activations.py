@@ -13,6 +13,9 @@ Training, per layer (flash/sdpa attention, no dropout):
     gated MLP    : gate, SiLU, up, product 4 A t I (3 when the down projection is frozen)
     gradient checkpointing: A t h per layer (the layer input) + one layer recomputed during backward
     LoRA (peft, fp32 adapters by default): an fp32 copy of each adapted layer's input + the rank-r output
+Other families' code paths (validation/FINDINGS.md 19-27): LayerNorm saves its 16-bit input, mean and rstd; GeLU /
+gelu_new / ReLU MLPs keep 2 / 5 / 1 tensors of width I; Falcon's multi-query attention runs SDPA's math kernel
+(fp32 q, k, v and s^2 softmax); fused q/k/v projections keep their whole output (GPT-2) or copy q (Phi-3).
 Loss head: HF `ForCausalLMLoss` upcasts logits to fp32 (transformers `src/transformers/loss/loss_utils.py`):
 4 t V saved + 8 t V of temporaries when backward starts = 12 t V.
 Inference (no autograd): the largest layer-phase working set, e.g. for the MLP
@@ -54,6 +57,10 @@ MLP_INFERENCE_TENSORS = {"gelu_new": 4, "gelu": 2, "relu": 2}
 # set `fp32_norm_weight`: Olmo2RMSNorm returns (self.weight * hidden_states).to(input_dtype) (transformers v5.24.0
 # src/transformers/models/olmo2/modeling_olmo2.py), for its post-attention / post-feedforward norms and q/k norms.
 FP32_WEIGHT_NORM_FAMILIES = ("olmo2",)
+# Routers whose top-k weights stay fp32 (MiniMaxM2TopKRouter: sigmoid(router_logits.float()), transformers v5.24.0
+# src/transformers/models/minimax_m2/modeling_minimax_m2.py; MixtralTopKRouter: softmax(..., dtype=torch.float)):
+# the experts' `proj_out * sample_weights` (src/transformers/integrations/moe.py) is then an fp32 (S, h) tensor.
+FP32_ROUTING_WEIGHTS = ("minimax_m2", "mixtral")
 FALCON_TYPES = ("falcon", "RefinedWebModel", "RefinedWeb")
 
 
@@ -111,7 +118,11 @@ def inference_layer_peak(a: Architecture, batch: int, query_len: int, context: i
     for layer, _ in layer_kinds(a):
         if layer in a.moe_layers:  # tokens gathered per expert, fused gate_up output, SiLU, product
             routed = a.experts_per_token * t
-            work = A * routed * (h + 4 * a.moe_intermediate_size // tp) + 3 * A * t * a.shared_expert_intermediate_size // tp
+            work = A * routed * (h + 4 * a.moe_intermediate_size // tp)
+            if a.router_fp32 or a.model_type in FP32_ROUTING_WEIGHTS:  # the down phase: gathered input, down
+                # output, its product with the fp32 routing weights (fp32) and that product unpermuted (fp32)
+                work = max(work, A * routed * 2 * h + 2 * FP32_BYTES * routed * h)
+            work += 3 * A * t * a.shared_expert_intermediate_size // tp
         elif a.gated_mlp:  # gate, SiLU, up (the product replaces the first freed one)
             work = 3 * A * t * a.intermediate_size // tp
         else:
@@ -191,11 +202,11 @@ def _family_attention_extra(a: Architecture, t: int, A: int, frozen: bool) -> in
     """Copies a family's attention code makes next to q, k, v and the output (validation/FINDINGS.md 6, 19):
     GPT-2's q is a view of the fused c_attn output, so the whole (q_w + 2 kv_w)-wide storage stays saved (+2 kv_w);
     Phi-3 copies the q slice of qkv_proj (+q_w); Phi builds q with torch.cat (partial RoPE), the kernel's output
-    follows q's (b, heads, s, d) layout and `transpose(1, 2).contiguous()` copies it for `dense` (+q_w), which a
-    frozen `dense` does not keep."""
+    follows q's (b, heads, s, d) layout and `transpose(1, 2).contiguous()` copies it for `dense` (+q_w). With a
+    frozen base neither copy is kept (measured: phi3-lora-qv-sdpa, phi-lora-qv-sdpa)."""
     if a.model_type in ("gpt2", "qwen"):
         return A * t * 2 * a.num_kv_heads * a.head_dim
-    if a.model_type == "phi3" or (a.model_type == "phi" and not frozen):
+    if a.model_type in ("phi3", "phi") and not frozen:  # (Phi-3's q copy is not kept with a frozen qkv_proj)
         return A * t * a.q_width
     return 0
 
@@ -227,7 +238,7 @@ def _attention_saved(a: Architecture, batch: int, seq: int, layer: int, A: int, 
             # HF sdpa gets an explicit mask: k and v repeated to every head, and the 16-bit mask saved
             saved += A * t * (2 * a.q_width - _kv_width(a)) + A * batch * seq * seq
     else:
-        saved = 4 * A * t * a.q_width + _family_attention_extra(a, t, A, frozen)  # q, repeated k and v, o_proj input
+        saved = 4 * A * t * a.q_width  # q, repeated k and v, o_proj input (the copies above are sdpa's)
     if flash_attention:
         saved += FP32_BYTES * heads * t  # logsumexp
     elif a.attention_sinks:  # gpt-oss: softmax over s + 1 columns in 16-bit, int64 index of the max
@@ -306,6 +317,12 @@ def training_activation_bytes(a: Architecture, batch: int, seq: int, *, act_byte
                                                   frozen_base=frozen_base, lora_targets=lora_targets,
                                                   lora_rank=lora_rank, adapter_bytes=adapter_bytes)
                      for layer, count in layer_kinds(a))
+        untouched = _layers_before_first_adapter(a, frozen_base, lora_targets)
+        if untouched:  # nothing in them needs a gradient, so they save nothing (validation/FINDINGS.md 25)
+            layers -= sum(training_layer_bytes(a, batch, seq, i, act_bytes=A, flash_attention=flash_attention,
+                                               frozen_base=frozen_base, lora_targets=lora_targets,
+                                               lora_rank=lora_rank, adapter_bytes=adapter_bytes)
+                          for i in range(untouched))
     if a.norm_bias:  # LayerNorm saves its 16-bit input, which for layer 0's first norm is the embedding output
         final_norm, embedding = A * t * h + 2 * LAYER_NORM_STAT_BYTES * t, 0
     else:
@@ -314,6 +331,9 @@ def training_activation_bytes(a: Architecture, batch: int, seq: int, *, act_byte
         embedding = 0  # the embedding output is layer 0's checkpoint input, already counted
     if not frozen_base:
         outside = embedding + final_norm + A * t * h  # embedding output; final norm's saved input and output
+        if a.fp32_norm_weight or a.model_type in FP32_WEIGHT_NORM_FAMILIES:
+            # the final norm keeps its fp32 normalized tensor for the weight's gradient instead of a 16-bit one
+            outside += (FP32_BYTES - A) * t * h
     elif gradient_checkpointing:
         outside = A * t * h + final_norm  # enable_input_require_grads keeps the embedding output
     else:  # the frozen embedding saves nothing, and layer 0's input norm saves nothing (its input needs no
@@ -323,6 +343,15 @@ def training_activation_bytes(a: Architecture, batch: int, seq: int, *, act_byte
             first = layer_kinds(a)[0][0]
             outside -= _mlp_saved(a, batch, seq, first, A, True, "experts" not in lora_targets)
     return layers + outside + _rope_bytes(a, t, A)
+
+
+def _layers_before_first_adapter(a: Architecture, frozen_base: bool, lora_targets: tuple[str, ...]) -> int:
+    """Leading Gated DeltaNet layers without adapters (LoRA targets other than all-linear adapt only attention and
+    MLP projections, and peft's all-linear conversion moves Qwen3-Next's MLP names to the experts): with a frozen
+    base, the layers before the first full-attention layer compute without autograd. Hybrid models only."""
+    if not (frozen_base and a.linear_layers) or {"gate_proj", "up_proj", "down_proj", "experts"} & set(lora_targets):
+        return 0
+    return next((i for i in range(a.num_layers) if i not in set(a.linear_layers)), 0)
 
 
 def recompute_bytes(a: Architecture, batch: int, seq: int, **layer_options) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import estimator as est
-from estimator.activations import loss_head_bytes, training_layer_bytes
+from estimator.activations import _layers_before_first_adapter, loss_head_bytes, training_layer_bytes
 from estimator.finetune import detailed_finetune
 from estimator.inference import detailed_inference
 from estimator.training import parse_lora_targets
@@ -58,6 +58,8 @@ def estimate_training(config: Mapping, batch: int = 1, seq: int = 512, technique
     last = max(0, a.num_layers - 2)  # the row compares layer L-2 (layer 0 and the last layer differ in LoRA and GC)
     per_layer = training_layer_bytes(a, batch, seq, last, flash_attention=attn_impl != "eager",
                                      frozen_base=technique != "full", lora_targets=targets, lora_rank=lora_rank)
+    if last < _layers_before_first_adapter(a, technique != "full", targets):
+        per_layer = 0  # a hybrid's leading linear-attention layers without adapters save nothing
     return {
         "weights": b.component("weights"),
         "gradients": phases["optimizer step"] - persistent,

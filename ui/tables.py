@@ -55,9 +55,9 @@ def _inference_labels(s: Scenario, key: str) -> tuple[str, str]:
     """(table label, chart label) of an inference row: the checkpoint's row is named by its format."""
     if key != CHECKPOINT:
         return f"Inference ({key})", key
-    checkpoint = getattr(s.model, "checkpoint", None)
-    label = f"as stored: {checkpoint.label}" if checkpoint is not None else "as stored: 16-bit"
-    return f"Inference ({label})", "As stored"
+    checkpoint = getattr(s.model, "checkpoint", None)  # its full description is in the assumptions
+    stored = checkpoint.format_id if checkpoint is not None and checkpoint.format_id else "16-bit"
+    return f"Inference (checkpoint, {stored})", "Checkpoint"
 
 
 

@@ -222,8 +222,12 @@ def _attention_saved(a: Architecture, batch: int, seq: int, layer: int, A: int, 
     """What one attention block saves for backward (FINDINGS 3, 4, 7, 8, 9b, 11, 19)."""
     t, heads = batch * seq, a.num_heads
     kernel = sdpa_kernel(a, flash_attention)
-    if kernel == "math":  # fp32 q and k, v broadcast to every head, fp32 softmax; the 16-bit output copy for dense
-        return (FP32_BYTES * t * 3 * a.q_width + FP32_BYTES * heads * t * seq
+    if kernel == "math":  # fp32 q, k and v, fp32 softmax; the 16-bit output copy for dense
+        # torch.matmul folds the query heads into rows when the one-head k / v have no other batch dimension
+        # (b = 1: `should_fold` in aten/src/ATen/native/LinearAlgebra.cpp); with b > 1 it expands k and v to
+        # every head and bmm saves those copies
+        kv_width = 2 * (a.q_width if batch > 1 else a.num_kv_heads * a.head_dim)
+        return (FP32_BYTES * t * (a.q_width + kv_width) + FP32_BYTES * heads * t * seq
                 + (0 if frozen else A * t * a.q_width))
     if a.is_mla:  # q and k expanded over heads, v, output; q_a/kv_a norms and the latent copy feeding kv_b
         qk, v = a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim

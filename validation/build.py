@@ -33,6 +33,8 @@ def hf_config(config: Mapping, num_layers: int | None = None):
         model_type = "falcon"
     if num_layers is not None:
         fields["num_hidden_layers"] = num_layers
+        if "n_layer" in fields:  # GPT-2 and Falcon-7B name it n_layer
+            fields["n_layer"] = num_layers
         for key in ("layer_types", "mlp_layer_types"):
             if isinstance(fields.get(key), list):
                 fields[key] = fields[key][:num_layers]

@@ -263,6 +263,14 @@ def _real_cases() -> list[Case]:
         Case("gpt-oss-20b-infer", "gpt_oss", "inference", dict(batch=1, prefill_len=4096, decode_steps=8,
                                                                attn_impl="eager"),
              model="openai/gpt-oss-20b", layers=(2, 4)),
+        # issue 12: families whose kernel paths differ from Llama's, at real width
+        Case("falcon-7b-full", "falcon", "training", t1, model="tiiuae/falcon-7b-instruct", layers=(2, 3)),
+        Case("falcon-7b-infer", "falcon", "inference", dict(batch=1, prefill_len=2048, decode_steps=8),
+             model="tiiuae/falcon-7b-instruct", layers=(2, 3)),
+        Case("opt-6.7b-full", "opt", "training", t1, model="facebook/opt-6.7b", layers=(2, 3),
+             variant="the config's dropout 0.1 (a bool mask per nn.Dropout); the estimator assumes no dropout"),
+        Case("qwen1.5-moe-lora-all", "qwen2_moe", "training", dict(t1, technique="lora", lora_targets="all-linear"),
+             model="Qwen/Qwen1.5-MoE-A2.7B-Chat-GPTQ-Int4", layers=(2, 3)),
     ]
 
 

@@ -334,7 +334,7 @@ def trace_scaled(trace: Callable[..., dict], config, layers: tuple[int, int], **
     own `num_hidden_layers` (per-layer bytes are constant for layers of one kind). Pick layer counts that keep
     the mix of layer kinds (e.g. both even for alternating sliding-window layers)."""
     cfg = _config_dict(config)
-    target = cfg["num_hidden_layers"]
+    target = cfg["num_hidden_layers"] if "num_hidden_layers" in cfg else cfg["n_layer"]  # GPT-2, Falcon-7B: n_layer
     lo, hi = layers
     a = trace(cfg, num_layers=lo, **kwargs)
     b = trace(cfg, num_layers=hi, **kwargs)

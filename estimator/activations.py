@@ -56,7 +56,8 @@ MLP_INFERENCE_TENSORS = {"gelu_new": 4, "gelu": 2, "relu": 2}
 # RMSNorms that multiply the weight in fp32 and save the fp32 normalized tensor, where the config reader does not
 # set `fp32_norm_weight`: Olmo2RMSNorm returns (self.weight * hidden_states).to(input_dtype) (transformers v5.24.0
 # src/transformers/models/olmo2/modeling_olmo2.py), for its post-attention / post-feedforward norms and q/k norms.
-FP32_WEIGHT_NORM_FAMILIES = ("olmo2",)
+# Qwen3NextRMSNorm (also Qwen3.5's) computes x_fp32 normalized * (1 + weight.float()) like Gemma's.
+FP32_WEIGHT_NORM_FAMILIES = ("olmo2", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
 # Routers whose top-k weights stay fp32 (MiniMaxM2TopKRouter: sigmoid(router_logits.float()), transformers v5.24.0
 # src/transformers/models/minimax_m2/modeling_minimax_m2.py; MixtralTopKRouter: softmax(..., dtype=torch.float)):
 # the experts' `proj_out * sample_weights` (src/transformers/integrations/moe.py) is then an fp32 (S, h) tensor.
@@ -84,10 +85,13 @@ def _mlp_widths(a: Architecture, layer: int) -> tuple[int, int]:
 
 @functools.lru_cache(maxsize=1024)
 def layer_kinds(a: Architecture) -> tuple[tuple[int, int], ...]:
-    """(representative layer index, number of such layers) for each kind of layer: dense MLP and MoE."""
-    moe = set(a.moe_layers)
-    dense = [i for i in range(a.num_layers) if i not in moe]
-    return tuple((layers[0], len(layers)) for layers in (dense, sorted(moe)) if layers)
+    """(representative layer index, number of such layers) for each kind of layer: dense MLP or MoE, with attention
+    or Gated DeltaNet linear attention."""
+    moe, linear = set(a.moe_layers), set(a.linear_layers)
+    kinds: dict[tuple[bool, bool], list[int]] = {}
+    for i in range(a.num_layers):
+        kinds.setdefault((i in moe, i in linear), []).append(i)
+    return tuple((layers[0], len(layers)) for _, layers in sorted(kinds.items()))
 
 
 def _rope_bytes(a: Architecture, tokens: int, A: int) -> int:
@@ -118,10 +122,11 @@ def inference_layer_peak(a: Architecture, batch: int, query_len: int, context: i
     for layer, _ in layer_kinds(a):
         if layer in a.moe_layers:  # tokens gathered per expert, fused gate_up output, SiLU, product
             routed = a.experts_per_token * t
-            work = A * routed * (h + 4 * a.moe_intermediate_size // tp)
-            if a.router_fp32 or a.model_type in FP32_ROUTING_WEIGHTS:  # the down phase: gathered input, down
-                # output, its product with the fp32 routing weights (fp32) and that product unpermuted (fp32)
-                work = max(work, A * routed * 2 * h + 2 * FP32_BYTES * routed * h)
+            # the down phase: gathered input, down output, its product with the routing weights and that product
+            # unpermuted, both in the routing weights' dtype (fp32 for the families below)
+            weight_bytes = FP32_BYTES if a.router_fp32 or a.model_type in FP32_ROUTING_WEIGHTS else A
+            work = max(A * routed * (h + 4 * a.moe_intermediate_size // tp),
+                       A * routed * 2 * h + 2 * weight_bytes * routed * h)
             work += 3 * A * t * a.shared_expert_intermediate_size // tp
         elif a.gated_mlp:  # gate, SiLU, up (the product replaces the first freed one)
             work = 3 * A * t * a.intermediate_size // tp
@@ -260,6 +265,37 @@ def _attention_saved(a: Architecture, batch: int, seq: int, layer: int, A: int, 
     return saved
 
 
+GDN_CHUNK = 64  # chunk_size of torch_chunk_gated_delta_rule (transformers v5.24.0 models/qwen3_next)
+
+
+def _linear_attention_saved(a: Architecture, batch: int, seq: int, A: int) -> int:
+    """What one Gated DeltaNet layer saves for backward in transformers' torch fallback (flash-linear-attention not
+    installed): `Qwen3NextGatedDeltaNet.forward` + `torch_chunk_gated_delta_rule` (transformers v5.24.0
+    src/transformers/models/qwen3_next/modeling_qwen3_next.py), traced with distinct dimensions
+    (validation/FINDINGS.md 29). K = n_k d_k, V = n_v d_v, q and k repeated to the n_v value heads, C = 64,
+    N = ceil(s / C) chunks, T = b N C padded tokens:
+        mixed q/k/v and the causal conv's padded output   A t (2K + V) + A b (2K + V) (s + kernel - 1)
+        q, k in fp32 (copies, l2norm, scaled q)            3 x 4 t n_v d_k
+        padded q, k and the chunked k-side tensors          5 x 4 T n_v d_k
+        v side: padded v, solved u, per-chunk v_new        3 x 4 T n_v d_v
+        decay mask, attention and their products (C x C)  5 x 4 T n_v C
+        recurrent state per chunk                          4 b n_v d_k d_v N
+        gated RMSNorm: fp32 output, gate, SiLU; 16-bit copies and the out_proj input   3 x 4 t V + 3 A t V
+        l2norm and norm rsqrt, g, beta, decay exponentials   4 t n_v x 9 + A t n_v"""
+    t, n_v = batch * seq, a.linear_value_heads
+    key, value = a.linear_key_heads * a.linear_key_head_dim, a.linear_value_heads * a.linear_value_head_dim
+    chunks = -(-seq // GDN_CHUNK)
+    padded = batch * chunks * GDN_CHUNK
+    conv = A * t * (2 * key + value) + A * batch * (2 * key + value) * (seq + a.linear_conv_kernel - 1)
+    k_side = FP32_BYTES * n_v * a.linear_key_head_dim * (3 * t + 5 * padded)
+    v_side = 3 * FP32_BYTES * padded * value
+    chunk_matrices = 5 * FP32_BYTES * padded * n_v * GDN_CHUNK
+    states = FP32_BYTES * batch * n_v * a.linear_key_head_dim * a.linear_value_head_dim * chunks
+    gated_norm = 3 * FP32_BYTES * t * value + 3 * A * t * value
+    small = 9 * FP32_BYTES * t * n_v + A * t * n_v
+    return conv + k_side + v_side + chunk_matrices + states + gated_norm + small
+
+
 def _mlp_saved(a: Architecture, batch: int, seq: int, layer: int, A: int, frozen: bool,
                frozen_experts: bool) -> int:
     """What one MLP or MoE block saves for backward (FINDINGS 9, 11 for MoE with grouped experts). Frozen
@@ -303,7 +339,9 @@ def training_layer_bytes(a: Architecture, batch: int, seq: int, layer: int = 0, 
     if "experts" in targets:  # peft's ParamWrapper keeps the merged W + delta-W of every expert for backward
         lora += A * a.num_experts * (3 if a.gated_mlp else 2) * h * a.moe_intermediate_size
     frozen_experts = frozen_base and "experts" not in targets
-    return (norms + _attention_saved(a, batch, seq, layer, A, flash_attention, frozen_base)
+    mixer = (_linear_attention_saved(a, batch, seq, A) if layer in a.linear_layers
+             else _attention_saved(a, batch, seq, layer, A, flash_attention, frozen_base))
+    return (norms + mixer
             + _mlp_saved(a, batch, seq, layer, A, frozen_base, frozen_experts) + lora)
 
 

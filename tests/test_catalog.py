@@ -34,9 +34,9 @@ def _matches(count: int, published: str) -> bool:
     return number in stated and (digits < 4 or close)
 
 
-def test_the_catalog_has_at_least_40_models_and_unique_ids():
+def test_the_catalog_has_at_least_100_models_and_unique_ids():
     ids = [m.id for m in est.models()]
-    assert len(ids) >= 40
+    assert len(ids) >= 100
     assert len(set(ids)) == len(ids)
 
 
@@ -98,6 +98,13 @@ TRANSFORMERS_COUNTS = {
     "microsoft/phi-1": 1_418_270_720,
     "microsoft/phi-1_5": 1_418_270_720,
     "deepcogito/cogito-v1-preview-qwen-14B": 14_765_947_904,
+    # quantized releases of architectures above, with their quantization_config (built unquantized)
+    "zai-org/GLM-5-FP8": 743_911_199_232,
+    "zai-org/GLM-5.1-FP8": 743_911_199_232,
+    "nvidia/GLM-5.1-NVFP4": 743_911_199_232,
+    "nvidia/Kimi-K2.5-NVFP4": 1_026_408_209_408,
+    "nvidia/MiniMax-M2.7-NVFP4": 228_689_748_992,
+    "nvidia/Qwen3.5-397B-A17B-NVFP4": 396_346_350_336,
     # Mamba-2 / attention hybrids (nemotron_h) and Llama 4's text model (llama4; abridged copies without vision_config)
     "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16": 549_308_968_960,
     "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8": 120_668_687_360,

@@ -354,6 +354,10 @@ def training_activation_bytes(a: Architecture, batch: int, seq: int, *, act_byte
     A, t, h = act_bytes, batch * seq, a.hidden_size
     if gradient_checkpointing:
         layers = A * t * h * a.num_layers
+        if not flash_attention:  # eager's additive masks (one per mask kind: full, sliding window) are inputs of
+            # every checkpointed layer, so they live until backward (validation/FINDINGS.md 27)
+            kinds = (1 if a.sliding_layers else 0) + (1 if len(a.sliding_layers) < a.num_layers else 0)
+            layers += kinds * A * batch * seq * seq
     else:
         layers = sum(count * training_layer_bytes(a, batch, seq, layer, act_bytes=A, flash_attention=flash_attention,
                                                   frozen_base=frozen_base, lora_targets=lora_targets,

@@ -115,12 +115,35 @@ TRANSFORMERS_COUNTS = {
     "meta-llama/Llama-4-Maverick-17B-128E-Instruct": 400_711_848_960,
     "google/gemma-4-26B-A4B": 25_233_141_760,  # gemma4: the language model of the text_config
     "nvidia/Gemma-4-31B-IT-NVFP4": 30_697_345_280,
+    # Qwen3-VL's language models (qwen3_vl_text / qwen3_vl_moe_text read as Qwen3 / Qwen3-MoE; AutoModel of the
+    # text_config + lm_head, tests/test_hybrid_models.py rebuilds them)
+    "Qwen/Qwen3-VL-2B-Instruct": 1_720_574_976,
+    "Qwen/Qwen3-VL-4B-Instruct": 4_022_468_096,
+    "Qwen/Qwen3-VL-8B-Instruct": 8_190_735_360,
+    "Qwen/Qwen3-VL-32B-Instruct": 32_762_123_264,
+    "Qwen/Qwen3-VL-30B-A3B-Instruct": 30_532_122_624,
+    "Qwen/Qwen3-VL-235B-A22B-Instruct": 235_093_634_560,
+}
+# The whole multimodal model as transformers 5.24 builds Qwen3VL(Moe)ForConditionalGeneration on the meta device:
+# language model + vision tower (validation/published/configs/INDEX.md)
+WITH_TOWERS_COUNTS = {
+    "Qwen/Qwen3-VL-2B-Instruct": 2_127_532_032,
+    "Qwen/Qwen3-VL-4B-Instruct": 4_437_815_808,
+    "Qwen/Qwen3-VL-8B-Instruct": 8_767_123_696,
+    "Qwen/Qwen3-VL-32B-Instruct": 33_357_390_064,
+    "Qwen/Qwen3-VL-30B-A3B-Instruct": 31_070_754_032,
+    "Qwen/Qwen3-VL-235B-A22B-Instruct": 235_670_022_896,
 }
 
 
 @pytest.mark.parametrize("model_id, exact", TRANSFORMERS_COUNTS.items())
 def test_parameter_counts_equal_transformers_builds(model_id, exact):
     assert est.parameter_counts(est.model(model_id).architecture).total == exact
+
+
+@pytest.mark.parametrize("model_id, exact", WITH_TOWERS_COUNTS.items())
+def test_multimodal_counts_with_the_vision_tower_equal_transformers_builds(model_id, exact):
+    assert est.parameter_counts(est.model(model_id).architecture).with_towers == exact
 
 
 def test_the_gpu_catalog_has_at_least_20_gpus_with_sources():

@@ -96,6 +96,7 @@ class Architecture:
     v_head_dim: int = 0  # d_v
     index_heads: int = 0  # DeepSeek-V3.2's lightning indexer: query heads (0 = no indexer)
     index_head_dim: int = 0  # width of the indexer's one cached key per token and layer
+    shared_index_layers: tuple[int, ...] = ()  # layers reusing the previous indexer's top-k (GLM-5.x): no indexer
     # Mixture of experts; num_experts = 0 means dense
     num_experts: int = 0  # E, routed experts per MoE layer
     experts_per_token: int = 0  # k, experts each token is routed to
@@ -234,7 +235,7 @@ class Architecture:
         for name in ("mamba_proj_bias", "mamba_conv_bias", "mamba_norm", "chunked_attention"):
             require_bool(name, getattr(self, name))
         for name in ("moe_layers", "sliding_layers", "linear_layers", "mamba_layers", "attention_free_layers",
-                     "mlp_free_layers", "kv_shared_layers", "wide_mlp_layers"):
+                     "mlp_free_layers", "kv_shared_layers", "wide_mlp_layers", "shared_index_layers"):
             layers = getattr(self, name)
             if any(not 0 <= i < self.num_layers for i in layers) or len(set(layers)) != len(layers):
                 raise ValueError(f"{name} must list distinct layer indices in 0..{self.num_layers - 1}")
@@ -308,7 +309,7 @@ def _attention_tensors(a: Architecture, i: int) -> list[Tensor]:
         out = [Tensor("attn_output", i, h, a.num_heads * a.v_head_dim)]
         biases = (a.q_width + a.kv_lora_rank + a.qk_rope_head_dim if a.qkv_bias else 0) + (h if a.o_bias else 0)
         tensors = q + kv + out
-        if a.index_heads:  # DeepseekV32Indexer: wq_b (q latent -> heads x d_i), wk (h -> d_i), k_norm (LayerNorm
+        if a.index_heads and i not in a.shared_index_layers:  # DeepseekV32Indexer: wq_b (q latent -> heads x d_i), wk (h -> d_i), k_norm (LayerNorm
             # weight and bias), weights_proj (h -> heads); transformers models/deepseek_v32/modeling_deepseek_v32.py
             d = a.index_head_dim
             tensors += [Tensor("attn_index_q", i, a.index_heads * d, a.q_lora_rank), Tensor("attn_index_k", i, d, h),

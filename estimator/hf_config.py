@@ -48,6 +48,7 @@ FIELD_LIMITS = {
     **dict.fromkeys(("num_global_key_value_heads", "top_k_experts", "moe_num_experts", "moe_k",
                      "moe_num_shared_experts"), MAX_EXPERTS),
     "vocab_size_per_layer_input": MAX_VOCAB, "num_kv_shared_layers": MAX_LAYERS, "laurel_rank": MAX_WIDTH,
+    "index_topk_freq": MAX_LAYERS, "index_skip_topk_offset": MAX_LAYERS,
     "altup_num_inputs": 64,
 }
 
@@ -544,11 +545,30 @@ def _deepseek(f: _Fields, name: str, model_type: str) -> Architecture:
                         kv_lora_rank=f.need("kv_lora_rank"), q_lora_rank=f.get("q_lora_rank", 0),
                         qk_nope_head_dim=nope, qk_rope_head_dim=rope, v_head_dim=f.need("v_head_dim"),
                         index_heads=f.get("index_n_heads", 0), index_head_dim=f.get("index_head_dim", 0),
-                        num_experts=experts, experts_per_token=f.get("num_experts_per_tok", 0) if experts else 0,
+                        shared_index_layers=_shared_index_layers(f, base["num_layers"]) if f.get("index_n_heads", 0)
+                        else (), num_experts=experts, experts_per_token=f.get("num_experts_per_tok", 0) if experts else 0,
                         moe_intermediate_size=f.get("moe_intermediate_size", 0) if experts else 0,
                         shared_expert_intermediate_size=f.get("n_shared_experts", 0) * f.get("moe_intermediate_size", 0)
                         if experts else 0, moe_layers=moe_layers, router_fp32=bool(experts))
     return _with_mtp_note(a, f)
+
+
+def _shared_index_layers(f: _Fields, layers: int) -> tuple[int, ...]:
+    """Layers that reuse the previous full layer's top-k selection instead of running a lightning indexer of their
+    own (GLM-5.x, transformers models/glm_moe_dsa: indexer_types "shared", else index_topk_pattern "F"/"S", else
+    full on layers (i - index_skip_topk_offset + 1) % index_topk_freq == 0); DeepSeek-V3.2 indexes every layer."""
+    types = f.layer_list("indexer_types", str)
+    pattern = f.config.get("index_topk_pattern")
+    if not types and isinstance(pattern, str) and pattern:
+        if len(pattern) > MAX_LAYERS or set(pattern) - {"F", "S"}:
+            raise ValueError(f"index_topk_pattern must be at most {MAX_LAYERS:,} of the letters F and S")
+        types = ["full" if c == "F" else "shared" for c in pattern]
+    if not types:
+        freq, offset = max(f.get("index_topk_freq", 1), 1), f.get("index_skip_topk_offset", 2)
+        types = ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(layers)]
+    if len(types) != layers or set(types) - {"full", "shared"}:
+        raise ValueError(f"indexer_types must list {layers} entries, each full or shared")
+    return tuple(i for i, kind in enumerate(types) if kind == "shared")
 
 
 def _with_mtp_note(a: Architecture, f: _Fields, counted: bool = True) -> Architecture:

@@ -105,7 +105,8 @@ def indexer_bytes_per_token(a: Architecture) -> int:
     that layout whatever the KV-cache dtype."""
     if not a.index_heads:
         return 0
-    return a.num_layers * (a.index_head_dim + a.index_head_dim // INDEXER_QUANT_BLOCK * 4)
+    indexed = a.num_layers - len(a.shared_index_layers)  # GLM-5.x's "shared" layers run no indexer of their own
+    return indexed * (a.index_head_dim + a.index_head_dim // INDEXER_QUANT_BLOCK * 4)
 
 
 def state_bytes(a: Architecture, sequences: int, tp: int = 1) -> int:

@@ -88,6 +88,7 @@ TRANSFORMERS_COUNTS = {
     "MiniMaxAI/MiniMax-M2.7": 228_689_748_992,
     "zai-org/GLM-5": 743_911_199_232,
     "zai-org/GLM-5.1": 743_911_199_232,
+    "zai-org/GLM-5.2": 743_377_000_704,  # 57 of 78 layers reuse the previous indexer (indexer_types "shared")
     "meta-llama/Llama-3.1-405B": 405_853_388_800,
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B": 32_763_876_352,
     "meta-llama/Llama-3.1-70B": 70_553_706_496,

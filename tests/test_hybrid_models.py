@@ -188,6 +188,17 @@ def test_gemma_4_kv_sharing_layers_cache_nothing_of_their_own():
     assert est.kv_bytes_per_token(a) == 3 * 2 * 2 * 64 * 2 + 2 * 2 * 1 * 128 * 2
 
 
+def test_glm_5_2s_shared_indexer_layers_have_no_indexer_weights_or_keys():
+    glm = est.model("zai-org/GLM-5.2").architecture  # indexer_types: 21 "full", 57 "shared"
+    assert len(glm.shared_index_layers) == 57 and 3 in glm.shared_index_layers and 2 not in glm.shared_index_layers
+    # GlmMoeDsaIndexer only on full layers: wq_b 2048 -> 32 x 128, wk 6144 -> 128, k_norm 2 x 128, weights_proj
+    indexer = 2048 * 32 * 128 + 6144 * 128 + 2 * 128 + 6144 * 32
+    assert est.parameter_counts(est.model("zai-org/GLM-5.1").architecture).total - \
+        est.parameter_counts(glm).total == 57 * indexer  # GLM-5.1 has the same shape with 78 indexers
+    # MLA latent (512 + 64) x 2 B on 78 layers + the fp8 indexer key with its 4-byte scale on the 21 full ones
+    assert est.kv_bytes_per_token(glm) == 78 * 576 * 2 + 21 * (128 + 4) == 92_628
+
+
 def test_gemma_3n_caches_only_the_layers_before_kv_sharing():
     a = est.architecture_from_config({"model_type": "gemma3n_text"})  # the class defaults (35 layers, window 512)
     assert a.cached_layers == tuple(range(20)) and len(a.sliding_layers) == 28

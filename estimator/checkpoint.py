@@ -199,6 +199,19 @@ def unquantized_roles(entries: object, style: str, field_name: str, model_type: 
     if len(entries) > MAX_LIST_ENTRIES:
         raise ValueError(f"quantization_config.{field_name} has {len(entries):,} entries; the limit is "
                          f"{MAX_LIST_ENTRIES:,}")
+    if all(isinstance(entry, str) for entry in entries):  # the usual case: the same list is read again on every
+        return _roles_of_cached(tuple(entries), style, field_name, model_type, num_layers)  # rerun, fuzz example
+    return _roles_of(entries, style, field_name, model_type, num_layers)
+
+
+@functools.lru_cache(maxsize=256)
+def _roles_of_cached(entries: tuple[str, ...], style: str, field_name: str, model_type: str,
+                     num_layers: int) -> tuple[frozenset[str], tuple[str, ...]]:
+    return _roles_of(entries, style, field_name, model_type, num_layers)
+
+
+def _roles_of(entries, style: str, field_name: str, model_type: str,
+              num_layers: int) -> tuple[frozenset[str], tuple[str, ...]]:
     repeating = sum(1 for entry in entries if isinstance(entry, str) and (style == "hf" or entry.startswith("re:"))
                     and UNBOUNDED_REPEAT.search(entry))  # regexes only: fnmatch globs cannot backtrack badly
     if repeating > MAX_REPEATING_ENTRIES:

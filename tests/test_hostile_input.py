@@ -124,6 +124,7 @@ def test_any_integer_field_set_huge_is_answered_fast_with_bounded_memory(real_co
     config takes under 100 ms of CPU and a few MB; a count that sizes the model (layers, experts, width, heads,
     vocabulary) beyond its limit is refused."""
     config = {**real_config, field: value}
+    est.architecture_from_config(real_config)  # warm the per-process caches (a checkpoint's ignore-list matching)
     tracemalloc.start()
     started = time.process_time()
     try:

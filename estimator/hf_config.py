@@ -306,6 +306,37 @@ def _gpt_neox(f: _Fields, name: str, model_type: str) -> Architecture:
                         max_position_embeddings=f.get("max_position_embeddings", 0))
 
 
+def _seed_oss(f: _Fields, name: str, model_type: str) -> Architecture:
+    # ByteDance Seed-OSS (transformers models/seed_oss): a Llama decoder with q/k/v biases (attention_bias, default
+    # true) and a separate o_proj bias switch (attention_out_bias, default false)
+    base = _common(f, name, model_type)
+    return Architecture(**base, intermediate_size=f.need("intermediate_size"), qkv_bias=f.flag("attention_bias", True),
+                        o_bias=f.flag("attention_out_bias", False), mlp_bias=f.flag("mlp_bias", False),
+                        tie_word_embeddings=f.flag("tie_word_embeddings", False))
+
+
+def _exaone4(f: _Fields, name: str, model_type: str) -> Architecture:
+    # LG EXAONE 4.0 (transformers models/exaone4): q/k RMSNorms over head_dim, norms after attention and after the MLP
+    # only (2 per layer), windows (class default 4,096) on the layers layer_types or sliding_window_pattern names:
+    # an int p windows every layer but each p-th, a string such as "LLLG" repeats from layer 0
+    g = _Fields({"sliding_window": 4096, **f.config})
+    pattern = g.config.get("sliding_window_pattern", 4)
+    if isinstance(pattern, str) and pattern and not g.config.get("layer_types"):
+        if len(pattern) > MAX_LAYERS or set(pattern) - {"L", "G"}:
+            raise ValueError("sliding_window_pattern must be a number or a string of L (local) and G (global)")
+        rule = lambda i: pattern[i % len(pattern)] == "L"  # noqa: E731
+    else:
+        every = g.get("sliding_window_pattern", 0) if "sliding_window_pattern" in g.config else 4
+        rule = (lambda i: (i + 1) % every != 0) if every else (lambda i: False)
+    return _llama_like(g, name, model_type, qk_norm="head", window_rule=rule)
+
+
+def _hunyuan_dense(f: _Fields, name: str, model_type: str) -> Architecture:
+    # Tencent Hunyuan dense (transformers models/hunyuan_v1_dense): a Llama decoder with q/k RMSNorms over head_dim
+    # (query_layernorm, key_layernorm)
+    return _llama_like(f, name, model_type, qk_norm="head")
+
+
 def _gemma(f: _Fields, name: str, model_type: str) -> Architecture:
     # Gemma RMSNorm computes x * (1 + w) in fp32
     return _llama_like(f, name, model_type, tie=True, fp32_norm_weight=True)
@@ -525,7 +556,9 @@ def _qwen_moe(f: _Fields, name: str, model_type: str) -> Architecture:
                         o_bias=False if is_qwen2 else f.flag("attention_bias", False),
                         qk_norm_params=0 if is_qwen2 else 2 * base["head_dim"],
                         tie_word_embeddings=f.flag("tie_word_embeddings", False),
-                        num_experts=f.need("num_experts"), experts_per_token=f.need("num_experts_per_tok"),
+                        # transformers 5 writes num_local_experts (Qwen3MoeConfig.attribute_map), older configs
+                        num_experts=f.need("num_local_experts", "num_experts"),  # num_experts
+                        experts_per_token=f.need("num_experts_per_tok"),
                         moe_intermediate_size=f.need("moe_intermediate_size"),
                         shared_expert_intermediate_size=shared, shared_expert_gate=bool(shared),
                         moe_layers=_moe_layers(f, base["num_layers"]))
@@ -1009,6 +1042,7 @@ READERS: dict[str, Callable[[_Fields, str, str], Architecture]] = {
     "gpt2": _gpt2, "falcon": _falcon, "nemotron_h": _nemotron_h, "granitemoehybrid": _granite_hybrid,
     "falcon_h1": _falcon_h1, "bamba": _bamba, "jamba": _jamba, "llama4": _llama4, "llama4_text": _llama4,
     "RefinedWebModel": _falcon, "RefinedWeb": _falcon, "phi": _phi, "opt": _opt, "olmo2": _olmo2, "olmo3": _olmo3,
+    "seed_oss": _seed_oss, "exaone4": _exaone4, "hunyuan_v1_dense": _hunyuan_dense,
     "starcoder2": _starcoder2, "cohere": _cohere, "cohere2": _cohere, "nemotron": _nemotron, "gpt_neox": _gpt_neox,
 }
 SUPPORTED_MODEL_TYPES = tuple(sorted(READERS))

@@ -334,6 +334,14 @@ def test_olmo_3_windows_three_of_every_four_layers_by_default():
     assert a.qk_norm_params == (4 + 2) * 64  # q_norm over 4 heads x 64, k_norm over 2 x 64
 
 
+def test_exaone_4_windows_follow_its_pattern():
+    base = dict(model_type="exaone4", hidden_size=256, num_hidden_layers=8, num_attention_heads=4,
+                num_key_value_heads=2, vocab_size=1000, intermediate_size=512)
+    assert est.architecture_from_config(base).sliding_layers == (0, 1, 2, 4, 5, 6)  # class default: every 4th global
+    assert est.architecture_from_config({**base, "sliding_window_pattern": "LLG"}).sliding_layers == (0, 1, 3, 4, 6, 7)
+    assert est.architecture_from_config({**base, "sliding_window": None}).sliding_layers == ()
+
+
 def test_jamba_mamba_1_layers_by_hand():
     a = est.architecture_from_config(SYNTHETIC["jamba"])  # d_inner 1024, N 16, kernel 4, dt_rank ceil(512 / 16) = 32
     mamba = (512 * 2048 + 1024 * (4 + 1) + 1024 * (32 + 32) + 32 * 1024 + (1024 * 16 + 1024 + 1024) + (32 + 32)
@@ -370,3 +378,22 @@ def test_the_counts_above_are_what_transformers_builds(name):
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**text))
     assert sum(p.numel() for p in model.parameters()) == TRANSFORMERS_COUNTS[name]
+
+
+def _reader_types() -> list[str]:
+    try:
+        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    except ImportError:
+        return []
+    return sorted(set(est.hf_config.READERS) & set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES))
+
+
+@pytest.mark.parametrize("model_type", _reader_types())
+def test_every_reader_equals_transformers_on_its_small_default_config(model_type):
+    """validation/readers.py on the model_types with a reader of their own: the config class's defaults shrunk to a
+    small model, built by transformers on the meta device, against the reader (the towers added for multimodal)."""
+    pytest.importorskip("torch")
+    from validation.readers import compare
+
+    status, built, ours = compare(model_type)
+    assert status in ("reader equal", "not built"), (status, built, ours)

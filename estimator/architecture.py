@@ -309,8 +309,9 @@ def _attention_tensors(a: Architecture, i: int) -> list[Tensor]:
         out = [Tensor("attn_output", i, h, a.num_heads * a.v_head_dim)]
         biases = (a.q_width + a.kv_lora_rank + a.qk_rope_head_dim if a.qkv_bias else 0) + (h if a.o_bias else 0)
         tensors = q + kv + out
-        if a.index_heads and i not in a.shared_index_layers:  # DeepseekV32Indexer: wq_b (q latent -> heads x d_i), wk (h -> d_i), k_norm (LayerNorm
-            # weight and bias), weights_proj (h -> heads); transformers models/deepseek_v32/modeling_deepseek_v32.py
+        if a.index_heads and i not in a.shared_index_layers:
+            # DeepseekV32Indexer: wq_b (q latent -> heads x d_i), wk (h -> d_i), k_norm (LayerNorm weight and bias),
+            # weights_proj (h -> heads); transformers models/deepseek_v32/modeling_deepseek_v32.py
             d = a.index_head_dim
             tensors += [Tensor("attn_index_q", i, a.index_heads * d, a.q_lora_rank), Tensor("attn_index_k", i, d, h),
                         Tensor("norm", i, 1, 2 * d), Tensor("attn_index_weights", i, a.index_heads, h)]

@@ -579,7 +579,8 @@ def _deepseek(f: _Fields, name: str, model_type: str) -> Architecture:
                         qk_nope_head_dim=nope, qk_rope_head_dim=rope, v_head_dim=f.need("v_head_dim"),
                         index_heads=f.get("index_n_heads", 0), index_head_dim=f.get("index_head_dim", 0),
                         shared_index_layers=_shared_index_layers(f, base["num_layers"]) if f.get("index_n_heads", 0)
-                        else (), num_experts=experts, experts_per_token=f.get("num_experts_per_tok", 0) if experts else 0,
+                        else (), num_experts=experts,
+                        experts_per_token=f.get("num_experts_per_tok", 0) if experts else 0,
                         moe_intermediate_size=f.get("moe_intermediate_size", 0) if experts else 0,
                         shared_expert_intermediate_size=f.get("n_shared_experts", 0) * f.get("moe_intermediate_size", 0)
                         if experts else 0, moe_layers=moe_layers, router_fp32=bool(experts))

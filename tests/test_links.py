@@ -231,7 +231,8 @@ def _totals(page, state):
 @pytest.mark.parametrize("saved", SAVED, ids=range(len(SAVED)))
 def test_links_saved_before_the_input_declarations_open_unchanged(saved):
     """40 links encoded by the app before inputs were declared on the scenarios (tests/data/links_v1.json, made
-    with random page states at commit 0e390a8), with the byte totals of every table row they opened to."""
+    with random page states at commit 0e390a8), with the byte totals of every table row they open to (regenerated
+    when a formula changes on purpose; the file says when)."""
     query = saved["query"]
     link = decode(query)
     assert link.warnings == []

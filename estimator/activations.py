@@ -87,10 +87,11 @@ def _mlp_widths(a: Architecture, layer: int) -> tuple[int, int]:
 def layer_kinds(a: Architecture) -> tuple[tuple[int, int], ...]:
     """(representative layer index, number of such layers) for each kind of layer: dense MLP or MoE, with attention
     or Gated DeltaNet linear attention."""
-    moe, linear = set(a.moe_layers), set(a.linear_layers)
-    kinds: dict[tuple[bool, bool], list[int]] = {}
+    moe, linear, mamba = set(a.moe_layers), set(a.linear_layers), set(a.mamba_layers)
+    no_attention, no_mlp = set(a.attention_free_layers), set(a.mlp_free_layers)
+    kinds: dict[tuple[bool, ...], list[int]] = {}
     for i in range(a.num_layers):
-        kinds.setdefault((i in moe, i in linear), []).append(i)
+        kinds.setdefault((i in moe, i in linear, i in mamba, i in no_attention, i in no_mlp), []).append(i)
     return tuple((layers[0], len(layers)) for _, layers in sorted(kinds.items()))
 
 
@@ -118,8 +119,15 @@ def inference_layer_peak(a: Architecture, batch: int, query_len: int, context: i
         repeated_kv = 2 * A * t * a.q_width // tp if a.num_kv_heads < a.num_heads else 0
         attn = (base + A * t * a.q_width // tp + repeated_kv + A * t * context
                 + (A + 2 * FP32_BYTES + (A if a.softcap_attention else 0)) * heads * t * context)
+    kinds = [layer for layer, _ in layer_kinds(a)]
+    if not any(layer in a.attention_layers for layer in kinds):
+        attn = 0  # attention-free (pure Mamba) stacks
+    mamba = max((base + _mamba_inference(a, batch, query_len, A, tp) for layer in kinds if layer in a.mamba_layers),
+                default=0)
     mlp = 0
-    for layer, _ in layer_kinds(a):
+    for layer in kinds:
+        if layer in a.mlp_free_layers:
+            continue
         if layer in a.moe_layers:  # tokens gathered per expert, fused gate_up output, SiLU, product
             routed = a.experts_per_token * t
             # the down phase: gathered input, down output, its product with the routing weights and that product
@@ -134,7 +142,41 @@ def inference_layer_peak(a: Architecture, batch: int, query_len: int, context: i
             tensors = MLP_INFERENCE_TENSORS[FAMILY_MLP_ACTIVATION.get(a.model_type, "gelu")]
             work = tensors * A * t * a.intermediate_size // tp
         mlp = max(mlp, base + A * t * h + work)  # + the residual after attention
-    return max(attn, mlp)
+    return max(attn, mamba, mlp)
+
+
+MAMBA_CHUNK = 256  # tokens per chunk of the SSD scan (mamba_chunk_size of Granite 4 / Falcon-H1; Nemotron-H: 128)
+MAMBA1_CHUNK = 2048  # selective_scan_cuda's chunk for its saved intermediates (mamba_ssm csrc/selective_scan)
+
+
+def _mamba_inference(a: Architecture, batch: int, seq: int, A: int, tp: int) -> int:
+    """Working set of a Mamba-2 mixer prefilling b x s tokens with the fused kernels vLLM and mamba_ssm use (not
+    traced): in_proj's output zxbcdt, the convolved x, B, C, the per-chunk fp32 states (b, chunks, heads, head_dim, N)
+    of the chunked scan (mamba_ssm/ops/triton/ssd_combined.py _mamba_chunk_scan_combined_fwd), the scan output and
+    the gated norm's output; Mamba (1): xz, the convolved x, x_dbl and delta, and the scan output."""
+    t, inner = batch * seq, a.mamba_inner // tp
+    if a.mamba_version == 1:
+        return A * t * (5 * inner + a.mamba_dt_rank + 2 * a.mamba_state_size)
+    groups = 2 * a.mamba_groups * a.mamba_state_size // tp
+    states = FP32_BYTES * batch * -(-seq // MAMBA_CHUNK) * max(1, a.mamba_heads // tp) * a.mamba_head_dim \
+        * a.mamba_state_size
+    return A * t * (2 * inner + groups + a.mamba_heads // tp) + A * t * (inner + groups) + states + 2 * A * t * inner
+
+
+def _mamba_saved(a: Architecture, batch: int, seq: int, A: int) -> int:
+    """What a Mamba mixer saves for backward with mamba_ssm's fused kernels, which transformers calls when they are
+    installed (not traced: the CPU runs transformers' torch fallback instead). Mamba-2, MambaSplitConv1dScanCombinedFn
+    (state-spaces/mamba mamba_ssm/ops/triton/ssd_combined.py, ctx.save_for_backward): zxbcdt (2 d_inner + 2 G N +
+    heads), the scan output out_x (d_inner) and the gated RMSNorm's fp32 rstd per group; out_proj runs inside.
+    Mamba (1), MambaInnerFn (mamba_ssm/ops/selective_scan_interface.py): xz (2 d_inner), the convolved x and delta
+    (d_inner each), x_dbl (dt_rank + 2 N), the scan output (d_inner) and fp32 scan intermediates, 2 N per channel
+    every 2,048 tokens."""
+    t, inner = batch * seq, a.mamba_inner
+    if a.mamba_version == 1:
+        scan = FP32_BYTES * batch * inner * -(-seq // MAMBA1_CHUNK) * 2 * a.mamba_state_size
+        return A * t * (5 * inner + a.mamba_dt_rank + 2 * a.mamba_state_size) + scan
+    projection = 2 * inner + 2 * a.mamba_groups * a.mamba_state_size + a.mamba_heads
+    return A * t * (projection + inner) + FP32_BYTES * t * a.mamba_groups
 
 
 def sampling_logits_bytes(a: Architecture, sequences: int) -> int:
@@ -170,6 +212,7 @@ LORA_INPUT_GROUP = {"q_proj": "attn_in", "k_proj": "attn_in", "v_proj": "attn_in
                     "qkv_proj": "attn_in", "gate_up_proj": "mlp_in"}  # fused modules (training.lora_modules)
 MOE_ONLY_TARGETS = ("experts", "router")  # exist only in MoE layers
 MLP_TARGETS = ("gate_proj", "up_proj", "down_proj")  # absent from MoE layers without a shared expert
+ATTENTION_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")  # absent from Mamba-only blocks
 
 
 def _group_widths(a: Architecture) -> dict[str, int]:
@@ -333,6 +376,10 @@ def training_layer_bytes(a: Architecture, batch: int, seq: int, layer: int = 0, 
         absent = () if a.shared_expert_intermediate_size else MLP_TARGETS
     else:
         absent = MOE_ONLY_TARGETS + (() if a.gated_mlp else ("gate_proj",))  # fc1 / fc2 MLPs have no gate
+    if layer in a.mlp_free_layers:  # Nemotron-H's mixer-only blocks
+        absent = MOE_ONLY_TARGETS + MLP_TARGETS
+    if layer in a.attention_free_layers:
+        absent += ATTENTION_TARGETS
     targets = tuple(name for name in moe_targets(a, lora_targets) if name not in absent)
     linear_targets = tuple(name for name in targets if name != "experts")
     lora = _lora_inputs_bytes(a, t, A, linear_targets, lora_rank, adapter_bytes) if linear_targets else 0
@@ -340,9 +387,12 @@ def training_layer_bytes(a: Architecture, batch: int, seq: int, layer: int = 0, 
         lora += A * a.num_experts * (3 if a.gated_mlp else 2) * h * a.moe_intermediate_size
     frozen_experts = frozen_base and "experts" not in targets
     mixer = (_linear_attention_saved(a, batch, seq, A) if layer in a.linear_layers
-             else _attention_saved(a, batch, seq, layer, A, flash_attention, frozen_base))
-    return (norms + mixer
-            + _mlp_saved(a, batch, seq, layer, A, frozen_base, frozen_experts) + lora)
+             else _attention_saved(a, batch, seq, layer, A, flash_attention, frozen_base)
+             if layer not in a.attention_free_layers else 0)
+    if layer in a.mamba_layers:  # alone (Nemotron-H, Granite 4, Jamba) or beside attention (Falcon-H1)
+        mixer += _mamba_saved(a, batch, seq, A)
+    mlp = 0 if layer in a.mlp_free_layers else _mlp_saved(a, batch, seq, layer, A, frozen_base, frozen_experts)
+    return norms + mixer + mlp + lora
 
 
 def training_activation_bytes(a: Architecture, batch: int, seq: int, *, act_bytes: int = 2,

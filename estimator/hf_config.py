@@ -639,8 +639,8 @@ def _mamba_fields(f: _Fields, names: dict[str, str], defaults: dict[str, Any], i
 
 def _mamba_note(mamba: int, layers: int, extra: str = "") -> str:
     return (f"{mamba} of {layers} layers have a Mamba-2 mixer, which keeps a fixed state per sequence (conv + SSM "
-            f"state, vLLM's mamba2_state_shape) instead of a KV cache{extra}. Activations are estimated as if every "
-            "layer were attention + MLP (Mamba layers not traced)")
+            f"state, vLLM's mamba2_state_shape) instead of a KV cache{extra}. Activations: each layer's own mixer and "
+            "MLP, a Mamba mixer's as mamba_ssm's fused kernels keep them (not traced)")
 
 
 def _ssm_cache_bytes(f: _Fields, *names: str) -> int:
@@ -778,8 +778,7 @@ def _jamba(f: _Fields, name: str, model_type: str) -> Architecture:
                            if moe_layers else {}),
                         notes=(f"{len(mamba_layers)} of {layers} layers have a Mamba mixer, which keeps a fixed state "
                                "per sequence (conv + SSM state, vLLM's mamba1_state_shape) instead of a KV cache. "
-                               "Activations are estimated as if every layer were attention + MLP (Mamba layers not "
-                               "traced)",))
+                               "Activations: a Mamba mixer's as mamba_ssm's fused kernels keep them (not traced)",))
 
 
 def _falcon_h1(f: _Fields, name: str, model_type: str) -> Architecture:

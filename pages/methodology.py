@@ -71,8 +71,10 @@ experts are squared-ReLU MLPs, run in a latent space in Nemotron 3 Super (`moe_l
 Mamba and attention layers, each followed by a gated shared MLP (and routed experts); Bamba puts attention on
 `attn_layer_indices`; Falcon-H1 runs attention and Mamba side by side in every layer. Jamba uses the original Mamba
 mixer (`x_proj`, `dt_proj`, a state of $d_{in} / tp \times N$ per layer, vLLM `mamba1_state_shape`), attention every
-`attn_layer_period`-th layer and experts every `expert_layer_period`-th. Their activations are estimated as
-attention + MLP layers (not traced).
+`attn_layer_period`-th layer and experts every `expert_layer_period`-th. Activations count each layer's own
+mixer and MLP; a Mamba-2 mixer saves for backward what mamba_ssm's fused kernel keeps (`zxbcdt`, the scan output
+and the norm's statistics: $A\,t\,(3\,d_{in} + 2GN + n_{ssm}) + 4\,t\,G$) and, in inference, also holds the
+scan's fp32 chunk states ($4\,b \lceil s/256 \rceil n_{ssm} P N$). These are read from the kernels' code, not traced.
 
 **Llama 4.** MoE layers (every `interleave_moe_layer_step`-th) have one routed expert per token plus a shared
 expert of the same width; the others a dense MLP of `intermediate_size_mlp`. Three of every four layers use

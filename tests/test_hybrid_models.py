@@ -140,6 +140,21 @@ def test_a_mamba_hybrids_state_grows_with_concurrency_not_with_context():
     assert any("Mamba-2" in line for line in busy.assumptions)
 
 
+def test_nemotron_h_blocks_save_only_their_own_mixer_or_mlp():
+    from estimator.activations import _mamba_saved, _norm_bytes, training_layer_bytes
+
+    nano = est.architecture_from_config(published(NANO))  # "MEMEM*E...": 0 Mamba, 1 MoE, 5 attention
+    t = 4096
+    # MambaSplitConv1dScanCombinedFn saves zxbcdt (2 x 4096 + 2 x 8 x 128 + 64 heads), out_x (4096), fp32 rstd per group
+    assert _mamba_saved(nano, 1, t, 2) == 2 * t * (2 * 4096 + 2 * 8 * 128 + 64 + 4096) + 4 * t * 8 == 118_095_872
+    norm = _norm_bytes(t, 2688, 2, False)  # one RMSNorm per block
+    assert training_layer_bytes(nano, 1, t, 0) == norm + 118_095_872  # no attention, no MLP
+    mixer_only = training_layer_bytes(nano, 1, t, 5)  # attention only: no MLP term
+    assert mixer_only < training_layer_bytes(nano, 1, t, 1)  # the MoE block saves more than the attention block
+    b = est.estimate_inference(est.InferenceScenario(nano, seq_len=t))
+    assert any("Mamba-2" in line for line in b.assumptions)
+
+
 def test_nemotron_3_super_runs_its_experts_in_a_latent_space():
     # NemotronHMoE: fc1_latent_proj (4096 -> 1024), 512 experts up (2688 x 1024) and down (1024 x 2688), fc2 back
     a = est.architecture_from_config(published("nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8"))

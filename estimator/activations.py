@@ -43,16 +43,20 @@ LAYER_NORM_STAT_BYTES = FP32_BYTES
 # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): fc1's output x, 0.5 x, tanh(.), 1 + tanh(.) and the product
 # feeding fc2 (a frozen fc2 needs no input: 4). Exact GeLU (nn.GELU) saves its input and fc2 its output (frozen: 1).
 # ReLU saves only its output, which is also fc2's input (1 either way).
-MLP_ACTIVATION_TENSORS = {"gelu_new": (5, 4), "gelu": (2, 1), "relu": (1, 1)}
+# Squared ReLU (ReLUSquaredActivation: relu then square, transformers src/transformers/activations.py) saves the ReLU
+# output for the square and the square for fc2 (frozen fc2: only the first).
+MLP_ACTIVATION_TENSORS = {"gelu_new": (5, 4), "gelu": (2, 1), "relu": (1, 1), "relu2": (2, 1)}
 FAMILY_MLP_ACTIVATION = {  # the activation each family's published configs use (transformers v5.24.0 modeling files)
     "gpt2": "gelu_new",  # GPT2MLP, activation_function "gelu_new"
     "phi": "gelu_new",  # PhiMLP, Phi-1/1.5/2 hidden_act "gelu_new"
     "falcon": "gelu", "RefinedWebModel": "gelu", "RefinedWeb": "gelu",  # FalconMLP: nn.GELU()
     "opt": "relu",  # OPTDecoderLayer, activation_function "relu"
+    "nemotron": "relu2", "nemotron_h": "relu2",  # NemotronMLP / NemotronHMLP, hidden_act "relu2"
+    "starcoder2": "gelu", "gpt_neox": "gelu",  # Starcoder2MLP gelu_pytorch_tanh, GPTNeoXMLP gelu: one nn.GELU
 }
 # The same MLPs without autograd: I-wide tensors live at once. gelu_new holds fc1's output x, x^3, 0.044715 x^3 and
 # the growing sum (4, measured on GPT-2); exact GeLU and ReLU hold fc1's output and the activation (2).
-MLP_INFERENCE_TENSORS = {"gelu_new": 4, "gelu": 2, "relu": 2}
+MLP_INFERENCE_TENSORS = {"gelu_new": 4, "gelu": 2, "relu": 2, "relu2": 3}  # relu2: fc1 out, ReLU, square
 # RMSNorms that multiply the weight in fp32 and save the fp32 normalized tensor, where the config reader does not
 # set `fp32_norm_weight`: Olmo2RMSNorm returns (self.weight * hidden_states).to(input_dtype) (transformers v5.24.0
 # src/transformers/models/olmo2/modeling_olmo2.py), for its post-attention / post-feedforward norms and q/k norms.
@@ -261,8 +265,10 @@ def _family_attention_extra(a: Architecture, t: int, A: int, frozen: bool) -> in
 
 def parallel_block(a: Architecture) -> bool:
     """Attention and MLP both read the normed layer input (Phi-1/2 PhiDecoderLayer; Falcon with parallel_attn or
-    the new decoder architecture, FalconDecoderLayer), so with a frozen base layer 0's MLP input needs no grad."""
-    return a.model_type == "phi" or (a.model_type in FALCON_TYPES and (a.norms_per_layer == 1 or a.num_kv_heads > 1))
+    the new decoder architecture, FalconDecoderLayer; GPT-NeoX with use_parallel_residual, its published default,
+    GPTNeoXLayer), so with a frozen base layer 0's MLP input needs no grad."""
+    return a.model_type in ("phi", "gpt_neox") or (a.model_type in FALCON_TYPES
+                                                   and (a.norms_per_layer == 1 or a.num_kv_heads > 1))
 
 
 def _attention_saved(a: Architecture, batch: int, seq: int, layer: int, A: int, flash_attention: bool,

@@ -171,6 +171,7 @@ FUSED_QKV_FAMILIES = {  # model_type -> fused module (transformers v5.24.0 src/t
     "phi3": "qkv_proj",  # Phi3Attention.qkv_proj
     "gpt2": "c_attn",  # GPT2Attention.c_attn (Conv1D)
     "falcon": "query_key_value", "RefinedWebModel": "query_key_value", "RefinedWeb": "query_key_value",
+    "gpt_neox": "query_key_value",  # GPTNeoXAttention.query_key_value
     "qwen": "c_attn",  # Qwen (1) remote code QWenAttention.c_attn
 }
 FUSED_GATE_UP_FAMILIES = {"phi3": "gate_up_proj"}  # Phi3MLP.gate_up_proj: gate and up in one Linear(h, 2 I)

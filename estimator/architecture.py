@@ -8,10 +8,16 @@ Hugging Face `transformers` modules tensor by tensor:
     dense MLP  = gate, up, down (SwiGLU/GeGLU) or up, down (GeLU)   [+ biases]
     MoE layer  = router (E x h) + E experts (gate, up, down of width I_e) [+ shared expert(s), shared gate]
     norms      = norms_per_layer x h per layer (x2 with LayerNorm bias) + the final norm
-    embeddings = V x h (+ lm_head V x h unless tied) (+ learned positions)
+    embeddings = V x h (+ lm_head V x h unless tied) (+ learned positions) (+ per-layer embeddings, Gemma 3n / 4)
+A layer's sequence mixer is attention (its own head size and KV heads on Gemma 4's full layers; no k/v projections
+on KV-sharing layers), Gated DeltaNet linear attention, a Mamba-2 or Mamba (1) mixer, or attention beside Mamba
+(Falcon-H1); its MLP is dense, MoE or absent (Nemotron-H's mixer-only blocks). A multimodal model's vision and audio
+towers are counted apart (`vision_parameters`, estimator/vision.py), and a quantized checkpoint's storage travels
+with it (`checkpoint`, estimator/checkpoint.py).
 
 Sources: huggingface/transformers v5.24.0 `src/transformers/models/{llama,qwen2,qwen3,qwen2_moe,qwen3_moe,
-mixtral,gemma2,gemma3,phi3,deepseek_v2,deepseek_v3,gpt_oss,gpt2,opt,falcon}/modeling_*.py`; routed experts are
+mixtral,gemma2,gemma3,gemma3n,gemma4,phi3,deepseek_v2,deepseek_v3,gpt_oss,gpt2,opt,falcon,nemotron_h,granitemoehybrid,
+falcon_h1,jamba,llama4}/modeling_*.py`; routed experts are
 fused 3-D parameters there (`gate_up_proj [E, 2 I_e, h]`, `down_proj [E, h, I_e]`). The catalog tests check the
 totals against published counts (tests/test_catalog.py).
 """

@@ -1030,20 +1030,27 @@ def _generic_moe(text: _Fields, num_layers: int, experts: int) -> dict:
 
 
 READERS: dict[str, Callable[[_Fields, str, str], Architecture]] = {
-    "llama": _llama, "mistral": _llama, "granite": _llama, "yi": _llama, "phi3": _llama,
-    "smollm3": _smollm3, "qwen": _qwen1, "qwen2": _qwen2, "qwen2_vl": _qwen2_vl, "qwen2_5_vl": _qwen2_vl,
-    "qwen3": _qwen3, "gemma": _gemma, "gemma2": _gemma2,
-    "gemma3": _gemma3, "gemma3_text": _gemma3, "gemma4": _gemma4, "gemma4_text": _gemma4, "gemma3n": _gemma3n,
-    "gemma3n_text": _gemma3n, "qwen3_next": _qwen3_next, "qwen3_5_text": _qwen3_next,
-    "qwen3_5_moe_text": _qwen3_next, "minimax_m2": _minimax_m2, "mixtral": _mixtral, "qwen2_moe": _qwen_moe,
-    "qwen3_moe": _qwen_moe,
-    "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "gpt_oss": _gpt_oss,
-    "ernie4_5": _ernie45, "ernie4_5_moe": _ernie45,
-    "gpt2": _gpt2, "falcon": _falcon, "nemotron_h": _nemotron_h, "granitemoehybrid": _granite_hybrid,
-    "falcon_h1": _falcon_h1, "bamba": _bamba, "jamba": _jamba, "llama4": _llama4, "llama4_text": _llama4,
-    "RefinedWebModel": _falcon, "RefinedWeb": _falcon, "phi": _phi, "opt": _opt, "olmo2": _olmo2, "olmo3": _olmo3,
-    "seed_oss": _seed_oss, "exaone4": _exaone4, "hunyuan_v1_dense": _hunyuan_dense,
-    "starcoder2": _starcoder2, "cohere": _cohere, "cohere2": _cohere, "nemotron": _nemotron, "gpt_neox": _gpt_neox,
+    # Llama-shaped decoders
+    "llama": _llama, "mistral": _llama, "granite": _llama, "yi": _llama, "phi3": _llama, "smollm3": _smollm3,
+    "olmo2": _olmo2, "olmo3": _olmo3, "seed_oss": _seed_oss, "exaone4": _exaone4, "hunyuan_v1_dense": _hunyuan_dense,
+    "cohere": _cohere, "cohere2": _cohere, "ernie4_5": _ernie45,
+    # Qwen
+    "qwen": _qwen1, "qwen2": _qwen2, "qwen2_vl": _qwen2_vl, "qwen2_5_vl": _qwen2_vl, "qwen3": _qwen3,
+    "qwen2_moe": _qwen_moe, "qwen3_moe": _qwen_moe, "qwen3_next": _qwen3_next, "qwen3_5_text": _qwen3_next,
+    "qwen3_5_moe_text": _qwen3_next,
+    # Gemma
+    "gemma": _gemma, "gemma2": _gemma2, "gemma3": _gemma3, "gemma3_text": _gemma3, "gemma3n": _gemma3n,
+    "gemma3n_text": _gemma3n, "gemma4": _gemma4, "gemma4_text": _gemma4,
+    # mixtures of experts and latent attention
+    "mixtral": _mixtral, "minimax_m2": _minimax_m2, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek,
+    "deepseek_v32": _deepseek, "gpt_oss": _gpt_oss, "ernie4_5_moe": _ernie45, "llama4": _llama4,
+    "llama4_text": _llama4,
+    # Mamba hybrids
+    "nemotron_h": _nemotron_h, "granitemoehybrid": _granite_hybrid, "bamba": _bamba, "falcon_h1": _falcon_h1,
+    "jamba": _jamba,
+    # LayerNorm / GeLU families
+    "gpt2": _gpt2, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon, "phi": _phi, "opt": _opt,
+    "starcoder2": _starcoder2, "nemotron": _nemotron, "gpt_neox": _gpt_neox,
 }
 SUPPORTED_MODEL_TYPES = tuple(sorted(READERS))
 

@@ -445,8 +445,9 @@ def _layer_tensors(a: Architecture, i: int) -> list[Tensor]:
         tensors += [Tensor("laurel_left", i, a.laurel_rank, h), Tensor("laurel_right", i, h, a.laurel_rank),
                     Tensor("norm", i, 1, h)]
     if a.altup_inputs:  # Gemma3nTextAltUp: modality_router (h -> n), correction (n x n) and prediction (n x n^2)
-        n = a.altup_inputs  # coefficients, correct_output_scale and router_norm (h each)
-        tensors += [Tensor("altup_router", i, n, h), Tensor("norm", i, 1, n * n + n * n * n + 2 * h)]
+        n = a.altup_inputs  # coefficients (Linear(n, n), Linear(n, n^2)), correct_output_scale and router_norm
+        tensors += [Tensor("altup_router", i, n, h), Tensor("altup_coefs", i, n, n), Tensor("altup_coefs", i, n * n, n),
+                    Tensor("norm", i, 1, 2 * h)]
     if a.norms_per_layer:
         tensors.append(Tensor("norm", i, 1, a.norms_per_layer * h * (2 if a.norm_bias else 1)))
     return tensors

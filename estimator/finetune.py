@@ -28,7 +28,8 @@ from .formats import weight_bytes
 from .quick import quick_finetune
 from .scenarios import FinetuneScenario
 from .sharding import shard_training_states
-from .training import (QLORA_BASE_FORMAT, REGIMES, TECHNIQUE_LABELS, TECHNIQUES, lora_adapter_shapes, optimizer,
+from .training import (LORA_TARGET_PRESETS, PEFT_MAMBA_TYPES, QLORA_BASE_FORMAT, REGIMES, TECHNIQUE_LABELS,
+                       TECHNIQUES, lora_adapter_shapes, optimizer,
                        moe_targets, optimizer_notes, optimizer_state_bytes, parse_lora_targets,
                        step_temporary_bytes)
 from .units import BF16_BYTES, FP32_BYTES, bytes_from_gb
@@ -95,6 +96,9 @@ def _model_states(s: FinetuneScenario, technique: str) -> ModelStates:
         else:
             notes.append("Routed experts and router are not adapted: peft's all-linear does not reach this "
                          "model's custom expert modules")
+    if a.mamba_layers and a.model_type in PEFT_MAMBA_TYPES and set(LORA_TARGET_PRESETS["all-linear"]) <= set(targets):
+        notes.append("peft refuses LoRA on the Mamba mixers' out_proj for this model type (target_modules="
+                     "'all-linear' raises): counted as a target list naming every other Linear")
     largest = max((r * c * n for r, c, n in shapes), default=0) * adapter_bytes  # none: targets absent
     return ModelStates(states, adapters * adapter_bytes, largest, notes)
 

@@ -685,7 +685,8 @@ def _nemotron_h(f: _Fields, name: str, model_type: str) -> Architecture:
                    moe_intermediate_size=f.need("moe_intermediate_size"),
                    shared_expert_intermediate_size=f.get("moe_shared_expert_intermediate_size", 0)
                    if f.get("n_shared_experts", 1) else 0,
-                   moe_layers=of["moe"], moe_latent_size=f.get("moe_latent_size", 0), router_fp32=True)
+                   moe_layers=of["moe"], moe_latent_size=f.get("moe_latent_size", 0), router_fp32=True,
+                   lora_reaches_experts=False)  # NemotronHExperts / TopkRouter: custom modules peft leaves alone
     a = Architecture(**base, intermediate_size=f.get("intermediate_size", 0) if not of["mlp"] else
                      f.need("intermediate_size"), gated_mlp=False, mlp_bias=f.flag("mlp_bias", False),
                      qkv_bias=f.flag("attention_bias", False), o_bias=f.flag("attention_bias", False),
@@ -721,7 +722,7 @@ def _granite_hybrid(f: _Fields, name: str, model_type: str) -> Architecture:
     experts, shared = f.get("num_local_experts", 0), f.need("shared_intermediate_size")
     moe = dict(num_experts=experts, experts_per_token=f.need("num_experts_per_tok"),
                moe_intermediate_size=f.need("intermediate_size"), shared_expert_intermediate_size=shared,
-               moe_layers=tuple(range(layers))) if experts else {}
+               moe_layers=tuple(range(layers)), lora_reaches_experts=False) if experts else {}  # not peft-converted
     return Architecture(**base, intermediate_size=0 if experts else shared,
                         qkv_bias=f.flag("attention_bias", False), o_bias=f.flag("attention_bias", False),
                         tie_word_embeddings=f.flag("tie_word_embeddings", False), mamba_layers=mamba_layers, **mamba,

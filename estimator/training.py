@@ -133,6 +133,15 @@ LORA_TARGET_PRESETS = {
     # PEFT's all-linear: every Linear, and (peft 0.21 on transformers 5) the router and fused 3-D expert weights
     "all-linear": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "experts", "router"),
 }
+# nn.Linear modules outside the named projections that peft's all-linear also adapts (every Linear but the output
+# layer, peft tuners/tuners_utils.py::_maybe_include_all_linear_layers): Mamba's in_proj / out_proj (and Mamba-1's
+# x_proj / dt_proj), Nemotron 3's latent MoE projections, Gemma 3n / 4's per-layer-input projections, LAuReL, AltUp
+ALL_LINEAR_OTHER_ROLES = {"ssm_in", "ssm_out", "ssm_x", "ssm_dt", "latent_in", "latent_out", "per_layer_gate",
+                          "per_layer_proj", "per_layer_model_proj", "laurel_left", "laurel_right", "altup_router",
+                          "altup_coefs", "altup_proj"}
+# peft 0.21.2 refuses LoRA on a Mamba mixer's out_proj for these model types (tuners_utils.py
+# _check_lora_target_modules_mamba, which also stops all-linear): the estimate leaves it out, as users must
+PEFT_MAMBA_TYPES = ("falcon_h1", "mamba", "mamba2", "falcon_mamba", "nemotron_h")
 LORA_ROLES = {  # projection name -> tensor roles it adapts (MLA: q_a/q_b, kv_a/kv_b; MoE: shared expert)
     "q_proj": ("attn_q", "attn_q_a", "attn_q_b"), "k_proj": ("attn_k", "attn_kv_a"),
     "v_proj": ("attn_v", "attn_kv_b"), "o_proj": ("attn_output",),
@@ -174,8 +183,10 @@ FUSED_QKV_FAMILIES = {  # model_type -> fused module (transformers v5.24.0 src/t
     "gpt_neox": "query_key_value",  # GPTNeoXAttention.query_key_value
     "qwen": "c_attn",  # Qwen (1) remote code QWenAttention.c_attn
 }
-FUSED_GATE_UP_FAMILIES = {"phi3": "gate_up_proj"}  # Phi3MLP.gate_up_proj: gate and up in one Linear(h, 2 I)
-FUSED_MODULE_ROLES = {"qkv_proj": ("attn_q", "attn_k", "attn_v"), "gate_up_proj": ("ffn_gate", "ffn_up")}
+FUSED_GATE_UP_FAMILIES = {"phi3": "gate_up_proj",  # Phi3MLP.gate_up_proj: gate and up in one Linear(h, 2 I)
+                          "granitemoehybrid": "input_linear"}  # GraniteMoeHybridMLP.input_linear (the shared MLP)
+FUSED_MODULE_ROLES = {"qkv_proj": ("attn_q", "attn_k", "attn_v"),
+                      "gate_up_proj": ("ffn_gate", "ffn_up", "shared_gate", "shared_up")}
 
 # peft 0.21.2 `utils/transformers_weight_conversion.py::_convert_peft_config_moe`: for the model types it maps to the
 # "qwen2_moe" pattern, every target named gate_proj / up_proj / down_proj (and the router `gate`) is moved from
@@ -243,6 +254,10 @@ def lora_adapter_shapes(a: Architecture, targets: tuple[str, ...], rank: int) ->
         shapes += [(rank, a.hidden_size, 1), (rows, rank, 1)]
     if a.linear_layers and all_linear:
         shapes += _linear_attention_adapter_shapes(a, rank) * len(a.linear_layers)
+    if all_linear:  # the other nn.Linear modules of newer families: Mamba's projections, latent MoE, per-layer inputs
+        skip = {"ssm_out"} if a.model_type in PEFT_MAMBA_TYPES else set()
+        shapes += [shape for t in tensors(a) if t.role in ALL_LINEAR_OTHER_ROLES - skip
+                   for shape in ((rank, t.cols, t.copies), (t.rows, rank, t.copies))]
     if "experts" in targets:
         shapes += _expert_adapter_shapes(a, rank) * len(a.moe_layers)
     return shapes

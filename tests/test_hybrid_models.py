@@ -297,6 +297,11 @@ SYNTHETIC = {
         vocab_size=1000, vocab_size_per_layer_input=500, hidden_size_per_layer_input=16,
         intermediate_size=[512] * 5 + [768] * 5, num_kv_shared_layers=4, altup_num_inputs=3, laurel_rank=8),
     "gemma-3n-defaults": dict(model_type="gemma3n_text"),  # 35 layers, 15 sharing K and V, AltUp 4, LAuReL 64
+    "nemotron-h": dict(  # Mamba, MLP, Mamba, attention, MLP, MoE blocks
+        model_type="nemotron_h", hidden_size=256, hybrid_override_pattern="M-M*-E", num_attention_heads=4,
+        num_key_value_heads=2, head_dim=64, vocab_size=1000, intermediate_size=512, mamba_num_heads=8,
+        mamba_head_dim=32, ssm_state_size=16, n_groups=2, moe_intermediate_size=64,
+        moe_shared_expert_intermediate_size=128, n_routed_experts=4, num_experts_per_tok=2),
     "ernie-4.5-moe": dict(  # MoE on layers 1 and 3 (every 2nd from 1 to 4), biases everywhere
         model_type="ernie4_5_moe", hidden_size=256, num_hidden_layers=6, num_attention_heads=4, vocab_size=1000,
         intermediate_size=512, moe_intermediate_size=64, moe_num_experts=8, moe_k=2, moe_num_shared_experts=1,
@@ -412,3 +417,27 @@ def test_every_reader_equals_transformers_on_its_small_default_config(model_type
 
     status, built, ours = compare(model_type)
     assert status in ("reader equal", "not built"), (status, built, ours)
+
+
+@pytest.mark.parametrize("name", ["nemotron-h", "granite-4-moe", "jamba-dense", "falcon-h1", "gemma-3n"])
+def test_lora_all_linear_adapts_what_peft_adapts_on_the_newer_families(name):
+    """peft 0.21.2 on the real (small) model: all-linear adapts every nn.Linear but lm_head, Mamba's projections and
+    Gemma 3n's per-layer, LAuReL and AltUp Linears included, not the custom expert / router modules of Nemotron-H and
+    Granite 4; on nemotron_h and falcon_h1 peft refuses Mamba's out_proj, so there every other Linear is named."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    peft = pytest.importorskip("peft")
+    from estimator.training import PEFT_MAMBA_TYPES, lora_trainable_params, parse_lora_targets
+
+    fields = {k: v for k, v in SYNTHETIC[name].items() if k != "model_type"}
+    model_type = SYNTHETIC[name]["model_type"]
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(model_type, **fields))
+    targets = "all-linear"
+    if model_type in PEFT_MAMBA_TYPES:
+        targets = sorted({n.split(".")[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+                         - {"out_proj", "lm_head"})
+    adapted = peft.get_peft_model(model, peft.LoraConfig(r=4, target_modules=targets))
+    measured = sum(p.numel() for p in adapted.parameters() if p.requires_grad)
+    a = est.architecture_from_config(SYNTHETIC[name])
+    assert lora_trainable_params(a, parse_lora_targets("all-linear"), 4) == measured

@@ -110,5 +110,11 @@ def base_model(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def decoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList:
-    decoder = base_model(model).get_decoder()
-    return decoder.layers if hasattr(decoder, "layers") else decoder.h  # GPT-2 and Falcon name them `h`
+    """The decoder's layers: `get_decoder()`, or the `model` attribute where that returns the causal LM itself
+    (Llama4ForCausalLM); GPT-2 and Falcon name them `h`."""
+    base = base_model(model)
+    for decoder in (base.get_decoder(), getattr(base, "model", None)):
+        for name in ("layers", "h"):
+            if decoder is not None and hasattr(decoder, name):
+                return getattr(decoder, name)
+    raise AttributeError(f"no decoder layers found in {type(base).__name__}")

@@ -67,6 +67,12 @@ FP32_WEIGHT_NORM_FAMILIES = ("olmo2", "qwen3_next", "qwen3_5_text", "qwen3_5_moe
 # the experts' `proj_out * sample_weights` (src/transformers/integrations/moe.py) is then an fp32 (S, h) tensor.
 FP32_ROUTING_WEIGHTS = ("minimax_m2", "mixtral")
 FALCON_TYPES = ("falcon", "RefinedWebModel", "RefinedWeb")
+# MoE blocks that transformers runs densely: Llama4TextMoe repeats the hidden states for all E experts and
+# Llama4TextExperts multiplies every one of them (a bmm over (E, t, h); transformers v5.24.0
+# src/transformers/models/llama4/modeling_llama4.py), so training saves E x t rows, not the k routed ones. Inference
+# keeps the routed-k working set that serving engines' fused MoE kernels have (HF's own generate holds E / k times
+# more there: validation/FINDINGS.md 37)
+DENSE_EXPERT_FAMILIES = ("llama4", "llama4_text")
 
 
 def _kv_width(a: Architecture) -> int:
@@ -358,6 +364,13 @@ def _mlp_saved(a: Architecture, batch: int, seq: int, layer: int, A: int, frozen
         gated = frozen_count if frozen else trainable
     if layer not in a.moe_layers:
         return A * t * gated * a.intermediate_size
+    if a.model_type in DENSE_EXPERT_FAMILIES:  # every expert on every token (validation/FINDINGS.md 37): the repeated
+        # input and its product with the router scores (E t h each), gate_up, SiLU and product (E t 4 I_e); the fp32
+        # sigmoid scores, their 16-bit copy and the top-k indices
+        inputs = 1 if frozen_experts else 2  # frozen experts need not keep the repeated input for weight gradients
+        return (A * a.num_experts * t * (inputs * h + 4 * a.moe_intermediate_size)
+                + (FP32_BYTES + A) * t * a.num_experts
+                + 8 * t * a.experts_per_token + A * t * gated * a.shared_expert_intermediate_size)
     routed = t * a.experts_per_token
     expert_tensors = a.expert_saved_tensors - (1 if frozen_experts else 0)
     saved = (A * routed * ((1 if frozen_experts else 2) * h + expert_tensors * a.moe_intermediate_size)

@@ -107,6 +107,11 @@ LATER_FAMILY_CONFIGS = {
     "llama4_text": dict(_SMALL, model_type="llama4_text", head_dim=64, intermediate_size=256,
                         intermediate_size_mlp=1376, num_local_experts=8, num_experts_per_tok=1,
                         interleave_moe_layer_step=2, attention_chunk_size=256),  # chunked attention, shared expert
+    "gemma4_text": dict(_SMALL, model_type="gemma4_text", head_dim=64, global_head_dim=128, intermediate_size=1376,
+                        sliding_window=256, hidden_size_per_layer_input=0, attention_k_eq_v=True,
+                        num_global_key_value_heads=1, tie_word_embeddings=True,
+                        layer_types=["sliding_attention", "sliding_attention", "sliding_attention",
+                                     "full_attention"]),  # its own full-layer heads, K = V projection
 }
 NEW_FAMILY_CONFIGS.update(LATER_FAMILY_CONFIGS)
 SMALL_CONFIGS.update(NEW_FAMILY_CONFIGS)

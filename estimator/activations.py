@@ -421,8 +421,8 @@ def training_activation_bytes(a: Architecture, batch: int, seq: int, *, act_byte
     """Activations alive when backward starts (loss head excluded). With gradient checkpointing only the
     layer inputs are; `recompute_bytes` is the one layer rebuilt later in backward."""
     A, t, h = act_bytes, batch * seq, a.hidden_size
-    if gradient_checkpointing:
-        layers = A * t * h * a.num_layers
+    if gradient_checkpointing:  # each layer's input: Gemma 3n's AltUp passes all n copies of the hidden state
+        layers = A * t * h * a.num_layers * max(1, a.altup_inputs)
         if not flash_attention:  # eager's additive masks (one per mask kind: full, sliding window) are inputs of
             # every checkpointed layer, so they live until backward (validation/FINDINGS.md 27)
             kinds = (1 if a.sliding_layers else 0) + (1 if len(a.sliding_layers) < a.num_layers else 0)

@@ -12,7 +12,8 @@ from validation import compare, matrix
 REQUIRED_FAMILIES = {"llama", "qwen2", "mistral", "gemma2", "phi3", "mixtral", "qwen3_moe", "deepseek_v3", "gpt_oss",
                      "granite", "smollm3", "qwen3", "olmo2", "gemma", "gemma3_text", "gpt2", "falcon", "phi", "opt",
                      "qwen2_moe", "minimax_m2", "deepseek_v2", "qwen3_next", "olmo3", "starcoder2", "cohere2",
-                     "nemotron", "gpt_neox", "ernie4_5_moe", "seed_oss", "exaone4", "llama4_text", "gemma4_text"}
+                     "nemotron", "gpt_neox", "ernie4_5_moe", "seed_oss", "exaone4", "llama4_text", "gemma4_text",
+                     "ernie4_5", "hunyuan_v1_dense", "gemma3n_text"}
 
 
 @pytest.fixture(scope="module")

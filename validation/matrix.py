@@ -112,6 +112,12 @@ LATER_FAMILY_CONFIGS = {
                         num_global_key_value_heads=1, tie_word_embeddings=True,
                         layer_types=["sliding_attention", "sliding_attention", "sliding_attention",
                                      "full_attention"]),  # its own full-layer heads, K = V projection
+    "ernie4_5": dict(_SMALL, model_type="ernie4_5", intermediate_size=1376, head_dim=64),  # Llama-shaped
+    "hunyuan_v1_dense": dict(_SMALL, model_type="hunyuan_v1_dense", intermediate_size=1376, head_dim=64),  # q/k norms
+    "gemma3n_text": dict(_SMALL, model_type="gemma3n_text", head_dim=64, intermediate_size=1376, sliding_window=256,
+                         vocab_size_per_layer_input=32000, hidden_size_per_layer_input=64, num_kv_shared_layers=2,
+                         altup_num_inputs=2, laurel_rank=16, activation_sparsity_pattern=[0.0] * 4,
+                         layer_types=["sliding_attention", "full_attention"] * 2),  # AltUp, LAuReL, KV sharing
 }
 NEW_FAMILY_CONFIGS.update(LATER_FAMILY_CONFIGS)
 SMALL_CONFIGS.update(NEW_FAMILY_CONFIGS)

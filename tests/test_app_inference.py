@@ -186,3 +186,13 @@ def test_the_gib_toggle_converts_the_table():
 def test_assumptions_are_listed_in_words():
     at = start()
     assert "10% of the 16-bit weights" in texts(at)
+
+
+def test_picking_a_quantized_checkpoint_selects_its_own_format_for_the_fit():
+    at = start()
+    segmented(at, "inference.src").set_value("catalog").run()
+    at.selectbox(key="inference.model").set_value("deepseek-ai/DeepSeek-V3.1").run()
+    assert at.selectbox(key="inference.row").value == "checkpoint"
+    assert table(at)["Scenario"].iloc[0] == "Inference (checkpoint, fp8-block)"
+    at.selectbox(key="inference.model").set_value("Qwen/Qwen3-8B").run()  # not quantized: back to the default row
+    assert at.selectbox(key="inference.row").value == "16-bit"

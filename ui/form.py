@@ -126,7 +126,8 @@ def model_source(page: str) -> None:
         models = catalog_models()
         widget_key, now = state.bind(page, "model")
         model_id = st.selectbox(links.fields(page)["model"].label, tuple(models), index=tuple(models).index(now),
-                                format_func=models.get, key=widget_key,
+                                format_func=models.get, key=widget_key, on_change=_row_follows_checkpoint,
+                                args=(page,),
                                 help="Type to search. Values are read from each model's published config.json.")
         _store(page, "model", model_id)
         entry = catalog.model(model_id)
@@ -139,6 +140,19 @@ def model_source(page: str) -> None:
         config_text(page)
     if src != "params":
         method(page)
+
+
+def _row_follows_checkpoint(page: str) -> None:
+    """Picking a quantized checkpoint selects its own format's row (the table's first) for the fit and Compare;
+    picking another model from that row goes back to the default row."""
+    if page != "inference":
+        return
+    checkpoint = catalog.model(st.session_state[f"{page}.model"]).architecture.checkpoint
+    row_key = f"{page}.{links.ROW[page]}"
+    if checkpoint is not None and checkpoint.format_id:
+        st.session_state[row_key] = "checkpoint"
+    elif st.session_state.get(row_key) == "checkpoint":
+        st.session_state[row_key] = links.fields(page)[links.ROW[page]].default
 
 
 def method(page: str) -> str:

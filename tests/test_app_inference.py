@@ -196,3 +196,12 @@ def test_picking_a_quantized_checkpoint_selects_its_own_format_for_the_fit():
     assert table(at)["Scenario"].iloc[0] == "Inference (checkpoint, fp8-block)"
     at.selectbox(key="inference.model").set_value("Qwen/Qwen3-8B").run()  # not quantized: back to the default row
     assert at.selectbox(key="inference.row").value == "16-bit"
+
+
+
+def test_a_pasted_quantized_config_selects_its_own_format_for_the_fit():
+    at = start()
+    segmented(at, "inference.src").set_value("config").run()
+    at.text_area(key="inference.cfg").input(json.dumps(est.catalog.raw_config("openai/gpt-oss-20b"))).run()
+    assert at.selectbox(key="inference.row").value == "checkpoint"
+    assert table(at)["Scenario"].iloc[0] == "Inference (checkpoint, mxfp4)"

@@ -143,11 +143,18 @@ def model_source(page: str) -> None:
 
 
 def _row_follows_checkpoint(page: str) -> None:
-    """Picking a quantized checkpoint selects its own format's row (the table's first) for the fit and Compare;
-    picking another model from that row goes back to the default row."""
+    """Picking a quantized checkpoint (a catalog model, a pasted or uploaded config.json) selects its own format's
+    row (the table's first) for the fit and Compare; picking another model from that row goes back to the default
+    row."""
     if page != "inference":
         return
-    checkpoint = catalog.model(st.session_state[f"{page}.model"]).architecture.checkpoint
+    if st.session_state.get(f"{page}.src") == "config":
+        try:
+            checkpoint = links.config_architecture(st.session_state.get(f"{page}.cfg", "")).checkpoint
+        except ValueError:
+            return  # the page shows the config's error; the row stays as it was
+    else:
+        checkpoint = catalog.model(st.session_state[f"{page}.model"]).architecture.checkpoint
     row_key = f"{page}.{links.ROW[page]}"
     if checkpoint is not None and checkpoint.format_id:
         st.session_state[row_key] = "checkpoint"
@@ -181,10 +188,11 @@ def config_text(page: str) -> None:
         else:
             try:
                 st.session_state[box] = data.decode("utf-8")
+                _row_follows_checkpoint(page)
             except UnicodeDecodeError:
                 st.error("config.json must be UTF-8 text")
     text = st.text_area("...or paste it here", value=st.session_state[box], key=box, height=180,
-                        max_chars=links.MAX_LINK_CONFIG_CHARS,
+                        max_chars=links.MAX_LINK_CONFIG_CHARS, on_change=_row_follows_checkpoint, args=(page,),
                         placeholder='{"model_type": "llama", "hidden_size": 4096, ...}')
     _store(page, "cfg", text)
     if text.strip():

@@ -274,6 +274,11 @@ class Architecture:
         return self.num_experts > 0 and bool(self.moe_layers)
 
     @property
+    def tower_parameters(self) -> int:
+        """Parameters of the vision and audio towers beside the language model."""
+        return self.vision_parameters + self.audio_parameters
+
+    @property
     def attention_layers(self) -> tuple[int, ...]:
         """Indices of the layers with softmax attention: the layers that keep a KV cache."""
         free = set(self.linear_layers) | set(self.attention_free_layers)
@@ -506,7 +511,7 @@ def parameter_counts(a: Architecture) -> ParameterCounts:
     embedding = sum(t.numel for t in all_tensors if t.role in ("token_embd", "position_embd", "per_layer_embd"))
     lm_head = sum(t.numel for t in all_tensors if t.role == "output")
     return ParameterCounts(total=total, active=total - inactive, embedding=embedding, lm_head=lm_head,
-                           routed_experts=routed, towers=a.vision_parameters + a.audio_parameters)
+                           routed_experts=routed, towers=a.tower_parameters)
 
 
 def mtp_parameters(a: Architecture, layers: int) -> int:

@@ -131,8 +131,7 @@ def _step_temporaries(s: FinetuneScenario, model: ModelStates) -> int:
 def _frozen_towers(s: FinetuneScenario) -> dict[str, int]:
     """A multimodal model's vision and audio towers, frozen in 16-bit while the language model trains (LLaMA-Factory's
     `freeze_vision_tower` default, and LoRA targeting the language model); ZeRO-3 shards them like every parameter."""
-    a: Architecture = s.model
-    towers = a.vision_parameters + a.audio_parameters
+    towers = s.model.tower_parameters
     if not towers:
         return {}
     return {"vision": -(-towers * BF16_BYTES // (s.num_gpus if s.zero_stage == 3 else 1))}

@@ -622,6 +622,13 @@ MAMBA_LAYER_TYPES = {"mamba", "linear_attention"}  # transformers remaps the leg
 ATTENTION_LAYER_TYPES = {"attention", "full_attention"}
 
 
+# The Mamba-2 fields of Granite 4, Bamba and Falcon-H1 (mamba_n_heads, mamba_d_state, ...) and their config classes'
+# shared defaults
+MAMBA_N_NAMES = dict(heads="mamba_n_heads", head_dim="mamba_d_head", state="mamba_d_state", groups="mamba_n_groups",
+                     kernel="mamba_d_conv", proj_bias="mamba_proj_bias", conv_bias="mamba_conv_bias")
+MAMBA_N_DEFAULTS = dict(state=256, groups=1, kernel=4, proj_bias=False, conv_bias=True)
+
+
 def _mamba_fields(f: _Fields, names: dict[str, str], defaults: dict[str, Any], inner: int) -> dict:
     """The Mamba-2 mixer's fields, under the family's names (`names` maps ours to the config's) and with its config
     class defaults (`defaults`), which published configs rely on."""
@@ -714,11 +721,7 @@ def _granite_hybrid(f: _Fields, name: str, model_type: str) -> Architecture:
     if len(types) != layers or set(types) - MAMBA_LAYER_TYPES - ATTENTION_LAYER_TYPES:
         raise ValueError(f"layer_types must list {layers} entries, each mamba or attention")
     mamba_layers = tuple(i for i, t in enumerate(types) if t in MAMBA_LAYER_TYPES)
-    mamba = _mamba_fields(f, dict(heads="mamba_n_heads", head_dim="mamba_d_head", state="mamba_d_state",
-                                  groups="mamba_n_groups", kernel="mamba_d_conv", proj_bias="mamba_proj_bias",
-                                  conv_bias="mamba_conv_bias"),
-                          dict(state=256, groups=1, kernel=4, proj_bias=False, conv_bias=True),
-                          f.need("mamba_expand") * base["hidden_size"])
+    mamba = _mamba_fields(f, MAMBA_N_NAMES, MAMBA_N_DEFAULTS, f.need("mamba_expand") * base["hidden_size"])
     experts, shared = f.get("num_local_experts", 0), f.need("shared_intermediate_size")
     moe = dict(num_experts=experts, experts_per_token=f.need("num_experts_per_tok"),
                moe_intermediate_size=f.need("intermediate_size"), shared_expert_intermediate_size=shared,
@@ -739,11 +742,7 @@ def _bamba(f: _Fields, name: str, model_type: str) -> Architecture:
     layers = base["num_layers"]
     attention = set(g.layer_list("attn_layer_indices", int))
     mamba_layers = tuple(i for i in range(layers) if i not in attention)
-    mamba = _mamba_fields(g, dict(heads="mamba_n_heads", head_dim="mamba_d_head", state="mamba_d_state",
-                                  groups="mamba_n_groups", kernel="mamba_d_conv", proj_bias="mamba_proj_bias",
-                                  conv_bias="mamba_conv_bias"),
-                          dict(state=256, groups=1, kernel=4, proj_bias=False, conv_bias=True),
-                          g.need("mamba_expand") * base["hidden_size"])
+    mamba = _mamba_fields(g, MAMBA_N_NAMES, MAMBA_N_DEFAULTS, g.need("mamba_expand") * base["hidden_size"])
     return Architecture(**base, intermediate_size=g.need("intermediate_size"), qkv_bias=g.flag("attention_bias", False),
                         o_bias=g.flag("attention_bias", False), mlp_bias=g.flag("mlp_bias", False),
                         tie_word_embeddings=g.flag("tie_word_embeddings", False), mamba_layers=mamba_layers, **mamba,
@@ -791,10 +790,7 @@ def _falcon_h1(f: _Fields, name: str, model_type: str) -> Architecture:
     base = _common(g, name, model_type)
     inner = g.need("mamba_d_ssm") if g.config.get("mamba_d_ssm") is not None else g.need("mamba_expand") * base[
         "hidden_size"]
-    mamba = _mamba_fields(g, dict(heads="mamba_n_heads", head_dim="mamba_d_head", state="mamba_d_state",
-                                  groups="mamba_n_groups", kernel="mamba_d_conv", proj_bias="mamba_proj_bias",
-                                  conv_bias="mamba_conv_bias"),
-                          dict(state=256, groups=1, kernel=4, proj_bias=False, conv_bias=True), inner)
+    mamba = _mamba_fields(g, MAMBA_N_NAMES, MAMBA_N_DEFAULTS, inner)
     mamba["mamba_proj_bias"] = g.flag("projectors_bias", False)  # FalconH1Mixer: in_proj mamba_proj_bias, out_proj
     if g.flag("mamba_proj_bias", False) != mamba["mamba_proj_bias"]:  # projectors_bias; equal in published configs
         raise ValueError("Falcon-H1 configs with mamba_proj_bias != projectors_bias are not supported")

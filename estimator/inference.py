@@ -44,7 +44,7 @@ def detailed_inference(s: InferenceScenario, format_id: str, row: str) -> Breakd
     act_bytes = s.activation_bits // 8
     components = {
         "weights": -(-w.matrices // tp) + w.vectors,
-        **({"vision": _tower_bytes(a, tp)} if a.vision_parameters or a.audio_parameters else {}),
+        **({"vision": _tower_bytes(a, tp)} if a.tower_parameters else {}),
         "kv_cache": kv_cache_bytes(a, s.seq_len, sequences, s.kv_dtype, tp, s.mla_latent_cache),
         **({"state": state_bytes(a, sequences, tp)} if a.linear_layers or a.mamba_layers else {}),
         "activations": inference_layer_peak(a, s.batch_size, _prefill_tokens(s), s.seq_len, act_bytes=act_bytes,
@@ -60,7 +60,7 @@ def _tower_bytes(a: Architecture, tp: int) -> int:
     """The vision and audio towers in 16-bit, split over tensor parallelism as vLLM's default
     `--mm-encoder-tp-mode weights` splits each layer (vllm/config/multimodal.py; `data` keeps them whole on every GPU).
     Quantized checkpoints leave them unquantized (their `ignore` lists name the vision tower)."""
-    return -(-(a.vision_parameters + a.audio_parameters) * BF16_BYTES // tp)
+    return -(-a.tower_parameters * BF16_BYTES // tp)
 
 
 def _weights_notes(a: Architecture, format_id: str) -> tuple[str, ...]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from .architecture import Architecture
+from .units import BF16_BYTES
 
 # bytes per cached element; llama.cpp block types cost type_size / blck_size (ggml-common.h)
 KV_DTYPE_BYTES = {
@@ -125,17 +126,17 @@ def state_bytes(a: Architecture, sequences: int, tp: int = 1) -> int:
     total = 0
     if a.linear_layers:
         conv_dim = 2 * a.linear_key_heads * a.linear_key_head_dim + a.linear_value_heads * a.linear_value_head_dim
-        conv = conv_dim // tp * (a.linear_conv_kernel - 1) * 2  # model dtype (bf16)
+        conv = conv_dim // tp * (a.linear_conv_kernel - 1) * BF16_BYTES  # the model dtype
         recurrent = max(1, a.linear_value_heads // tp) * a.linear_value_head_dim * a.linear_key_head_dim
         total += len(a.linear_layers) * (conv + recurrent * a.ssm_state_bytes)
     if a.mamba_layers and a.mamba_version == 1:  # mamba1_state_shape: conv (d_inner / tp, kernel - 1), SSM
         per_rank = a.mamba_inner // tp  # (d_inner / tp, N)
-        total += len(a.mamba_layers) * (per_rank * (a.mamba_conv_kernel - 1) * 2 + per_rank * a.mamba_state_size
-                                        * a.ssm_state_bytes)
+        total += len(a.mamba_layers) * (per_rank * (a.mamba_conv_kernel - 1) * BF16_BYTES
+                                        + per_rank * a.mamba_state_size * a.ssm_state_bytes)
     elif a.mamba_layers:
         groups = a.mamba_groups if a.mamba_groups % tp == 0 else tp  # G + (tp - G), vLLM's rule as written
         conv_dim = a.mamba_inner + 2 * groups * a.mamba_state_size
-        conv = conv_dim // tp * (a.mamba_conv_kernel - 1) * 2
+        conv = conv_dim // tp * (a.mamba_conv_kernel - 1) * BF16_BYTES
         ssm = max(1, a.mamba_heads // tp) * a.mamba_head_dim * a.mamba_state_size
         total += len(a.mamba_layers) * (conv + ssm * a.ssm_state_bytes)
     return total * sequences

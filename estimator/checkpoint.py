@@ -50,8 +50,9 @@ from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from fractions import Fraction
 
-from .architecture import MAX_LAYERS, Architecture, tensors
-from .formats import WEIGHT_FORMATS, WeightBytes, WeightFormat, is_unquantized, tensor_bytes, weight_bytes
+from .architecture import MAX_LAYERS, Architecture, Tensor, tensors
+from .formats import (WEIGHT_FORMATS, WeightBytes, WeightFormat, is_unquantized, tensor_bytes, weight_bytes,
+                      weight_format)
 from .units import BF16_BYTES
 
 NESTED_TEXT_CONFIGS = ("text_config", "llm_config", "language_config")  # where multimodal configs keep theirs
@@ -92,6 +93,12 @@ class CheckpointFormat:
             return weight_bytes(a, self.layout or "bf16", self.unquantized)
         return _grouped_bytes(a, self.layout if self.covers_linear else None, self.unquantized, self.groups)
 
+    def tensor_bytes(self, a: Architecture, t: Tensor) -> int:
+        """Bytes of one tensor group of `a` as this checkpoint stores it (the engines split weights by role)."""
+        if not self.groups and self.covers_linear:
+            return tensor_bytes(weight_format(self.layout or "bf16"), t, a, self.unquantized)
+        return _grouped_tensor_bytes(a, t, self.layout if self.covers_linear else None, self.unquantized, self.groups)
+
 
 @functools.lru_cache(maxsize=256)
 def _grouped_bytes(a: Architecture, default: WeightFormat | None, unquantized: frozenset[str],
@@ -100,16 +107,20 @@ def _grouped_bytes(a: Architecture, default: WeightFormat | None, unquantized: f
     2-D weight it names, lm_head included), then the default layout (decoder linears), else 16-bit."""
     matrices = vectors = 0
     for t in tensors(a):
-        if not t.is_matrix or is_unquantized(t, unquantized):
-            size = t.numel * BF16_BYTES
-        else:
-            named = next((layout for layout, roles in groups if is_unquantized(t, roles)), None)
-            size = tensor_bytes(named or default or WEIGHT_FORMATS["bf16"], t, a)
+        size = _grouped_tensor_bytes(a, t, default, unquantized, groups)
         if t.is_matrix:
             matrices += size
         else:
             vectors += size
     return WeightBytes(matrices, vectors)
+
+
+def _grouped_tensor_bytes(a: Architecture, t: Tensor, default: WeightFormat | None, unquantized: frozenset[str],
+                          groups: tuple[tuple[WeightFormat, frozenset[str]], ...]) -> int:
+    if not t.is_matrix or is_unquantized(t, unquantized):
+        return t.numel * BF16_BYTES
+    named = next((layout for layout, roles in groups if is_unquantized(t, roles)), None)
+    return tensor_bytes(named or default or WEIGHT_FORMATS["bf16"], t, a)
 
 
 # --- module names of each Tensor role, per naming convention -------------------------------------------------

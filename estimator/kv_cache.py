@@ -56,7 +56,7 @@ class KVElements:
     window: int
 
 
-def _layer_elements(a: Architecture, layer: int, tp: int, mla_latent: bool) -> int:
+def layer_elements(a: Architecture, layer: int, tp: int, mla_latent: bool) -> int:
     """Elements one layer caches per token on one tensor-parallel rank."""
     if a.is_mla:
         if mla_latent:
@@ -75,9 +75,9 @@ def kv_elements(a: Architecture, tp: int = 1, mla_latent: bool = True) -> KVElem
     full = windowed = 0
     for layer in a.cached_layers:
         if layer in windowed_layers:
-            windowed += _layer_elements(a, layer, tp, mla_latent)
+            windowed += layer_elements(a, layer, tp, mla_latent)
         else:
-            full += _layer_elements(a, layer, tp, mla_latent)
+            full += layer_elements(a, layer, tp, mla_latent)
     return KVElements(full=full, windowed=windowed, window=a.sliding_window)
 
 

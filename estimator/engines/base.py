@@ -1,0 +1,227 @@
+"""What every serving engine shares: the scenario (each engine's options, declared once) and the report.
+
+A `ServeScenario` is one engine start-up: the model, the GPU it runs on and the engine's own options (vLLM's
+`--gpu-memory-utilization`, SGLang's `--mem-fraction-static`, llama.cpp's `-ngl`...). Options another engine has
+are ignored. An engine module (`vllm.py`, `sglang.py`, `llama_cpp.py`, `transformers.py`) turns it into a
+`ServeReport`: the bytes on each GPU by component, host RAM, the KV-cache tokens, the maximum concurrency, the lines
+the engine would log, and the engine's own error text when it would refuse to start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import catalog
+from ..architecture import Architecture
+from ..formats import CHECKPOINT, WEIGHT_FORMATS
+from ..inputs import Input, check_inputs, declare
+from ..kv_cache import KV_DTYPE_BYTES
+from ..scenarios import MAX_SEQ_LEN, TARGET_GPU, Model
+from ..units import BF16_BYTES, GiB
+
+ENGINES = ("vllm", "sglang", "llama.cpp", "ollama", "transformers")
+MAX_GPUS_PER_STAGE = 512
+MAX_SEQS = 65_536
+
+# Bytes of one GPU by what holds them, in the order the report and the bar show them.
+ENGINE_COMPONENTS = {
+    "weights": "Model weights on this GPU (the engine's 'model loading took' / model buffer)",
+    "vision": "Vision (and audio) encoder of a multimodal model",
+    "activations": "Peak activations of the engine's profiling forward (vLLM, SGLang) or its compute buffers "
+                   "(llama.cpp)",
+    "non_torch": "Memory outside PyTorch's allocator that grew during start-up: NCCL and custom all-reduce "
+                 "buffers, CUDA libraries' workspaces",
+    "cuda_graphs": "CUDA graphs captured after the KV cache is allocated (their memory pool)",
+    "kv_cache": "The KV cache pool (and the recurrent state of linear-attention / Mamba layers)",
+}
+
+
+@dataclass(frozen=True)
+class ServeScenario:
+    """One engine start-up. Engine options default to 0 / None = the engine's own default."""
+
+    model: Model
+    engine: str = declare(Input("Engine", "vllm", link="engine", flag="--engine", choices=ENGINES,
+                                help="The serving engine whose memory accounting is followed."))
+    gpu: str = declare(TARGET_GPU, default="h100-sxm", help="The GPU every rank runs on.")
+    weights: str = declare(Input(
+        "Weight format", CHECKPOINT, link="w", flag="--weights", choices=(CHECKPOINT, *WEIGHT_FORMATS),
+        help="'checkpoint': as the config stores them (its quantization_config, else 16-bit); or a format to load "
+             "them in (--quantization, a GGUF type)."))
+    kv_dtype: str = declare(Input("KV-cache dtype", "bf16", link="kv", flag="--kv-dtype",
+                                  choices=tuple(KV_DTYPE_BYTES),
+                                  help="vLLM / SGLang --kv-cache-dtype; llama.cpp -ctk / -ctv; "
+                                       "Ollama OLLAMA_KV_CACHE_TYPE."))
+    tensor_parallel: int = declare(Input("Tensor parallel", 1, link="tp", flag="--tp", low=1,
+                                         high=MAX_GPUS_PER_STAGE, help="GPUs each layer is split over."))
+    pipeline_parallel: int = declare(Input("Pipeline parallel", 1, link="pp", flag="--pp", low=1,
+                                           high=MAX_GPUS_PER_STAGE, help="Stages the layers are split into."))
+    data_parallel: int = declare(Input("Data parallel", 1, link="dp", flag="--dp", low=1, high=MAX_GPUS_PER_STAGE,
+                                       help="Replicas (vLLM / SGLang), each on its own tensor-parallel GPUs."))
+    expert_parallel: bool = declare(Input(
+        "Expert parallel", False, link="ep", flag="--enable-expert-parallel",
+        help="MoE models: each GPU of the tp x dp ranks holds whole experts instead of a slice of every expert."))
+    gpu_memory_utilization: float = declare(Input(
+        "GPU memory utilization", 0.9, link="util", flag="--gpu-memory-utilization", low=0.01, high=1.0,
+        help="vLLM: the fraction of each GPU's memory the engine may use (weights, activations and KV cache)."))
+    max_model_len: int = declare(Input(
+        "Max model length", 0, link="mml", flag="--max-model-len", unit="tokens", low=0, high=MAX_SEQ_LEN,
+        help="Longest request (prompt + output); 0 = the model's own context length. SGLang --context-length, "
+             "llama.cpp -c (per server), Ollama num_ctx."))
+    max_num_seqs: int = declare(Input(
+        "Max running requests", 0, link="mns", flag="--max-num-seqs", low=0, high=MAX_SEQS,
+        help="vLLM --max-num-seqs / SGLang --max-running-requests; llama.cpp -np / Ollama OLLAMA_NUM_PARALLEL "
+             "(slots); 0 = the engine's default."))
+    max_num_batched_tokens: int = declare(Input(
+        "Max batched tokens", 0, link="mnbt", flag="--max-num-batched-tokens", unit="tokens", low=0,
+        high=MAX_SEQ_LEN, help="Tokens per forward: vLLM --max-num-batched-tokens, SGLang --chunked-prefill-size, "
+                               "llama.cpp -ub; 0 = the engine's default."))
+    block_size: int = declare(Input("KV block size", 0, link="block", flag="--block-size", unit="tokens", low=0,
+                                    high=1024, help="vLLM --block-size / SGLang --page-size; 0 = the default."))
+    enforce_eager: bool = declare(Input("Enforce eager", False, link="eager", flag="--enforce-eager",
+                                        help="No CUDA graphs (vLLM --enforce-eager, SGLang --disable-cuda-graph)."))
+    kv_cache_memory: int = declare(Input(
+        "KV cache memory (bytes)", 0, link="kvmem", flag="--kv-cache-memory", unit="bytes", low=0, high=2**50,
+        help="vLLM: KV-cache bytes per GPU, replacing the utilization budget; 0 = not set."))
+    mem_fraction_static: float = declare(Input(
+        "Static memory fraction", 0.0, link="mfs", flag="--mem-fraction-static", low=0.0, high=1.0,
+        help="SGLang: the fraction for weights + KV pool; 0 = SGLang's default for the GPU and TP size."))
+    n_gpu_layers: int = declare(Input(
+        "GPU layers", -1, link="ngl", flag="--n-gpu-layers", low=-1, high=10_000,
+        help="llama.cpp -ngl / Ollama num_gpu: layers on the GPU (the output layer counts first); -1 = all "
+             "(Ollama: as many as fit)."))
+    n_cpu_moe: int = declare(Input(
+        "MoE layers on CPU", 0, link="ncmoe", flag="--n-cpu-moe", low=0, high=10_000,
+        help="llama.cpp --n-cpu-moe: the experts of the first N layers stay in host RAM."))
+    flash_attention: bool = declare(Input(
+        "Flash attention", True, link="fa", flag="--flash-attn",
+        help="llama.cpp -fa (its compute buffer is smaller with it); the GPU engines always use it."))
+    model_id: str = ""  # the model's Hub id or file, for the launch command (the name when empty)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, Architecture):
+            raise ValueError("serving engines need the architecture: choose a catalog model or a config.json")
+        check_inputs(self)
+        catalog.gpu(self.gpu)
+        if not isinstance(self.model_id, str) or len(self.model_id) > 300:
+            raise ValueError("model_id must be text of at most 300 characters")
+        ranks = self.tensor_parallel * self.pipeline_parallel * self.data_parallel
+        if ranks > 4096:
+            raise ValueError(f"tp x pp x dp must be at most 4,096 GPUs, got {ranks:,}")
+        if self.pipeline_parallel > self.model.num_layers:
+            raise ValueError(f"pipeline_parallel must be between 1 and {self.model.num_layers} (the model's "
+                             f"layers), got {self.pipeline_parallel}")
+
+    @property
+    def gpus(self) -> int:
+        return self.tensor_parallel * self.pipeline_parallel * self.data_parallel
+
+    @property
+    def context_length(self) -> int:
+        """The model's own context length (max_position_embeddings), 8,192 when the config does not say."""
+        return self.model.max_position_embeddings or DEFAULT_CONTEXT
+
+
+DEFAULT_CONTEXT = 8192
+
+
+@dataclass(frozen=True)
+class ServeReport:
+    """One engine start-up, on its most loaded GPU. `per_gpu` sums to the bytes the engine holds on that GPU."""
+
+    engine: str
+    gpus: int  # GPUs the deployment uses (tp x pp x dp; llama.cpp: the devices of --tensor-split)
+    gpu_bytes: int  # one GPU's memory as the engine sees it (cudaMemGetInfo total)
+    budget_bytes: int  # what the engine allows itself on one GPU (vLLM: utilization x total)
+    per_gpu: tuple[tuple[str, int], ...]  # ENGINE_COMPONENTS names -> bytes
+    kv_cache_tokens: int  # tokens the KV pool holds ("GPU KV cache size", max_total_num_tokens, n_ctx)
+    max_concurrency: float  # requests of max_model_len tokens the pool holds at once
+    max_model_len: int  # the request length the engine was started with
+    max_model_len_that_fits: int  # the longest request the pool holds (0 when nothing fits)
+    host_bytes: int = 0  # host RAM the engine uses for weights / KV kept off the GPU
+    settings: tuple[tuple[str, object], ...] = ()  # the defaults the engine resolved (max_num_seqs...)
+    log: tuple[str, ...] = ()  # the start-up lines the engine would print
+    warnings: tuple[str, ...] = ()  # the engine's own error text when it would refuse to start, and risks
+    assumptions: tuple[str, ...] = ()
+    command: str = ""
+
+    @property
+    def total(self) -> int:
+        return sum(size for _, size in self.per_gpu)
+
+    def component(self, name: str) -> int:
+        return dict(self.per_gpu).get(name, 0)
+
+    @property
+    def starts(self) -> bool:
+        """Whether the engine would start: no refusal among the warnings."""
+        return not any(w.startswith(REFUSAL) for w in self.warnings)
+
+    def to_dict(self, inputs: dict) -> dict:
+        """The CLI's JSON object (keys kept stable)."""
+        return {"engine": self.engine, "inputs": inputs, "gpus": self.gpus, "gpu_bytes": self.gpu_bytes,
+                "budget_bytes": self.budget_bytes, "per_gpu": dict(self.per_gpu), "total_per_gpu": self.total,
+                "host_bytes": self.host_bytes, "kv_cache_tokens": self.kv_cache_tokens,
+                "max_concurrency": round(self.max_concurrency, 4), "max_model_len": self.max_model_len,
+                "max_model_len_that_fits": self.max_model_len_that_fits, "starts": self.starts,
+                "settings": dict(self.settings), "command": self.command, "log": list(self.log),
+                "warnings": list(self.warnings), "assumptions": list(self.assumptions)}
+
+
+REFUSAL = "The engine refuses to start: "  # the prefix of a warning that says the engine would not start
+
+
+def make_report(engine: str, components: dict[str, int], **fields) -> ServeReport:
+    """A report with its components in the canonical order (unknown names are a programming error)."""
+    unknown = set(components) - set(ENGINE_COMPONENTS)
+    if unknown:
+        raise ValueError(f"unknown engine component(s): {', '.join(sorted(unknown))}")
+    ordered = tuple((name, int(components[name])) for name in ENGINE_COMPONENTS if name in components)
+    return ServeReport(engine=engine, per_gpu=ordered, **fields)
+
+
+@dataclass(frozen=True)
+class WeightSplit:
+    """A model's weight bytes in one format, split by how engines shard them."""
+
+    experts: int  # routed-expert matrices: sliced over TP, or whole experts over tp x dp with expert parallelism
+    embeddings: int  # token embedding and lm_head: vocabulary-parallel over TP, on the first / last stage
+    layers: int  # every other 2-D weight of the decoder blocks: split over TP and over the pipeline stages
+    vectors: int  # norms, biases: replicated over TP
+    towers: int = field(default=0)  # vision / audio towers, 16-bit
+
+
+def weight_split(s: ServeScenario) -> WeightSplit:
+    """The scenario's weights in its format (the checkpoint's own unless overridden), by how they shard."""
+    from ..architecture import tensors
+    from ..formats import tensor_bytes, weight_format
+
+    a: Architecture = s.model
+    checkpoint = a.checkpoint if s.weights == CHECKPOINT and a.checkpoint is not None \
+        and a.checkpoint.format_id is not None else None
+    fmt = weight_format("bf16" if s.weights == CHECKPOINT else s.weights)
+    experts = embeddings = layers = vectors = 0
+    for t in tensors(a):
+        size = checkpoint.tensor_bytes(a, t) if checkpoint else tensor_bytes(fmt, t, a)
+        if not t.is_matrix:
+            vectors += size
+        elif t.is_expert:
+            experts += size
+        elif t.layer < 0:
+            embeddings += size
+        else:
+            layers += size
+    return WeightSplit(experts=experts, embeddings=embeddings, layers=layers, vectors=vectors,
+                       towers=a.tower_parameters * BF16_BYTES)
+
+
+def model_ref(s: ServeScenario) -> str:
+    """How the launch command names the model: its Hub id, else its name, quoted for a shell when needed."""
+    import shlex
+
+    return shlex.quote(s.model_id or s.model.name or "MODEL")
+
+
+def gib(num_bytes: float) -> str:
+    """GiB with two decimals, as the engines print them."""
+    return f"{num_bytes / GiB:.2f}"

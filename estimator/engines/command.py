@@ -1,0 +1,105 @@
+"""Reading an engine's own command line (`vllm serve org/model --tensor-parallel-size 4 ...`) into scenario fields.
+
+Each engine module declares how its command is recognised (`PROGRAMS`, the words it starts with), which options
+carry the model (`MODEL_FLAGS`), and which options map to which `ServeScenario` field (`FLAGS`: option -> (field,
+parser of its value); `SWITCHES`: option without a value -> (field, value)). Options no engine table knows are
+kept in `ignored` and reported, never an error: users paste whole production commands.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+MAX_COMMAND_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class ImportedCommand:
+    engine: str
+    model: str  # the model as the command names it ("" when it does not)
+    fields: tuple[tuple[str, object], ...]  # ServeScenario field -> value
+    ignored: tuple[str, ...]  # options read but not modelled
+
+
+def human_int(text: str) -> int:
+    """An integer as vLLM's `human_readable_int` reads it: 32768, 32k (x1000), 32K (x1024), 1M, 1m, 2G."""
+    text = text.strip()
+    units = {"k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}
+    try:
+        if text and text[-1] in units:
+            return round(float(text[:-1]) * units[text[-1]])
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a whole number") from None
+
+
+def _names(word: str, program: str) -> bool:
+    """Whether a command word is `program`: by path (/usr/bin/llama-server) or as an image (vllm/vllm-openai:v0.11)."""
+    last = word.rsplit("/", 1)[-1]
+    return last == program or last.startswith(program + ":")
+
+
+def _engine_of(words: list[str], modules: dict) -> tuple[str, int] | None:
+    """(engine, index of the first word after the program) of a command line, None when no engine is named."""
+    lowered = [w.lower() for w in words]
+    for start in range(len(words)):  # env assignments, `docker run ... image`, `uv run` may come first
+        for engine, module in modules.items():
+            for program in module.PROGRAMS:
+                parts = program.split()
+                head = lowered[start:start + len(parts)]
+                if len(head) == len(parts) and all(_names(h, p) for h, p in zip(head, parts)):
+                    return engine, start + len(parts)
+    return None
+
+
+def parse_command(text: str, modules: dict) -> ImportedCommand:
+    """The engine, model and scenario fields of an engine command line; ValueError naming what is wrong."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("the command is empty: paste e.g. `vllm serve Qwen/Qwen3-8B --max-model-len 32768`")
+    if len(text) > MAX_COMMAND_CHARS:
+        raise ValueError(f"the command is longer than {MAX_COMMAND_CHARS:,} characters")
+    try:
+        words = shlex.split(text.replace("\\\n", " "), comments=False)
+    except ValueError as err:
+        raise ValueError(f"the command cannot be read: {err}") from None
+    found = _engine_of(words, modules)
+    if found is None:
+        raise ValueError("no engine command found: start with `vllm serve`, `python -m sglang.launch_server`, "
+                         "`llama-server` or `ollama run`")
+    engine, i = found
+    module = modules[engine]
+    fields: dict[str, object] = {}
+    model, ignored = "", []
+    while i < len(words):
+        word = words[i]
+        flag, eq, inline = word.partition("=") if word.startswith("-") else (word, "", "")
+        if not word.startswith("-"):
+            if not model:
+                model = word  # the positional model (vllm serve MODEL, ollama run MODEL)
+            else:
+                ignored.append(word)
+            i += 1
+            continue
+        if flag in module.SWITCHES:
+            name, value = module.SWITCHES[flag]
+            fields[name] = value
+            i += 1
+            continue
+        takes_value = flag in module.FLAGS or flag in module.MODEL_FLAGS
+        value = inline if eq else (words[i + 1] if i + 1 < len(words) and takes_value else None)
+        i += 1 if eq or not takes_value else 2
+        if flag in module.MODEL_FLAGS and value is not None:
+            model = value
+        elif flag in module.FLAGS and value is not None:
+            name, parse = module.FLAGS[flag]
+            try:
+                fields[name] = parse(value)
+            except ValueError as err:
+                raise ValueError(f"{flag}: {err}") from None
+        else:
+            ignored.append(word if eq else flag)
+            if not eq and i < len(words) and not words[i].startswith("-"):  # an unknown option's value goes with it
+                ignored[-1] += f" {words[i]}"
+                i += 1
+    return ImportedCommand(engine=engine, model=model, fields=tuple(fields.items()), ignored=tuple(ignored))

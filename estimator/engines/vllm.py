@@ -1,0 +1,308 @@
+"""vLLM (V1 engine): how a start-up divides each GPU, from vLLM's source.
+
+Read at vllm-project/vllm 35d5cda (`vllm/v1/worker/gpu_worker.py`, `vllm/utils/mem_utils.py` at a6d5c39,
+`vllm/v1/core/kv_cache_utils.py`, `vllm/engine/arg_utils.py` EngineArgs.get_batch_defaults):
+
+    requested   = total x gpu_memory_utilization            (total: cudaMemGetInfo, the catalog's CUDA-visible bytes)
+    weights     = what load_model allocated ("Model loading took X GiB")
+    activations = the torch peak increase of profile_run: a dummy forward of max_num_batched_tokens tokens, then
+                  the sampler over min(max_num_seqs, max_num_batched_tokens) requests
+    non_torch   = memory outside PyTorch's allocator that grew from the worker's first snapshot to the end of
+                  profiling (custom all-reduce and NCCL buffers, CUDA libraries, loaded kernels)
+    KV cache    = requested - weights - activations - non_torch ("Available KV cache memory"), or --kv-cache-memory
+    CUDA graphs are captured after the KV cache is allocated: they come on top of the requested memory unless
+    VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 (off by default in vllm/envs.py).
+
+The KV cache is split into pages of block_size tokens. Layers of one kind (full attention, sliding window, chunked
+local, MLA, Mamba / linear-attention state) form groups of equal size that share the pool:
+    num_blocks = available // (page_bytes x group_size)      (kv_cache_utils.get_kv_cache_config_from_groups)
+    max concurrency = num_blocks / blocks one request of max_model_len needs, summed over the groups
+    GPU KV cache size = int(max concurrency x max_model_len) tokens
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .. import catalog
+from ..activations import inference_layer_peak
+from ..architecture import Architecture
+from ..kv_cache import indexer_bytes_per_token, kv_dtype_bytes, layer_elements, state_bytes
+from ..units import BF16_BYTES, GiB
+from .base import REFUSAL, ServeReport, ServeScenario, gib, make_report, model_ref, weight_split
+from .command import human_int
+
+# EngineArgs.get_batch_defaults (vllm/engine/arg_utils.py), `vllm serve` (UsageContext.OPENAI_API_SERVER): GPUs
+# with at least 70 GiB that are not A100s (H100, H200, B200, MI300X) get the larger defaults.
+LARGE_GPU_BYTES = 70 * GiB
+DEFAULT_BATCHED_TOKENS = {True: 8192, False: 2048}
+DEFAULT_MAX_SEQS = {True: 1024, False: 256}
+DEFAULT_BLOCK = 16  # CacheConfig.block_size for CUDA
+MLA_BLOCK = 64  # FlashMLA (the default MLA backend on Hopper and later) forces 64-token blocks
+MAMBA_BLOCK_ALIGN = 16  # HybridAttentionMambaModelConfig: attention blocks grow in steps the kernels accept
+
+# The sampler's dummy run with top-k and top-p set (gpu_model_runner._dummy_sampler_run), PyTorch's path
+# (vllm/v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p): the 16-bit logits from compute_logits, their fp32
+# copy, the sorted values (fp32) and their int64 indices, the softmax of the sorted values (fp32) and the top-p mask
+# (bool), alive together: 2 + 4 + 4 + 8 + 4 + 1 bytes per logit.
+SAMPLER_BYTES_PER_LOGIT = 23
+
+# Memory outside PyTorch's allocator that grows during start-up. One GPU: cuBLAS / cuBLASLt handles and the
+# kernels the first forward loads (lazy module loading). Tensor parallel adds the custom all-reduce IPC buffers
+# (vllm/distributed/device_communicators/custom_all_reduce.py, max_size 8 MiB per rank plus its registered graph
+# buffers) and NCCL's channel buffers, which NCCL allocates at the first collective of the profiling run.
+NON_TORCH_ONE_GPU = 256 * 2**20
+NON_TORCH_TENSOR_PARALLEL = 1 * GiB
+
+# CUDA graphs (gpu_model_runner.capture_model): one graph per capture size, largest first, sharing one memory pool;
+# the pool keeps the intermediate tensors of the largest size (a decode step of that many tokens), and each graph
+# keeps its own node and kernel-argument memory.
+MAX_CAPTURE_SIZE = 512  # CompilationConfig: min(max_num_seqs x 2, 512)
+PER_GRAPH_BYTES = 2 * 2**20
+CUDA_CONTEXT_BYTES = 500 * 2**20  # the CUDA context and PyTorch's handles, created before vLLM's first snapshot
+
+
+@dataclass(frozen=True)
+class KVGroup:
+    """Layers of one kind sharing the page pool: `count` layers, `block` tokens per page."""
+
+    kind: str  # "full", "sliding", "chunked", "state"
+    count: int
+    block: int  # tokens per page of this kind
+    window: int = 0
+
+
+def capture_sizes(max_num_seqs: int) -> tuple[int, ...]:
+    """vLLM's default CUDA-graph batch sizes (vllm/config/compilation.py): 1, 2, 4, then steps of 8 to 256 and of
+    16 beyond, up to min(2 x max_num_seqs, 512)."""
+    largest = min(2 * max_num_seqs, MAX_CAPTURE_SIZE)
+    sizes = [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, MAX_CAPTURE_SIZE + 1, 16))
+    return tuple(n for n in sizes if n <= largest)
+
+
+def _page_layout(a: Architecture, s: ServeScenario, tp: int) -> tuple[int, tuple[KVGroup, ...], int]:
+    """(page bytes, groups, group size) of one pipeline stage's layers on one tensor-parallel rank."""
+    dtype = kv_dtype_bytes(s.kv_dtype)
+    block = s.block_size or (MLA_BLOCK if a.is_mla else DEFAULT_BLOCK)
+    kinds: dict[str, list[int]] = {}
+    per_token: dict[str, int] = {}
+    sliding = set(a.sliding_layers)
+    for layer in a.cached_layers:
+        kind = ("chunked" if a.chunked_attention else "sliding") if layer in sliding else "full"
+        kinds.setdefault(kind, []).append(layer)
+        size = math.ceil(layer_elements(a, layer, tp, True) * dtype)
+        per_token[kind] = max(per_token.get(kind, 0), size)
+    if a.index_heads and "full" in per_token:  # DeepSeek-V3.2's indexer key sits in its own spec; counted per layer
+        per_token["full"] += math.ceil(indexer_bytes_per_token(a) / max(1, len(kinds["full"])))
+    state_layers = len(a.linear_layers) + len(a.mamba_layers)
+    state_page = state_bytes(a, 1, tp) // state_layers if state_layers else 0
+    page = max((per_token[k] * block for k in per_token), default=0)
+    if state_page > page:  # HybridAttentionMambaModelConfig: attention blocks grow until a page holds the state
+        step = max(1, max(per_token.values(), default=1)) * MAMBA_BLOCK_ALIGN
+        page = -(-state_page // step) * step if per_token else state_page
+    groups_of = {kind: len(layers) for kind, layers in kinds.items()}
+    if state_layers:
+        groups_of["state"] = state_layers
+    smallest, largest = min(groups_of.values()), max(groups_of.values())
+    group_size = largest if largest < smallest * 1.25 else smallest  # _get_kv_cache_groups_uniform_page_size
+    groups = []
+    for kind, count in groups_of.items():
+        tokens = page // per_token[kind] if kind in per_token else 0  # pages of equal bytes: smaller layers, more
+        for _ in range(-(-count // group_size)):
+            groups.append(KVGroup(kind, group_size, tokens, a.sliding_window if kind != "full" else 0))
+    return page, tuple(groups), group_size
+
+
+def blocks_per_request(groups: tuple[KVGroup, ...], length: int) -> int:
+    """Pages one request of `length` tokens holds at its longest, over every group (single_type_kv_cache_manager:
+    a full-attention group keeps every page, a sliding one its window plus the page being written, a chunked one
+    its chunk, a state group one page)."""
+    total = 0
+    for g in groups:
+        if g.kind == "state":
+            total += 1
+        elif g.kind == "full":
+            total += -(-length // g.block)
+        elif g.kind == "sliding":
+            total += min(-(-length // g.block), -(-(g.window - 1) // g.block) + 1)
+        else:
+            total += min(-(-length // g.block), -(-g.window // g.block) + 1)
+    return total
+
+
+def _longest_that_fits(groups: tuple[KVGroup, ...], num_blocks: int, ceiling: int) -> int:
+    """The longest request the pool holds (vLLM's 'estimated maximum model length'), up to `ceiling`."""
+    if blocks_per_request(groups, 1) > num_blocks:
+        return 0
+    low, high = 1, ceiling
+    while low < high:
+        mid = (low + high + 1) // 2
+        if blocks_per_request(groups, mid) <= num_blocks:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def resolved_defaults(s: ServeScenario) -> tuple[int, int, bool]:
+    """(max_num_seqs, max_num_batched_tokens, large GPU) as vLLM resolves them for `vllm serve`."""
+    g = catalog.gpu(s.gpu)
+    large = g.memory_bytes >= LARGE_GPU_BYTES and "a100" not in g.name.lower()
+    return (s.max_num_seqs or DEFAULT_MAX_SEQS[large], s.max_num_batched_tokens or DEFAULT_BATCHED_TOKENS[large],
+            large)
+
+
+def _weights_per_gpu(s: ServeScenario) -> tuple[int, int]:
+    """(language-model weights, vision tower) on the most loaded GPU: TP slices every matrix (vocabulary-parallel
+    embeddings included), expert parallelism gives each of the tp x dp ranks whole experts, pipeline stages split
+    the layers, the first stage holding the embedding and the last the lm_head."""
+    w = weight_split(s)
+    tp, pp = s.tensor_parallel, s.pipeline_parallel
+    experts = w.experts / (tp * s.data_parallel if s.expert_parallel else tp)
+    embeddings = w.embeddings / tp
+    if pp > 1 and not s.model.tie_word_embeddings:
+        embeddings /= 2  # the input embedding on the first stage, the lm_head on the last
+    layers = (w.layers / tp + experts + w.vectors) / pp
+    return math.ceil(layers + embeddings), math.ceil(w.towers / tp)
+
+
+def estimate(s: ServeScenario) -> ServeReport:
+    a: Architecture = s.model
+    g = catalog.gpu(s.gpu)
+    tp = s.tensor_parallel
+    max_seqs, batched, large = resolved_defaults(s)
+    length = s.max_model_len or s.context_length
+    warnings, notes = [], []
+    if a.num_heads % tp:
+        warnings.append(f"{REFUSAL}Total number of attention heads ({a.num_heads}) must be divisible by tensor "
+                        f"parallel size ({tp}).")
+    if length > s.context_length:
+        warnings.append(f"{REFUSAL}User-specified max_model_len ({length}) is greater than the derived max_model_len "
+                        f"(max_position_embeddings={s.context_length} in model's config.json). Set "
+                        "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to allow it.")
+    if batched < max_seqs:
+        warnings.append(f"{REFUSAL}max_num_batched_tokens ({batched}) must be greater than or equal to "
+                        f"max_num_seqs ({max_seqs}).")
+
+    weights, vision = _weights_per_gpu(s)
+    forward = inference_layer_peak(a, 1, batched, batched, flash_attention=True, tp=tp)
+    requests = min(max_seqs, batched)
+    sampler = BF16_BYTES * batched * a.hidden_size + SAMPLER_BYTES_PER_LOGIT * requests * a.vocab_size
+    activations = max(forward, sampler)
+    non_torch = NON_TORCH_ONE_GPU + (NON_TORCH_TENSOR_PARALLEL if tp > 1 else 0)
+    graphs = 0 if s.enforce_eager else _cuda_graph_bytes(a, max_seqs, tp)
+    requested = int(g.memory_bytes * s.gpu_memory_utilization)
+    available = s.kv_cache_memory or requested - weights - vision - activations - non_torch
+
+    page, groups, group_size = _page_layout(a, s, tp)
+    num_blocks = max(0, available) // (page * group_size) if page else 0
+    need = blocks_per_request(groups, length)
+    concurrency = num_blocks / need if need else 0.0
+    tokens = int(concurrency * length)
+    longest = _longest_that_fits(groups, num_blocks, s.context_length)
+    log = [f"Model loading took {weights / GiB:.4f} GiB", f"Available KV cache memory: {gib(available)} GiB"]
+    if available <= 0:
+        warnings.append(f"{REFUSAL}No available memory for the cache blocks. Try increasing "
+                        "`gpu_memory_utilization` when initializing the engine.")
+    elif need > num_blocks:
+        warnings.append(
+            f"{REFUSAL}To serve at least one request with the models's max seq len ({length}), "
+            f"({gib(need * page * group_size)} GiB KV cache is needed, which is larger than the available KV cache "
+            f"memory ({gib(available)} GiB). Based on the available memory, the estimated maximum model length is "
+            f"{longest}. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing "
+            "the engine.")
+    else:
+        log += [f"GPU KV cache size: {tokens:,} tokens",
+                f"Maximum concurrency for {length:,} tokens per request: {concurrency:.2f}x"]
+    if graphs:
+        log.append(f"Graph capturing finished, took {gib(graphs)} GiB")
+        if requested + graphs + CUDA_CONTEXT_BYTES > g.memory_bytes:
+            warnings.append(f"CUDA graphs ({gib(graphs)} GiB) are captured after the KV cache, outside the "
+                            f"{s.gpu_memory_utilization:g} budget: with the CUDA context "
+                            f"({gib(CUDA_CONTEXT_BYTES)} GiB) they exceed the GPU's {gib(g.memory_bytes)} GiB and "
+                            "capture may run out of memory; lower --gpu-memory-utilization or use --enforce-eager.")
+    kv = max(0, available) if s.kv_cache_memory or available > 0 else 0
+    notes += [
+        f"vLLM V1 on {g.name}: budget {s.gpu_memory_utilization:g} x {gib(g.memory_bytes)} GiB = {gib(requested)} "
+        "GiB per GPU (vllm/v1/worker/gpu_worker.py determine_available_memory)",
+        f"Defaults resolved: max_num_seqs {max_seqs}, max_num_batched_tokens {batched} ("
+        + ("GPU of 70 GiB or more, not an A100" if large else "GPU under 70 GiB or an A100") + ")",
+        f"Profiling run: a forward of {batched:,} tokens ({gib(forward)} GiB), then the sampler over {requests} "
+        f"requests x {a.vocab_size:,} logits ({gib(sampler)} GiB with top-k / top-p)",
+        f"KV cache: pages of {page:,} bytes, {len(groups)} group(s) of {group_size} layers; a request of "
+        f"{length:,} tokens holds {need:,} pages",
+    ]
+    components = {"weights": weights, **({"vision": vision} if vision else {}), "activations": activations,
+                  "non_torch": non_torch, "cuda_graphs": graphs, "kv_cache": kv}
+    return make_report(
+        "vllm", components, gpus=s.gpus, gpu_bytes=g.memory_bytes, budget_bytes=requested,
+        kv_cache_tokens=tokens if need <= num_blocks else 0, max_concurrency=concurrency, max_model_len=length,
+        max_model_len_that_fits=longest, settings=(("max_num_seqs", max_seqs), ("max_num_batched_tokens", batched),
+                                                   ("block_size", groups[0].block if groups else 0)),
+        log=tuple(log), warnings=tuple(warnings), assumptions=tuple(notes + list(a.notes)), command=command(s))
+
+
+def _cuda_graph_bytes(a: Architecture, max_num_seqs: int, tp: int) -> int:
+    """The graph pool (a decode step of the largest capture size) plus each graph's own memory."""
+    sizes = capture_sizes(max_num_seqs)
+    return inference_layer_peak(a, 1, sizes[-1], sizes[-1], flash_attention=True, tp=tp) \
+        + PER_GRAPH_BYTES * len(sizes)
+
+
+def command(s: ServeScenario) -> str:
+    """The `vllm serve` command line of the scenario (options left at vLLM's defaults are omitted)."""
+    parts = ["vllm serve", model_ref(s)]
+    options = (("--tensor-parallel-size", s.tensor_parallel, 1), ("--pipeline-parallel-size", s.pipeline_parallel, 1),
+               ("--data-parallel-size", s.data_parallel, 1),
+               ("--gpu-memory-utilization", s.gpu_memory_utilization, 0.9), ("--max-model-len", s.max_model_len, 0),
+               ("--max-num-seqs", s.max_num_seqs, 0), ("--max-num-batched-tokens", s.max_num_batched_tokens, 0),
+               ("--block-size", s.block_size, 0), ("--kv-cache-memory", s.kv_cache_memory, 0))
+    parts += [f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}"
+              for flag, value, default in options if value != default]
+    if s.kv_dtype != "bf16":
+        parts.append(f"--kv-cache-dtype {KV_CACHE_DTYPE_FLAGS.get(s.kv_dtype, s.kv_dtype)}")
+    if s.expert_parallel:
+        parts.append("--enable-expert-parallel")
+    if s.enforce_eager:
+        parts.append("--enforce-eager")
+    if s.weights in QUANTIZATION_FLAGS:
+        parts.append(f"--quantization {QUANTIZATION_FLAGS[s.weights]}")
+    return " ".join(parts)
+
+
+KV_CACHE_DTYPE_FLAGS = {"fp8": "fp8", "fp32": "float32"}
+QUANTIZATION_FLAGS = {"fp8": "fp8", "bnb-nf4": "bitsandbytes", "bnb-int8": "bitsandbytes"}
+
+# Command-line import (estimator/engines/command.py): `vllm serve MODEL ...` and the older API-server module.
+PROGRAMS = ("vllm serve", "vllm-openai", "python -m vllm.entrypoints.openai.api_server",
+            "python3 -m vllm.entrypoints.openai.api_server")
+MODEL_FLAGS = ("--model",)
+KV_DTYPES_READ = {"auto": "bf16", "bfloat16": "bf16", "float16": "bf16", "half": "bf16", "fp8": "fp8",
+                  "fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "fp8_inc": "fp8", "float32": "fp32"}
+QUANTIZATION_READ = {"fp8": "fp8", "awq": "awq-4bit", "awq_marlin": "awq-4bit", "gptq": "gptq-4bit",
+                     "gptq_marlin": "gptq-4bit", "bitsandbytes": "nf4", "mxfp4": "mxfp4", "modelopt_fp4": "nvfp4"}
+
+
+def _choice(table: dict, what: str):
+    def parse(text: str) -> str:
+        if text.lower() not in table:
+            raise ValueError(f"{what} {text!r} is not one of {', '.join(table)}")
+        return table[text.lower()]
+    return parse
+
+
+FLAGS = {
+    "--tensor-parallel-size": ("tensor_parallel", int), "-tp": ("tensor_parallel", int),
+    "--pipeline-parallel-size": ("pipeline_parallel", int), "-pp": ("pipeline_parallel", int),
+    "--data-parallel-size": ("data_parallel", int), "-dp": ("data_parallel", int),
+    "--gpu-memory-utilization": ("gpu_memory_utilization", float),
+    "--max-model-len": ("max_model_len", human_int), "--max-num-seqs": ("max_num_seqs", int),
+    "--max-num-batched-tokens": ("max_num_batched_tokens", human_int), "--block-size": ("block_size", int),
+    "--kv-cache-memory": ("kv_cache_memory", human_int), "--kv-cache-memory-bytes": ("kv_cache_memory", human_int),
+    "--kv-cache-dtype": ("kv_dtype", _choice(KV_DTYPES_READ, "--kv-cache-dtype")),
+    "--quantization": ("weights", _choice(QUANTIZATION_READ, "--quantization")),
+    "-q": ("weights", _choice(QUANTIZATION_READ, "--quantization")),
+}
+SWITCHES = {"--enforce-eager": ("enforce_eager", True), "--enable-expert-parallel": ("expert_parallel", True),
+            "-ep": ("expert_parallel", True)}

@@ -1,0 +1,445 @@
+"""llama.cpp (`llama-server`): how a start-up divides the GPUs and host RAM, from llama.cpp's source.
+
+Read in ggml-org/llama.cpp (stored versions: `src/llama-model.cpp` at 00342301d01add50835550e8a916f12097d94517,
+`common/common.h` at 001d906a6d86e2490e394361e7cc6f478b100088; `src/llama-context.cpp`,
+`src/llama-kv-cache-iswa.cpp` and `tools/server/server.cpp` as quoted in the same index):
+
+Layers (llama_model::load_tensors): with L repeating layers and -ngl N,
+    i_gpu_start = max(L - N, 0), act_gpu_layers = min(N, L + 1)
+    layer il is on a GPU when i_gpu_start <= il and il - i_gpu_start < act_gpu_layers; the output layer is index L,
+    so it is offloaded only when N > L ("offloaded N/L+1 layers to GPU"). -ngl 99 offloads everything.
+    The token embedding (the input layer) always stays on the CPU ("there is very little benefit to offloading the
+    input layer"); a tied lm_head is duplicated onto the output layer's device.
+    Devices: layer il goes to the first device whose cumulative --tensor-split share exceeds
+    (il - i_gpu_start) / act_gpu_layers (equal shares here: all devices are the same GPU).
+    --n-cpu-moe N: common/arg.cpp adds a CPU buffer override for `blk.<i>.ffn_(up|down|gate)_exps` of layers i < N.
+Context (llama_context): n_ctx = -c, 0 = the model's training context; n_ctx = GGML_PAD(n_ctx, 256); without a
+    unified cache every slot gets n_ctx_seq = GGML_PAD(n_ctx / n_seq_max, 256) and n_ctx = n_ctx_seq x n_seq_max.
+    llama-server with -np unset: "n_parallel is set to auto, using n_parallel = 4 and kv_unified = true".
+    Defaults (common.h): n_batch 2048, n_ubatch 512, cache f16, flash attention auto, n_gpu_layers -1 = auto with
+    `--fit on`: unset options are shrunk until every device keeps 1024 MiB free (context first, down to 4096, only
+    when -c was not given; then layers).
+KV cache (llama_kv_cache): per layer K [n_embd_k_gqa, cells] and V [n_embd_v_gqa, cells] in -ctk / -ctv
+    (ggml_row_size: block types cost block_bytes per block), on the device of the layer (offload_kqv), the CPU
+    layers' cache in host RAM ("CUDA_Host KV buffer"). MLA caches the latent as K and no V. Sliding-window layers
+    (llama_kv_cache_iswa): GGML_PAD(min(cells, n_swa x (unified ? n_seq : 1) + n_ubatch), 256) cells per stream.
+    Recurrent layers (llama_memory_recurrent): one f32 conv + SSM state per sequence (n_seq_max cells).
+Compute buffers (ggml-alloc's reservation of the worst-case graph: n_ubatch tokens, all of them outputs, attending
+    to every cell), per device, the largest of (each term's mechanism in `_compute_peaks`):
+    attention without flash attention: KQ = n_head x n_kv x n_ubatch f32 (the soft_max runs in place) plus the mask
+    copied from the host and the hidden-width tensors alive with it; with flash attention no KQ, the f16 mask;
+    FFN: the gate and up outputs; output layer: logits n_vocab x n_ubatch f32.
+    The host keeps the graph inputs (the token embeddings, n_embd x n_ubatch f32, and the KQ mask) and the output
+    buffer (n_vocab x n_seq_max f32 logits).
+A device allocates its model buffer, then its KV buffer, then its compute buffer; the first that does not fit fails
+with "cudaMalloc failed: out of memory".
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from dataclasses import dataclass
+
+from .. import catalog
+from ..architecture import Architecture, tensors
+from ..formats import CHECKPOINT, tensor_bytes, weight_format
+from ..kv_cache import KV_DTYPE_BYTES, layer_elements
+from .base import REFUSAL, ServeReport, ServeScenario, make_report
+
+MiB = 2**20
+CTX_PAD = 256  # src/llama-context.cpp: cparams.n_ctx = GGML_PAD(cparams.n_ctx, 256) (ggml-org/llama.cpp#17046)
+SWA_PAD = 256  # src/llama-kv-cache-iswa.cpp: "the SWA cache is always padded to 256" (ggml-org/llama.cpp#17037)
+DEFAULT_UBATCH = 512  # common.h n_ubatch
+DEFAULT_BATCH = 2048  # common.h n_batch
+AUTO_SLOTS = 4  # tools/server: -np unset -> 4 slots over one unified KV cache
+FIT_MARGIN = 1024 * MiB  # common.h fit_params_target: 1024 MiB left free on every device
+FIT_MIN_CTX = 4096  # common.h fit_params_min_ctx
+F32 = 4
+F16 = 2
+# -ctk / -ctv names of the estimator's KV dtypes (bf16 = the model's 16-bit cache: llama.cpp's default f16)
+CACHE_TYPE_NAMES = {"bf16": "f16", "fp32": "f32", "q8_0": "q8_0", "q5_0": "q5_0", "q4_0": "q4_0", "fp8": "f8"}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each part of the model sits: device per repeating layer (-1 = CPU), the output layer's device."""
+
+    layer_device: tuple[int, ...]
+    output_device: int
+    offloaded: int  # layers counted in "offloaded N/L+1 layers to GPU"
+
+
+@dataclass(frozen=True)
+class Context:
+    n_ctx: int  # KV cells of a full-attention layer, all streams together
+    n_ctx_seq: int  # context of one slot
+    slots: int
+    unified: bool
+    swa_cells: int  # cells of a sliding-window layer, all streams together
+    ubatch: int
+
+
+@dataclass(frozen=True)
+class Startup:
+    """One llama.cpp start-up: bytes per device (index -1 = host) by buffer."""
+
+    layout: Layout
+    ctx: Context
+    model: dict  # device -> bytes (-1: CPU / CPU_Mapped)
+    kv: dict
+    compute: dict
+    output_buffer: int
+
+
+def gguf_type(s: ServeScenario) -> str:
+    """The weight format llama.cpp loads: a GGUF recipe or another format; 'checkpoint' = the checkpoint's own
+    (its quantization_config, else 16-bit: an F16 / BF16 GGUF)."""
+    if s.weights != CHECKPOINT:
+        return s.weights
+    c = s.model.checkpoint
+    return c.format_id if c is not None and c.format_id is not None else "bf16"
+
+
+def layout(a: Architecture, ngl: int, devices: int) -> Layout:
+    """llama_model::load_tensors' placement of the repeating layers and the output layer."""
+    n = a.num_layers
+    ngl = n + 1 if ngl < 0 else ngl
+    start = max(n - ngl, 0)
+    active = min(ngl, n + 1) if devices else 0
+    splits = [(d + 1) / devices for d in range(devices)]  # equal shares, normalised cumulative sums
+
+    def device(il: int) -> int:
+        if il < start or il - start >= active:
+            return -1
+        x = (il - start) / active
+        return min(next((d for d, edge in enumerate(splits) if edge > x), devices - 1), devices - 1)
+
+    return Layout(tuple(device(il) for il in range(n)), device(n), active)
+
+
+def context(a: Architecture, n_ctx: int, slots: int, unified: bool, ubatch: int) -> Context:
+    """n_ctx as llama_context pads it and the sliding-window cache as llama_kv_cache_iswa sizes it."""
+    n_ctx = -(-n_ctx // CTX_PAD) * CTX_PAD
+    if unified:
+        n_ctx_seq, streams, per_stream = n_ctx, 1, n_ctx
+    else:
+        n_ctx_seq = -(-(n_ctx // slots) // CTX_PAD) * CTX_PAD
+        n_ctx, streams, per_stream = n_ctx_seq * slots, slots, n_ctx_seq
+    swa = 0
+    if a.sliding_window and a.sliding_layers:
+        window = a.sliding_window * (slots if unified else 1) + ubatch
+        swa = -(-min(per_stream, window) // SWA_PAD) * SWA_PAD * streams
+    return Context(n_ctx, n_ctx_seq, slots, unified, swa, ubatch)
+
+
+def _row(elements: int, dtype: str) -> int:
+    """ggml_row_size: whole blocks of the cache type."""
+    return math.ceil(elements * KV_DTYPE_BYTES[dtype])
+
+
+def _recurrent_state(a: Architecture, layer: int) -> int:
+    """llama_memory_recurrent: one cell per sequence holds the f32 conv state (n_embd_r) and SSM state (n_embd_s)."""
+    if layer in a.linear_layers:  # Gated DeltaNet: conv over q, k, v; state n_v x d_v x d_k
+        conv_dim = 2 * a.linear_key_heads * a.linear_key_head_dim + a.linear_value_heads * a.linear_value_head_dim
+        return F32 * ((a.linear_conv_kernel - 1) * conv_dim
+                      + a.linear_value_heads * a.linear_value_head_dim * a.linear_key_head_dim)
+    if a.mamba_version == 1:
+        return F32 * (a.mamba_conv_kernel - 1 + a.mamba_state_size) * a.mamba_inner
+    conv = (a.mamba_conv_kernel - 1) * (a.mamba_inner + 2 * a.mamba_groups * a.mamba_state_size)
+    return F32 * (conv + a.mamba_state_size * a.mamba_inner)
+
+
+def layer_kv_bytes(a: Architecture, layer: int, ctx: Context, dtype: str) -> int:
+    """The cache of one layer: K and V rows for each of its cells, or its recurrent state."""
+    if layer in a.linear_layers or layer in a.mamba_layers:
+        return _recurrent_state(a, layer) * ctx.slots
+    if layer not in a.cached_layers:
+        return 0
+    cells = ctx.swa_cells if layer in a.sliding_layers and ctx.swa_cells else ctx.n_ctx
+    if a.is_mla:  # the latent is K; has_v = !is_mla
+        return _row(layer_elements(a, layer, 1, True), dtype) * cells
+    kv_heads, head_dim = a.attention_shape(layer)
+    return 2 * _row(kv_heads * head_dim, dtype) * cells
+
+
+def _compute_peaks(a: Architecture, s: ServeScenario, ctx: Context, layers: list[int], output: bool) -> int:
+    """The compute buffer of one device holding `layers` (and the output layer when `output`): the largest
+    working set of its graph, the ggml-alloc reservation with n_ubatch tokens that are all outputs."""
+    ub = ctx.ubatch
+    hidden = F32 * a.hidden_size * ub  # one f32 activation of the residual width
+    peak = 0
+    if layers:
+        attn = [il for il in layers if il in a.cached_layers]
+        if attn:
+            n_kv = max(ctx.swa_cells if il in a.sliding_layers and ctx.swa_cells else ctx.n_ctx for il in attn)
+            q = F32 * a.q_width * ub
+            if s.flash_attention:  # the f16 mask copied from the host; Q, the attention output, the residual
+                peak = F16 * n_kv * ub + 2 * q + 2 * hidden
+            else:  # KQ (soft_max in place), the f32 mask copied from the host, Q, KQV, the residual, the split input
+                peak = F32 * a.num_heads * n_kv * ub + F32 * n_kv * ub + q + 3 * hidden
+        widths = [a.intermediate_size] if a.intermediate_size else []
+        if a.is_moe:  # each token's k expert outputs (gate, up) and the router's probabilities
+            widths.append(a.moe_intermediate_size * a.experts_per_token)
+        ffn = max((2 * F32 * w * ub for w in widths), default=0) + 2 * hidden
+        if a.is_moe:
+            ffn += F32 * a.num_experts * ub
+        peak = max(peak, ffn)
+    if output:  # logits of every ubatch token and the final norm
+        peak = max(peak, F32 * a.vocab_size * ub + hidden)
+    return peak
+
+
+def _weights_by_place(a: Architecture, s: ServeScenario, lay: Layout) -> dict:
+    checkpoint = a.checkpoint if s.weights == CHECKPOINT and a.checkpoint is not None \
+        and a.checkpoint.format_id is not None else None
+    fmt = weight_format(gguf_type(s))
+    out: dict[int, int] = {}
+    embedding = 0
+    every = tensors(a)
+    output_norm = max((i for i, t in enumerate(every) if t.layer < 0 and t.role == "norm"), default=-1)
+    for i, t in enumerate(every):
+        size = checkpoint.tensor_bytes(a, t) if checkpoint else tensor_bytes(fmt, t, a)
+        if t.layer >= 0:
+            place = lay.layer_device[t.layer]
+            if t.is_expert and t.layer < s.n_cpu_moe:
+                place = -1
+        elif t.role in ("output", "bias") or i == output_norm:
+            place = lay.output_device  # the output layer: output_norm, lm_head and its bias
+        else:
+            place = -1  # the input layer: token / position / per-layer embeddings
+            if t.role == "token_embd":
+                embedding = size
+        out[place] = out.get(place, 0) + size
+    if a.tie_word_embeddings and lay.output_device >= 0:
+        out[lay.output_device] = out.get(lay.output_device, 0) + embedding  # TENSOR_DUPLICATED output copy
+    return out
+
+
+def startup(a: Architecture, s: ServeScenario, ngl: int, n_ctx: int, slots: int, unified: bool) -> Startup:
+    devices = s.tensor_parallel
+    ub = min(s.max_num_batched_tokens or DEFAULT_UBATCH, DEFAULT_BATCH)
+    lay = layout(a, ngl, devices)
+    ctx = context(a, n_ctx, slots, unified, ub)
+    ub = min(ub, ctx.n_ctx)
+    ctx = Context(ctx.n_ctx, ctx.n_ctx_seq, ctx.slots, ctx.unified, ctx.swa_cells, ub)
+    model = _weights_by_place(a, s, lay)
+    kv: dict[int, int] = {}
+    for il in range(a.num_layers):
+        place = lay.layer_device[il]
+        kv[place] = kv.get(place, 0) + layer_kv_bytes(a, il, ctx, s.kv_dtype)
+    compute: dict[int, int] = {}
+    for d in range(devices):
+        layers = [il for il in range(a.num_layers) if lay.layer_device[il] == d]
+        if layers or lay.output_device == d:
+            compute[d] = _compute_peaks(a, s, ctx, layers, lay.output_device == d)
+    cpu_layers = [il for il in range(a.num_layers) if lay.layer_device[il] < 0]
+    mask = (F16 if s.flash_attention else F32) * ctx.n_ctx * ub
+    compute[-1] = F32 * a.hidden_size * ub + mask + _compute_peaks(a, s, ctx, cpu_layers, lay.output_device < 0)
+    return Startup(lay, ctx, model, kv, compute, F32 * a.vocab_size * slots)
+
+
+def _gpu_total(st: Startup, d: int) -> int:
+    return st.model.get(d, 0) + st.kv.get(d, 0) + st.compute.get(d, 0)
+
+
+def fits(st: Startup, gpu_bytes: int, devices: int, margin: int = 0) -> bool:
+    return all(_gpu_total(st, d) + margin <= gpu_bytes for d in range(devices))
+
+
+def resolve(s: ServeScenario, *, n_ctx: int, slots: int, unified: bool, ctx_set: bool,
+            gpu_bytes: int) -> tuple[Startup, list[str]]:
+    """The start-up, after `--fit on` when -ngl is auto (-1): the context is lowered first (down to 4096, only when
+    -c was not given), then layers leave the GPU, until every device keeps 1024 MiB free."""
+    a: Architecture = s.model
+    full = a.num_layers + 1
+    ngl = full if s.n_gpu_layers < 0 else s.n_gpu_layers
+    st = startup(a, s, ngl, n_ctx, slots, unified)
+    notes: list[str] = []
+    devices = s.tensor_parallel
+    if s.n_gpu_layers >= 0 or fits(st, gpu_bytes, devices, FIT_MARGIN):
+        return st, notes
+    if not ctx_set and n_ctx > FIT_MIN_CTX:
+        low, high = FIT_MIN_CTX // CTX_PAD, n_ctx // CTX_PAD
+        if fits(startup(a, s, ngl, low * CTX_PAD, slots, unified), gpu_bytes, devices, FIT_MARGIN):
+            while low < high:
+                mid = (low + high + 1) // 2
+                if fits(startup(a, s, ngl, mid * CTX_PAD, slots, unified), gpu_bytes, devices, FIT_MARGIN):
+                    low = mid
+                else:
+                    high = mid - 1
+            st = startup(a, s, ngl, low * CTX_PAD, slots, unified)
+            notes.append(f"--fit: context reduced from {n_ctx:,} to {low * CTX_PAD:,} tokens to leave 1024 MiB free")
+            return st, notes
+        n_ctx = FIT_MIN_CTX
+        notes.append(f"--fit: context reduced to {FIT_MIN_CTX:,} tokens (fit_params_min_ctx)")
+    low, high = 0, full
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(startup(a, s, mid, n_ctx, slots, unified), gpu_bytes, devices, FIT_MARGIN):
+            low = mid
+        else:
+            high = mid - 1
+    notes.append(f"--fit: {low}/{full} layers on the GPU to leave 1024 MiB free on every device")
+    return startup(a, s, low, n_ctx, slots, unified), notes
+
+
+def _mib(num_bytes: int) -> str:
+    return f"{num_bytes / MiB:.2f}"
+
+
+def startup_log(st: Startup, a: Architecture, s: ServeScenario, gpu_bytes: int) -> tuple[list[str], list[str]]:
+    """(log lines, refusal) in llama.cpp's words; allocations run model -> KV -> compute on each device."""
+    n, devices = a.num_layers, s.tensor_parallel
+    repeating = sum(1 for d in st.layout.layer_device if d >= 0)
+    log = [f"load_tensors: offloading {repeating} repeating layers to GPU"]
+    if st.layout.output_device >= 0:
+        log.append("load_tensors: offloading output layer to GPU")
+    log.append(f"load_tensors: offloaded {repeating + (st.layout.output_device >= 0)}/{n + 1} layers to GPU")
+    log += [f"load_tensors:        CUDA{d} model buffer size = {_mib(st.model.get(d, 0))} MiB"
+            for d in range(devices) if st.model.get(d, 0)]
+    log.append(f"load_tensors:   CPU_Mapped model buffer size = {_mib(st.model.get(-1, 0))} MiB")
+    c = st.ctx
+    log += [f"llama_context: n_seq_max     = {c.slots}", f"llama_context: n_ctx         = {c.n_ctx}",
+            f"llama_context: n_ctx_seq     = {c.n_ctx_seq}", f"llama_context: n_batch       = {DEFAULT_BATCH}",
+            f"llama_context: n_ubatch      = {c.ubatch}",
+            f"llama_context: flash_attn    = {'enabled' if s.flash_attention else 'disabled'}",
+            f"llama_context:  CUDA_Host  output buffer size = {_mib(st.output_buffer)} MiB"]
+    if st.kv.get(-1, 0):
+        log.append(f"llama_kv_cache:  CUDA_Host KV buffer size = {_mib(st.kv[-1])} MiB")
+    log += [f"llama_kv_cache:      CUDA{d} KV buffer size = {_mib(st.kv[d])} MiB" for d in range(devices)
+            if st.kv.get(d, 0)]
+    log += [f"llama_context:      CUDA{d} compute buffer size = {_mib(st.compute[d])} MiB" for d in range(devices)
+            if d in st.compute]
+    log.append(f"llama_context:  CUDA_Host compute buffer size = {_mib(st.compute[-1])} MiB")
+    for d in range(devices):
+        used = 0
+        for size in (st.model.get(d, 0), st.kv.get(d, 0), st.compute.get(d, 0)):
+            if used + size > gpu_bytes:
+                return log, [f"{REFUSAL}ggml_backend_cuda_buffer_type_alloc_buffer: allocating {_mib(size)} MiB on "
+                             f"device {d}: cudaMalloc failed: out of memory"]
+            used += size
+    return log, []
+
+
+def report(engine: str, s: ServeScenario, st: Startup, gpu_bytes: int, notes: list[str], settings: tuple,
+           command_line: str, extra_log: tuple[str, ...] = ()) -> ServeReport:
+    a: Architecture = s.model
+    log, refusal = startup_log(st, a, s, gpu_bytes)
+    devices = s.tensor_parallel
+    busiest = max(range(devices), key=lambda d: _gpu_total(st, d))
+    host = st.model.get(-1, 0) + st.kv.get(-1, 0) + st.compute.get(-1, 0) + st.output_buffer
+    slot = st.ctx.n_ctx_seq
+    warnings = list(refusal)
+    if slot > s.context_length:
+        warnings.append(f"the slot context ({slot}) exceeds the training context of the model "
+                        f"({s.context_length}) - capping")
+        slot = s.context_length
+    if s.kv_dtype == "fp8":
+        warnings.append("llama.cpp's cache types are f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1: fp8 is "
+                        "not one of them (sized here at 1 byte per element)")
+    if s.kv_dtype not in ("bf16", "fp32") and not s.flash_attention:
+        warnings.append("a quantized V cache needs flash attention (-fa on): llama.cpp refuses -ctv "
+                        f"{CACHE_TYPE_NAMES.get(s.kv_dtype, s.kv_dtype)} without it")
+    components = {"weights": st.model.get(busiest, 0), "activations": st.compute.get(busiest, 0),
+                  "kv_cache": st.kv.get(busiest, 0)}
+    notes = notes + [
+        f"{engine} on {devices} x {catalog.gpu(s.gpu).name}: the most loaded device is CUDA{busiest}; host RAM "
+        f"holds the CPU model buffer ({_mib(st.model.get(-1, 0))} MiB, mmapped), the CPU layers' KV, the host compute "
+        "buffer and the output buffer",
+        f"Weights: GGUF {gguf_type(s).upper()} tensor by tensor (llama-quantize's recipe, estimator/formats.py); the "
+        "token embedding stays on the CPU",
+        "tensor_parallel = the devices of --tensor-split, layers split in equal shares (llama.cpp's default split "
+        "follows each device's free memory; all devices here are the same GPU)",
+        "The CUDA context, cuBLAS workspaces and the flash-attention kernels' f16 copies of a quantized cache come "
+        "from outside these buffers (a few hundred MiB per device)",
+    ]
+    return make_report(
+        engine, components, gpus=devices, gpu_bytes=gpu_bytes, budget_bytes=gpu_bytes, kv_cache_tokens=st.ctx.n_ctx,
+        max_concurrency=float(st.ctx.slots), max_model_len=slot,
+        max_model_len_that_fits=slot if not refusal else 0, host_bytes=host, settings=settings,
+        log=tuple(extra_log) + tuple(log), warnings=tuple(warnings), assumptions=tuple(notes + list(a.notes)),
+        command=command_line)
+
+
+def estimate(s: ServeScenario) -> ServeReport:
+    g = catalog.gpu(s.gpu)
+    auto = s.max_num_seqs == 0
+    slots = AUTO_SLOTS if auto else s.max_num_seqs
+    n_ctx = s.max_model_len or s.context_length
+    st, notes = resolve(s, n_ctx=n_ctx, slots=slots, unified=auto, ctx_set=s.max_model_len > 0,
+                        gpu_bytes=g.memory_bytes)
+    if auto:
+        notes.insert(0, "n_parallel is set to auto, using n_parallel = 4 and kv_unified = true")
+    settings = (("n_ctx", st.ctx.n_ctx), ("n_parallel", slots), ("kv_unified", st.ctx.unified),
+                ("n_ubatch", st.ctx.ubatch), ("n_gpu_layers", st.layout.offloaded),
+                ("cache_type", CACHE_TYPE_NAMES.get(s.kv_dtype, s.kv_dtype)))
+    return report("llama.cpp", s, st, g.memory_bytes, notes, settings, command(s))
+
+
+def command(s: ServeScenario) -> str:
+    """The `llama-server` command line of the scenario (options left at llama-server's defaults are omitted)."""
+    name = s.model_id or s.model.name or "MODEL"
+    if not name.endswith(".gguf"):
+        name = f"{name.rsplit('/', 1)[-1].replace(' ', '-')}-{gguf_type(s).upper()}.gguf"
+    parts = ["llama-server -m", shlex.quote(name)]
+    if s.n_gpu_layers >= 0:  # unset: "auto", llama-server's --fit chooses
+        parts.append(f"-ngl {s.n_gpu_layers}")
+    if s.max_model_len:
+        parts.append(f"-c {s.max_model_len}")
+    if s.max_num_seqs:
+        parts.append(f"-np {s.max_num_seqs}")
+    if s.max_num_batched_tokens:
+        parts.append(f"-ub {s.max_num_batched_tokens}")
+    if s.kv_dtype != "bf16":
+        name = CACHE_TYPE_NAMES.get(s.kv_dtype, s.kv_dtype)
+        parts.append(f"-ctk {name} -ctv {name}")
+    parts.append(f"-fa {'on' if s.flash_attention else 'off'}")
+    if s.n_cpu_moe:
+        parts.append(f"--n-cpu-moe {s.n_cpu_moe}")
+    if s.tensor_parallel > 1:
+        parts.append("--tensor-split " + ",".join("1" for _ in range(s.tensor_parallel)))
+    return " ".join(parts)
+
+
+# Command-line import (estimator/engines/command.py)
+PROGRAMS = ("llama-server", "llama-cli", "llama.cpp")  # the binaries, and the ghcr.io/ggml-org/llama.cpp image
+MODEL_FLAGS = ("-m", "--model", "-hf", "--hf-repo")
+CACHE_TYPES_READ = {"f16": "bf16", "bf16": "bf16", "f32": "fp32", "q8_0": "q8_0", "q5_0": "q5_0", "q5_1": "q5_0",
+                    "q4_0": "q4_0", "q4_1": "q4_0", "iq4_nl": "q4_0"}
+
+
+def _cache_type(text: str) -> str:
+    if text.lower() not in CACHE_TYPES_READ:
+        raise ValueError(f"cache type {text!r} is not one of {', '.join(CACHE_TYPES_READ)}")
+    return CACHE_TYPES_READ[text.lower()]
+
+
+def _ngl(text: str) -> int:
+    if text.lower() in ("auto", "all"):
+        return -1
+    value = int(text)
+    return -1 if value < 0 else value
+
+
+def _flash(text: str) -> bool:
+    if text.lower() not in ("on", "off", "auto", "1", "0", "true", "false"):
+        raise ValueError(f"-fa takes on, off or auto, got {text!r}")
+    return text.lower() not in ("off", "0", "false")
+
+
+def _split_devices(text: str) -> int:
+    return max(1, sum(1 for part in text.replace("/", ",").split(",") if part.strip() and float(part) > 0))
+
+
+FLAGS = {
+    "-ngl": ("n_gpu_layers", _ngl), "--n-gpu-layers": ("n_gpu_layers", _ngl), "--gpu-layers": ("n_gpu_layers", _ngl),
+    "--n-cpu-moe": ("n_cpu_moe", int), "-ncmoe": ("n_cpu_moe", int),
+    "-c": ("max_model_len", int), "--ctx-size": ("max_model_len", int),
+    "-np": ("max_num_seqs", int), "--parallel": ("max_num_seqs", int),
+    "-ub": ("max_num_batched_tokens", int), "--ubatch-size": ("max_num_batched_tokens", int),
+    "-ctk": ("kv_dtype", _cache_type), "--cache-type-k": ("kv_dtype", _cache_type),
+    "-fa": ("flash_attention", _flash), "--flash-attn": ("flash_attention", _flash),
+    "-ts": ("tensor_parallel", _split_devices), "--tensor-split": ("tensor_parallel", _split_devices),
+}
+SWITCHES = {}

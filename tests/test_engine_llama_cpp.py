@@ -1,0 +1,145 @@
+"""llama.cpp and Ollama start-ups against hand-computed buffers (estimator/engines/llama_cpp.py, ollama.py)."""
+
+import pytest
+
+import estimator as est
+from estimator.engines import REFUSAL, ServeScenario, import_command, serve
+from estimator.engines import llama_cpp, ollama
+from estimator.units import GiB
+
+MiB = 2**20
+LLAMA_8B = est.model("meta-llama/Llama-3.1-8B").architecture  # 32 layers, h 4096, 8 KV heads x 128, V 128,256
+
+
+def _scenario(**kw):
+    base = dict(engine="llama.cpp", gpu="rtx-4090", weights="q4_k_m", max_model_len=8192, max_num_seqs=1)
+    return ServeScenario(LLAMA_8B, **{**base, **kw})
+
+
+def _log_value(report, prefix):
+    line = next(x for x in report.log if x.strip().startswith(prefix) or prefix in x)
+    return float(line.rsplit("=", 1)[1].split()[0])
+
+
+def test_model_buffers_full_offload():
+    r = serve(_scenario())
+    # token_embd stays on the CPU: Q4_K (144 bytes per 256 weights) under Q4_K_M
+    assert _log_value(r, "CPU_Mapped model buffer size") == pytest.approx(128256 * 4096 // 256 * 144 / MiB, abs=0.01)
+    assert "load_tensors: offloaded 33/33 layers to GPU" in r.log
+    # -ngl 32 = every repeating layer but not the output layer: output (Q6_K, 210 / 256) and output_norm (f32)
+    # join the CPU buffer
+    r32 = serve(_scenario(n_gpu_layers=32))
+    assert "load_tensors: offloaded 32/33 layers to GPU" in r32.log
+    moved = 128256 * 4096 // 256 * 210 + 4096 * 4
+    assert r.component("weights") - r32.component("weights") == moved
+    assert r32.host_bytes - r.host_bytes > moved  # and the logits work moves to the host compute buffer
+
+
+def test_kv_buffer_f16_and_q8_0():
+    r = serve(_scenario())
+    # 32 layers x (K + V) x 8 heads x 128 x 8192 cells, f16
+    assert r.component("kv_cache") == 32 * 2 * 8 * 128 * 8192 * 2 == 1024 * MiB
+    q8 = serve(_scenario(kv_dtype="q8_0"))
+    # q8_0: 34 bytes per 32 elements
+    assert q8.component("kv_cache") == 32 * 2 * (8 * 128 // 32 * 34) * 8192 == 544 * MiB
+    assert r.kv_cache_tokens == 8192 and r.max_concurrency == 1
+
+
+def test_context_padding_and_slots():
+    # -c 8000 -np 3 without a unified cache: n_ctx 8192 (padded to 256), n_ctx_seq = pad(8192 // 3, 256) = 2816
+    r = serve(_scenario(max_model_len=8000, max_num_seqs=3))
+    assert dict(r.settings)["n_ctx"] == 3 * 2816 and r.max_model_len == 2816
+    # -np unset: 4 slots sharing one cache of the training context (131,072)
+    auto = serve(_scenario(max_model_len=0, max_num_seqs=0))
+    assert auto.max_concurrency == 4 and auto.kv_cache_tokens == 131072 and dict(auto.settings)["kv_unified"]
+
+
+def test_compute_buffer_with_and_without_flash_attention():
+    fa = serve(_scenario(flash_attention=True))
+    # the output layer's logits: V x n_ubatch f32, and the final norm's output h x n_ubatch f32
+    assert fa.component("activations") == 128256 * 512 * 4 + 4096 * 512 * 4  # 258.50 MiB
+    no_fa = serve(_scenario(flash_attention=False))
+    # KQ = 32 heads x 8192 x 512 f32 + the f32 mask copy + Q + 3 hidden-width tensors
+    kq = 32 * 8192 * 512 * 4
+    assert no_fa.component("activations") == kq + 8192 * 512 * 4 + 4096 * 512 * 4 + 3 * 4096 * 512 * 4  # 560 MiB
+
+
+def test_partial_offload_gpu_and_host():
+    r = serve(_scenario(n_gpu_layers=20))
+    # layers 12..31 on the GPU (the last 20), their KV there; layers 0..11's KV in host RAM
+    assert r.component("kv_cache") == 20 * 32 * MiB
+    assert "llama_kv_cache:  CUDA_Host KV buffer size = 384.00 MiB" in r.log
+    full = serve(_scenario())
+    layer_bytes = (full.component("weights") - r.component("weights"))
+    assert r.host_bytes > full.host_bytes + layer_bytes - 1  # CPU layers' weights + KV + compute on the host
+    assert "load_tensors: offloaded 20/33 layers to GPU" in r.log
+
+
+def test_n_cpu_moe_moves_expert_weights_to_host():
+    a = est.model("Qwen/Qwen3-30B-A3B").architecture
+    base = ServeScenario(a, engine="llama.cpp", gpu="h100-sxm", weights="q4_k_m", max_model_len=8192,
+                         max_num_seqs=1)
+    from dataclasses import replace
+    moe = replace(base, n_cpu_moe=10)
+    r0, r10 = serve(base), serve(moe)
+    from estimator.architecture import tensors
+    from estimator.formats import tensor_bytes, weight_format
+    fmt = weight_format("q4_k_m")
+    experts = sum(tensor_bytes(fmt, t, a) for t in tensors(a) if t.is_expert and t.layer < 10)
+    assert r0.component("weights") - r10.component("weights") == experts
+    assert r10.host_bytes - r0.host_bytes == experts
+    assert r0.component("kv_cache") == r10.component("kv_cache")  # the layers (and their KV) stay on the GPU
+
+
+def test_refusal_when_the_gpu_part_does_not_fit():
+    a = est.model("meta-llama/Llama-3.1-70B").architecture
+    r = serve(ServeScenario(a, engine="llama.cpp", gpu="rtx-4090", weights="q4_k_m", n_gpu_layers=99,
+                            max_model_len=8192, max_num_seqs=1))
+    assert not r.starts
+    refusal = next(w for w in r.warnings if w.startswith(REFUSAL))
+    assert "allocating" in refusal and "on device 0: cudaMalloc failed: out of memory" in refusal
+    # -ngl auto (--fit): layers leave the GPU until 1 GiB stays free, and it starts
+    fit = serve(ServeScenario(a, engine="llama.cpp", gpu="rtx-4090", weights="q4_k_m", max_model_len=8192,
+                              max_num_seqs=1))
+    assert fit.starts and fit.total <= 24 * 10**9 - GiB + 2 * 10**9
+    assert 0 < dict(fit.settings)["n_gpu_layers"] < 81
+
+
+def test_ollama_default_num_ctx():
+    assert ollama.default_num_ctx(16 * GiB) == 4096
+    assert ollama.default_num_ctx(24 * 10**9) == 4096  # exactly 24 GB = 22.35 GiB: under the 23 GiB line
+    assert ollama.default_num_ctx(23 * GiB) == 32768
+    assert ollama.default_num_ctx(48 * GiB) == 262144
+    r = serve(ServeScenario(LLAMA_8B, engine="ollama", gpu="rtx-4090", weights="q4_k_m"))
+    # RTX 4090: 25,757,220,864 bytes = 23.99 GiB >= 23 GiB -> 32768; one slot (OLLAMA_NUM_PARALLEL=1)
+    assert dict(r.settings)["num_ctx"] == 32768 and r.kv_cache_tokens == 32768 and r.max_concurrency == 1
+    h100 = serve(ServeScenario(LLAMA_8B, engine="ollama", gpu="h100-sxm", weights="q4_k_m"))
+    assert dict(h100.settings)["num_ctx"] == 131072  # 262144 capped at the training context
+    par = serve(ServeScenario(LLAMA_8B, engine="ollama", gpu="rtx-4090", weights="q4_k_m", max_model_len=2048,
+                              max_num_seqs=4))
+    assert par.kv_cache_tokens == 8192  # -c num_ctx x parallel, each slot num_ctx
+    assert any("layers.offload=33" in line for line in par.log)
+
+
+def test_import_llama_server_command_with_unknown_flags():
+    cmd = ("./llama-server -m models/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf -ngl 99 -c 16384 -np 2 "
+           "-ctk q8_0 -ctv q8_0 -fa on --host 0.0.0.0 --port 8080 --mlock -t 8 --n-cpu-moe 4 -ub 1024")
+    imp = import_command(cmd)
+    assert imp.engine == "llama.cpp" and imp.model == "models/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf"
+    assert dict(imp.fields) == {"n_gpu_layers": 99, "max_model_len": 16384, "max_num_seqs": 2, "kv_dtype": "q8_0",
+                                "flash_attention": True, "n_cpu_moe": 4, "max_num_batched_tokens": 1024}
+    assert set(imp.ignored) == {"-ctv q8_0", "--host 0.0.0.0", "--port 8080", "--mlock", "-t 8"}
+    docker = import_command("docker run --gpus all ghcr.io/ggml-org/llama.cpp:server-cuda -m /m.gguf "
+                            "--n-gpu-layers -1 --tensor-split 3,1")
+    assert docker.engine == "llama.cpp" and dict(docker.fields) == {"n_gpu_layers": -1, "tensor_parallel": 2}
+    ol = import_command("OLLAMA_NUM_PARALLEL=2 ollama run llama3.1:8b")
+    assert ol.engine == "ollama" and ol.model == "llama3.1:8b"
+
+
+def test_command_round_trip():
+    s = _scenario(n_gpu_layers=40, kv_dtype="q8_0", model_id="Llama-3.1-8B-Q4_K_M.gguf")
+    line = llama_cpp.command(s)
+    assert line == "llama-server -m Llama-3.1-8B-Q4_K_M.gguf -ngl 40 -c 8192 -np 1 -ctk q8_0 -ctv q8_0 -fa on"
+    assert dict(import_command(line).fields)["kv_dtype"] == "q8_0"
+    assert ollama.command(ServeScenario(LLAMA_8B, engine="ollama", kv_dtype="q8_0", model_id="llama3.1:8b")) == \
+        "OLLAMA_KV_CACHE_TYPE=q8_0 OLLAMA_FLASH_ATTENTION=1 ollama run llama3.1:8b"

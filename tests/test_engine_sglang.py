@@ -1,0 +1,143 @@
+"""SGLang's start-up accounting (estimator/engines/sglang.py), pinned to arithmetic from SGLang's source
+(model_runner_kv_cache_mixin.py profile_max_num_token, server_args.py _handle_gpu_memory_settings)."""
+
+import subprocess
+import sys
+
+import pytest
+
+import estimator as est
+from estimator.engines import REFUSAL, ServeScenario, apply_command, import_command, launch_command, serve
+from estimator.engines import sglang
+
+LLAMA = est.model("meta-llama/Llama-3.1-8B").architecture
+QWEN_32B = est.model("Qwen/Qwen2.5-32B").architecture
+GiB = 2**30
+
+
+def test_llama_8b_on_h100_by_hand():
+    r = serve(ServeScenario(LLAMA, engine="sglang", gpu="h100-sxm", mem_fraction_static=0.88))
+    total = 85_028_896_768  # the H100 SXM's cudaMemGetInfo total (estimator/data/gpus.json)
+    before = total - 500 * 2**20  # "Load weight begin. avail mem": less the CUDA context, one GPU (no NCCL)
+    weights = 8_030_261_248 * 2  # bf16, published count
+    after = before - weights  # "Load weight end. avail mem"
+    # profile_max_num_token: rest = available - total_gpu_memory x (1 - mem_fraction_static), where
+    # total_gpu_memory is the free memory before loading
+    rest = after - int(before * (1 - 0.88))
+    cell = 8 * (128 + 128) * 32 * 2  # kv heads x (head_dim + v_head_dim) x layers x bf16 = 131,072 bytes per token
+    tokens = rest // cell
+    assert tokens == 444_820
+    assert r.kv_cache_tokens == tokens
+    assert r.component("weights") == weights
+    # the pool: K and V buffers of size + page_size (1) rows per layer
+    assert r.component("kv_cache") == (tokens + 1) * cell
+    assert r.budget_bytes == int(before * 0.88)
+    assert r.component("activations") + r.component("cuda_graphs") == int(before * (1 - 0.88))
+    # H100 SXM (81,559 MiB in nvidia-smi), TP 1: cuda_graph_max_bs 256, graphs sized by SGLang as 2 MiB per batch
+    assert r.component("cuda_graphs") == 256 * 2 * 2**20
+    assert f"Load weight end. avail mem={after / GiB:.2f} GB, mem usage={weights / GiB:.2f} GB." in r.log
+    kv_gb = (tokens + 1) * cell / 2 / GiB
+    assert f"KV Cache is allocated. #tokens: {tokens}, K size: {kv_gb:.2f} GB, V size: {kv_gb:.2f} GB" in r.log
+    # init_memory: max_num_reqs = min(max(int(444,820 / 131,072 x 512), 2048), 4096) = 2048; tp_worker:
+    # max_running_requests = min(tokens // 2, 2048)
+    assert dict(r.settings)["max_running_requests"] == 2048
+    assert r.log[-1].startswith(f"max_total_num_tokens={tokens}, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+                                "max_running_requests=2048, context_len=131072")
+    assert r.max_concurrency == pytest.approx(tokens / 131_072)
+    assert r.max_model_len_that_fits == 131_071  # max_req_len = min(context_len - 1, max_total_num_tokens - 1)
+    assert r.starts
+
+
+@pytest.mark.parametrize("gpu, tp, mib, expected", [
+    # reserve = 512 + 1.5 x max(chunked_prefill_size, 2048) + 2 x cuda_graph_max_bs + tp / 8 x 1024 (MiB),
+    # at least 10 GiB above 60 GiB; mem_fraction_static = round((gpu_mem - reserve) / gpu_mem, 3)
+    ("h100-sxm", 1, 81_559, round((81_559 - (512 + 1.5 * 8192 + 2 * 256 + 1 / 8 * 1024)) / 81_559, 3)),
+    ("l4", 4, 23_034, round((23_034 - (512 + 1.5 * 2048 + 2 * 80 + 4 / 8 * 1024)) / 23_034, 3)),
+    ("h200", 8, 143_771, round((143_771 - (512 + 1.5 * 8192 + 2 * 512 + 8 / 8 * 1024)) / 143_771, 3)),
+    ("rtx-4090", 1, 24_564, round((24_564 - (512 + 1.5 * 2048 + 2 * 24 + 1 / 8 * 1024)) / 24_564, 3)),
+])
+def test_default_mem_fraction_static(gpu, tp, mib, expected):
+    d = sglang.resolve_defaults(ServeScenario(QWEN_32B, engine="sglang", gpu=gpu, tensor_parallel=tp))
+    assert d.gpu_mem_mib == mib
+    assert d.mem_fraction_static == expected
+    assert (d.mem_fraction_static, gpu) in {(0.835, "h100-sxm"), (0.815, "l4"), (0.897, "h200"), (0.847, "rtx-4090")}
+
+
+def test_small_gpu_floor_and_given_value():
+    # a given --mem-fraction-static is kept; the tiers still give chunked_prefill_size and cuda_graph_max_bs
+    d = sglang.resolve_defaults(ServeScenario(LLAMA, engine="sglang", gpu="h100-sxm", mem_fraction_static=0.7))
+    assert (d.mem_fraction_static, d.reserved_mib, d.chunked_prefill_size, d.cuda_graph_max_bs) == (0.7, 0.0, 8192, 256)
+
+
+def test_not_enough_memory_refusal():
+    r = serve(ServeScenario(LLAMA, engine="sglang", gpu="l4", mem_fraction_static=0.5))
+    assert not r.starts
+    assert r.kv_cache_tokens == 0
+    assert f"{REFUSAL}Not enough memory. Please try to increase --mem-fraction-static. " \
+           "Current value: self.server_args.mem_fraction_static=0.5" in r.warnings
+    assert r.component("kv_cache") == 0
+
+
+def test_context_length_above_the_model_refused():
+    r = serve(ServeScenario(LLAMA, engine="sglang", gpu="h100-sxm", max_model_len=200_000))
+    assert any(w.startswith(f"{REFUSAL}User-specified context_length (200000) is greater than the derived "
+                            "context_length (131072)") for w in r.warnings)
+
+
+def test_qwen_32b_on_four_l4_matches_the_published_log():
+    """validation/engine_logs sglang-llms-in-clouds-1: the logged free memory before and after the weights give
+    SGLang's own token count (46,611) through the same arithmetic."""
+    rest = 6.09 - 21.63 * (1 - 0.85)
+    assert int(rest * GiB) // (2 * (128 + 128) * 64 * 2) == pytest.approx(46_611, abs=20)
+    r = serve(ServeScenario(QWEN_32B, engine="sglang", gpu="l4", tensor_parallel=4, mem_fraction_static=0.85))
+    assert r.component("weights") / GiB == pytest.approx(15.54, rel=0.02)
+    assert r.kv_cache_tokens == pytest.approx(46_611, rel=0.07)
+
+
+def test_mla_cell_is_the_latent_on_every_rank():
+    a = est.model("deepseek-ai/DeepSeek-V3").architecture
+    c = sglang.cells(a, ServeScenario(a, engine="sglang", gpu="h200", tensor_parallel=8))
+    assert c.full == (512 + 64) * 61 * 2
+
+
+def test_import_real_commands():
+    # sglang-llms-in-clouds-1 (didier-durand/llms-in-clouds docs/sglang.md): unknown flags are kept, not errors
+    text = ("python3.12 -m sglang.launch_server   --model Qwen/QwQ-32B --model-path /home/model/Qwen/QwQ-32B   "
+            "--host 0.0.0.0 --port 30000 --tensor-parallel-size 4   --log-level info   --enable-metrics "
+            "--trust-remote-code --enable-p2p-check")
+    imported = import_command(text)
+    assert imported.engine == "sglang"
+    assert imported.model == "/home/model/Qwen/QwQ-32B"
+    assert dict(imported.fields) == {"tensor_parallel": 4}
+    assert set(imported.ignored) >= {"--host 0.0.0.0", "--port 30000", "--log-level info", "--enable-metrics",
+                                     "--trust-remote-code", "--enable-p2p-check"}
+    # sgl-project/sglang#4048
+    text = ("python -m sglang.launch_server --model-path  /models/deepseek-ai/deepseek-r1 --host 0.0.0.0 --port 8100 "
+            "--tensor-parallel-size 8 --mem-fraction-static 0.9 --trust-remote-code --context-length 163840 "
+            "--chunked-prefill-size 4096 --served-model-name DeepSeek-R1-Sglang-160k")
+    imported = import_command(text)
+    assert dict(imported.fields) == {"tensor_parallel": 8, "mem_fraction_static": 0.9, "max_model_len": 163840,
+                                     "max_num_batched_tokens": 4096}
+    a = est.model("deepseek-ai/DeepSeek-R1").architecture
+    s = apply_command(ServeScenario(a, gpu="h200"), imported)
+    assert s.engine == "sglang" and s.tensor_parallel == 8
+    assert launch_command(s).startswith("python -m sglang.launch_server --model-path")
+    assert "--tp 8 --mem-fraction-static 0.9 --context-length 163840 --chunked-prefill-size 4096" in launch_command(s)
+
+
+def test_switches_and_choices():
+    imported = import_command("python3 -m sglang.launch_server --model-path m --tp 8 --ep-size 8 "
+                              "--kv-cache-dtype fp8_e4m3 --disable-cuda-graph --page-size 64 --quantization fp8")
+    assert dict(imported.fields) == {"tensor_parallel": 8, "expert_parallel": True, "kv_dtype": "fp8",
+                                     "enforce_eager": True, "block_size": 64, "weights": "fp8"}
+
+
+def test_command_has_default_fraction():
+    s = ServeScenario(LLAMA, engine="sglang", gpu="h100-sxm", model_id="meta-llama/Llama-3.1-8B")
+    assert launch_command(s) == ("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B "
+                                 "--mem-fraction-static 0.835")
+
+
+def test_core_imports_without_site_packages():
+    code = "import estimator.engines.sglang as m; assert m.estimate"
+    subprocess.run([sys.executable, "-S", "-c", code], check=True, cwd=__file__.rsplit("/tests/", 1)[0])

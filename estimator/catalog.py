@@ -122,8 +122,13 @@ def gpus() -> tuple[Gpu, ...]:
     return tuple(out)
 
 
+@functools.lru_cache(maxsize=1)
+def _gpus_by_id() -> dict[str, Gpu]:
+    return {g.id: g for g in gpus()}
+
+
 def gpu(gpu_id: str) -> Gpu:
-    for g in gpus():
-        if g.id == str(gpu_id).lower():
-            return g
+    found = _gpus_by_id().get(str(gpu_id).lower())
+    if found is not None:
+        return found
     raise ValueError(f"unknown GPU {str(gpu_id)[:40]!r}; choose one of {', '.join(g.id for g in gpus())}")

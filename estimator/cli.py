@@ -1,4 +1,4 @@
-"""Command line: `python -m estimator inference|finetune|params|models|gpus [--json]` (installed: `llm-memory`).
+"""Command line: `python -m estimator inference|finetune|serve|params|models|gpus [--json]` (installed: `llm-memory`).
 
 The same scenarios and functions as the web app, so the numbers are the same: every scenario option is derived
 from the input declarations (`inputs.py`), with the parser the share links use. This interface is relied on by
@@ -24,6 +24,7 @@ from . import catalog
 from .architecture import Architecture, parameter_counts
 from .breakdown import COMPONENTS, Breakdown
 from .checks import quoted
+from .engines import ServeScenario, import_command, serve
 from .finetune import estimate_finetune, finetune_rows
 from .hardware import fit, max_seq_len, with_gpus
 from .hf_config import MAX_CONFIG_CHARS, architecture_from_config, parse_config_text
@@ -96,6 +97,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _scenario_options(sub.add_parser("inference", help="memory to serve a model"), InferenceScenario)
     _scenario_options(sub.add_parser("finetune", help="memory to fine-tune a model"), FinetuneScenario)
+    serve = sub.add_parser("serve", help="an engine's start-up: KV-cache tokens, concurrency, memory per GPU")
+    _model_options(serve, counts=False)
+    group = serve.add_argument_group("engine")
+    for name, spec in inputs(ServeScenario).items():
+        _option(group, name, spec, show_default=name != "gpu")
+    serve.add_argument("--command", dest="engine_command", metavar="TEXT",
+                       help='an engine command line to import, e.g. "vllm serve Qwen/Qwen3-8B --tensor-parallel-size '
+                            '2" (unknown options are ignored with a note); the options given here override it')
+    serve.add_argument("--json", action="store_true", help="machine-readable output")
     params = sub.add_parser("params", help="parameter counts and KV bytes per token of an architecture")
     _model_options(params, counts=False)
     params.add_argument("--json", action="store_true")
@@ -219,6 +229,50 @@ def _estimate(args: argparse.Namespace) -> None:
         _print_table(s, rows, gpu)
 
 
+def _serve(args: argparse.Namespace) -> None:
+    """`serve`: the engine's start-up report. A command that would not start still exits 0: its error text is in
+    the warnings, with the numbers that explain it."""
+    imported = import_command(args.engine_command) if args.engine_command is not None else None
+    if args.model is None and args.config is None and imported is not None and imported.model:
+        args.model = imported.model
+    if (args.model is None) == (args.config is None):
+        raise UsageError("give exactly one of --model or --config (or a --command naming a catalog model)")
+    if args.gpu is None:
+        raise UsageError("--gpu is required: an engine's budget is a fraction of a real GPU (see `gpus`)")
+    model_id = catalog.model(args.model).id if args.model is not None else ""
+    fields = dict(imported.fields) if imported else {}
+    if imported:
+        fields["engine"] = imported.engine
+    fields.update({name: getattr(args, name) for name in inputs(ServeScenario) if getattr(args, name) is not None})
+    s = ServeScenario(model=_model(args), model_id=model_id, **fields)
+    report = serve(s)
+    notes = [f"ignored from the command: {' '.join(imported.ignored)}"] if imported and imported.ignored else []
+    if args.json:
+        inputs_json = {name: value for name, value in vars(s).items() if name not in ("model", "model_id")}
+        inputs_json["model"] = {"name": s.model.name, "id": model_id}
+        out = report.to_dict(inputs_json)
+        out["assumptions"] = notes + out["assumptions"]
+        print(json.dumps(out, indent=2))
+        return
+    print(f"{s.model.name} on {report.gpus} x {catalog.gpu(s.gpu).name}, {s.engine} (GiB per GPU):")
+    for name, size in report.per_gpu:
+        print(f"  {name:<12} {size / 2**30:8.2f}")
+    print(f"  {'budget':<12} {report.budget_bytes / 2**30:8.2f} of {report.gpu_bytes / 2**30:.2f}")
+    if report.host_bytes:
+        print(f"  {'host RAM':<12} {report.host_bytes / 2**30:8.2f}")
+    print(f"KV-cache tokens: {report.kv_cache_tokens:,}; maximum concurrency at {report.max_model_len:,} tokens: "
+          f"{report.max_concurrency:.2f}x; longest request that fits: {report.max_model_len_that_fits:,}")
+    print("\nThe engine would log:")
+    for line in report.log:
+        print(f"  {line}")
+    for warning in report.warnings:
+        print(f"\nwarning: {warning}")
+    print(f"\nCommand: {report.command}")
+    print("\nAssumptions:")
+    for note in notes + list(report.assumptions):
+        print(f"  - {note}")
+
+
 def _params(args: argparse.Namespace) -> None:
     if (args.model is None) == (args.config is None):
         raise UsageError("give exactly one of --model or --config")
@@ -251,7 +305,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as done:  # --help (0) or a bad option (2, its message already on stderr)
         return int(done.code or 0)
-    handler = {"inference": _estimate, "finetune": _estimate, "params": _params, "models": _list, "gpus": _list}
+    handler = {"inference": _estimate, "finetune": _estimate, "serve": _serve, "params": _params, "models": _list,
+               "gpus": _list}
     try:
         handler[args.command](args)
     except (ValueError, UsageError) as err:

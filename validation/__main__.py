@@ -1,5 +1,6 @@
 """python -m validation [--fast] [--only CASE ...] [--out PATH] [--summary]
 python -m validation trace inference|training (--model ID | --config PATH) [options]
+python -m validation engines          (the engine estimates vs published start-up logs: engine_results.csv)
 
 The first form runs the validation matrix (or its fast CI subset), writes the rows (the full matrix:
 validation/results.csv) and prints the summary: median and worst error per component; --summary prints the
@@ -105,9 +106,22 @@ def trace(argv: list[str]) -> int:
     return 0
 
 
+def validate_engines(argv: list[str]) -> int:
+    """Compare the engine estimates with the published start-up logs; write validation/engine_results.csv."""
+    parser = Parser(prog="python -m validation engines", description=validate_engines.__doc__)
+    parser.add_argument("--no-write", action="store_true", help="print the summary without writing the CSV")
+    args = parser.parse_args(argv)
+    from . import engines
+
+    rows = engines.run(write=not args.no_write)
+    print(engines.summary(rows))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    return trace(argv[1:]) if argv[:1] == ["trace"] else run(argv)
+    commands = {"trace": trace, "engines": validate_engines}
+    return commands[argv[0]](argv[1:]) if argv[:1] and argv[0] in commands else run(argv)
 
 
 if __name__ == "__main__":

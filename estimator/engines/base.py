@@ -9,11 +9,13 @@ the engine would log, and the engine's own error text when it would refuse to st
 
 from __future__ import annotations
 
+import functools
+import shlex
 from dataclasses import dataclass, field
 
 from .. import catalog
-from ..architecture import Architecture
-from ..formats import CHECKPOINT, WEIGHT_FORMATS
+from ..architecture import Architecture, tensors
+from ..formats import CHECKPOINT, WEIGHT_FORMATS, tensor_bytes, weight_format
 from ..inputs import Input, check_inputs, declare
 from ..kv_cache import KV_DTYPE_BYTES
 from ..scenarios import MAX_SEQ_LEN, TARGET_GPU, Model
@@ -96,6 +98,10 @@ class ServeScenario:
     flash_attention: bool = declare(Input(
         "Flash attention", True, link="fa", flag="--flash-attn",
         help="llama.cpp -fa (its compute buffer is smaller with it); the GPU engines always use it."))
+    engine_version: str = declare(Input(
+        "Engine version", "", link="ver", flag="--engine-version", text=lambda text: canonical_version(text),
+        help="The release whose accounting and defaults apply (e.g. 0.11.0); empty = the newest "
+                            "modelled."))
     model_id: str = ""  # the model's Hub id or file, for the launch command (the name when empty)
 
     def __post_init__(self) -> None:
@@ -123,6 +129,26 @@ class ServeScenario:
 
 
 DEFAULT_CONTEXT = 8192
+
+
+@functools.lru_cache(maxsize=256)
+def parse_version(text: str) -> tuple[int, ...]:
+    """'0.11.0' -> (0, 11, 0), 'v0.10.1.1' -> (0, 10, 1, 1), '' -> () (the newest); ValueError otherwise."""
+    words = str(text).strip().lstrip("v").split(".") if str(text).strip() else []
+    if len(words) > 4 or not all(w.isdigit() and len(w) <= 4 for w in words):
+        raise ValueError(f"Engine version must look like 0.11.0, got {str(text)[:40]!r}")
+    return tuple(int(w) for w in words)
+
+
+def canonical_version(text: str) -> str:
+    """A version as typed, checked: '0.11.0', 'v0.11' -> '0.11'... ('' stays '': the newest)."""
+    return ".".join(map(str, parse_version(text)))
+
+
+def at_least(s: ServeScenario, *version: int) -> bool:
+    """Whether the scenario's engine version is `version` or newer (an unset version is the newest)."""
+    own = parse_version(s.engine_version or "")
+    return not own or own >= version
 
 
 @dataclass(frozen=True)
@@ -193,13 +219,14 @@ class WeightSplit:
 
 def weight_split(s: ServeScenario) -> WeightSplit:
     """The scenario's weights in its format (the checkpoint's own unless overridden), by how they shard."""
-    from ..architecture import tensors
-    from ..formats import tensor_bytes, weight_format
+    return _weight_split(s.model, s.weights)
 
-    a: Architecture = s.model
-    checkpoint = a.checkpoint if s.weights == CHECKPOINT and a.checkpoint is not None \
+
+@functools.lru_cache(maxsize=1024)
+def _weight_split(a: Architecture, weights: str) -> WeightSplit:
+    checkpoint = a.checkpoint if weights == CHECKPOINT and a.checkpoint is not None \
         and a.checkpoint.format_id is not None else None
-    fmt = weight_format("bf16" if s.weights == CHECKPOINT else s.weights)
+    fmt = weight_format("bf16" if weights == CHECKPOINT else weights)
     experts = embeddings = layers = vectors = 0
     for t in tensors(a):
         size = checkpoint.tensor_bytes(a, t) if checkpoint else tensor_bytes(fmt, t, a)
@@ -217,8 +244,6 @@ def weight_split(s: ServeScenario) -> WeightSplit:
 
 def model_ref(s: ServeScenario) -> str:
     """How the launch command names the model: its Hub id, else its name, quoted for a shell when needed."""
-    import shlex
-
     return shlex.quote(s.model_id or s.model.name or "MODEL")
 
 

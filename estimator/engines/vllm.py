@@ -22,15 +22,16 @@ local, MLA, Mamba / linear-attention state) form groups of equal size that share
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import catalog
 from ..activations import inference_layer_peak
 from ..architecture import Architecture
 from ..kv_cache import indexer_bytes_per_token, kv_dtype_bytes, layer_elements, state_bytes
 from ..units import BF16_BYTES, GiB
-from .base import REFUSAL, ServeReport, ServeScenario, gib, make_report, model_ref, weight_split
+from .base import REFUSAL, ServeReport, ServeScenario, at_least, gib, make_report, model_ref, weight_split
 from .command import human_int
 
 # EngineArgs.get_batch_defaults (vllm/engine/arg_utils.py), `vllm serve` (UsageContext.OPENAI_API_SERVER): GPUs
@@ -43,23 +44,34 @@ MLA_BLOCK = 64  # FlashMLA (the default MLA backend on Hopper and later) forces 
 MAMBA_BLOCK_ALIGN = 16  # HybridAttentionMambaModelConfig: attention blocks grow in steps the kernels accept
 
 # The sampler's dummy run with top-k and top-p set (gpu_model_runner._dummy_sampler_run), PyTorch's path
-# (vllm/v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p): the 16-bit logits from compute_logits, their fp32
-# copy, the sorted values (fp32) and their int64 indices, the softmax of the sorted values (fp32) and the top-p mask
-# (bool), alive together: 2 + 4 + 4 + 8 + 4 + 1 bytes per logit.
-SAMPLER_BYTES_PER_LOGIT = 23
+# (vllm/v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p, `logits.sort(dim=-1)`), at its peak, the sort: the
+# 16-bit logits from compute_logits (2 bytes), their fp32 copy (4), the sorted values (4) and int64 indices (8),
+# the int64 index sequence torch.sort hands CUB as the values to permute (8), and CUB's radix-sort alternate key
+# and value buffers (4 + 8) = 38 bytes per logit. Checked against the llm-d H100 profiles of Qwen3-0.6B,
+# Llama-3.1-8B, gpt-oss-20b and Llama-3.3-70B (validation/engine_logs/vllm.json): 38.3-38.9 bytes per logit.
+# Releases that sample with FlashInfer by default (VLLM_USE_FLASHINFER_SAMPLER) keep far less.
+SAMPLER_BYTES_PER_LOGIT = 2 + 4 + 4 + 8 + 8 + 4 + 8
 
-# Memory outside PyTorch's allocator that grows during start-up. One GPU: cuBLAS / cuBLASLt handles and the
-# kernels the first forward loads (lazy module loading). Tensor parallel adds the custom all-reduce IPC buffers
-# (vllm/distributed/device_communicators/custom_all_reduce.py, max_size 8 MiB per rank plus its registered graph
-# buffers) and NCCL's channel buffers, which NCCL allocates at the first collective of the profiling run.
-NON_TORCH_ONE_GPU = 256 * 2**20
-NON_TORCH_TENSOR_PARALLEL = 1 * GiB
+# Memory outside PyTorch's allocator that grows between the worker's first snapshot (taken after NCCL is set up,
+# gpu_worker.init_device) and the end of profiling: on one GPU the kernel images CUDA's lazy loading brings in at
+# the first forward (0.13-0.14 GiB in the five llm-d H100 profiles of validation/engine_logs/vllm.json); with
+# tensor parallelism NCCL's channel buffers, allocated at the first collective: NCCL_BUFFSIZE (4 MiB) per channel,
+# send and receive, to both ring neighbours, over up to 32 channels (NCCL docs, "NCCL_BUFFSIZE" and
+# "NCCL_MAX_NCHANNELS"), plus vLLM's custom all-reduce buffer (custom_all_reduce.py max_size 8 MiB).
+NON_TORCH_ONE_GPU = 128 * 2**20
+NON_TORCH_TENSOR_PARALLEL = 4 * 2**20 * 2 * 2 * 32 + 8 * 2**20
 
 # CUDA graphs (gpu_model_runner.capture_model): one graph per capture size, largest first, sharing one memory pool;
 # the pool keeps the intermediate tensors of the largest size (a decode step of that many tokens), and each graph
 # keeps its own node and kernel-argument memory.
 MAX_CAPTURE_SIZE = 512  # CompilationConfig: min(max_num_seqs x 2, 512)
 PER_GRAPH_BYTES = 2 * 2**20
+# Since v0.21 the graph pool is estimated during profiling and taken from the budget before the KV cache
+# ("CUDA graph memory profiling is enabled (default since v0.21.0)", VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS).
+CUDA_GRAPHS_PROFILED_SINCE = (0, 21)
+# "GPU KV cache size" was num_blocks // groups x block_size (v0.10.1, validation/engine_logs vllm-dennislee22-6);
+# it is int(max concurrency x max_model_len) in the v0.21-0.24 logs (club-3090 records) and the current source.
+CAPACITY_TOKENS_SINCE = (0, 21)
 CUDA_CONTEXT_BYTES = 500 * 2**20  # the CUDA context and PyTorch's handles, created before vLLM's first snapshot
 
 
@@ -73,6 +85,7 @@ class KVGroup:
     window: int = 0
 
 
+@functools.lru_cache(maxsize=256)
 def capture_sizes(max_num_seqs: int) -> tuple[int, ...]:
     """vLLM's default CUDA-graph batch sizes (vllm/config/compilation.py): 1, 2, 4, then steps of 8 to 256 and of
     16 beyond, up to min(2 x max_num_seqs, 512)."""
@@ -81,10 +94,11 @@ def capture_sizes(max_num_seqs: int) -> tuple[int, ...]:
     return tuple(n for n in sizes if n <= largest)
 
 
-def _page_layout(a: Architecture, s: ServeScenario, tp: int) -> tuple[int, tuple[KVGroup, ...], int]:
-    """(page bytes, groups, group size) of one pipeline stage's layers on one tensor-parallel rank."""
-    dtype = kv_dtype_bytes(s.kv_dtype)
-    block = s.block_size or (MLA_BLOCK if a.is_mla else DEFAULT_BLOCK)
+@functools.lru_cache(maxsize=1024)
+def _page_layout(a: Architecture, kv_dtype: str, block_size: int, tp: int) -> tuple[int, tuple[KVGroup, ...], int]:
+    """(page bytes, groups, group size) of the layers on one tensor-parallel rank."""
+    dtype = kv_dtype_bytes(kv_dtype)
+    block = block_size or (MLA_BLOCK if a.is_mla else DEFAULT_BLOCK)
     kinds: dict[str, list[int]] = {}
     per_token: dict[str, int] = {}
     sliding = set(a.sliding_layers)
@@ -114,10 +128,11 @@ def _page_layout(a: Architecture, s: ServeScenario, tp: int) -> tuple[int, tuple
     return page, tuple(groups), group_size
 
 
-def blocks_per_request(groups: tuple[KVGroup, ...], length: int) -> int:
-    """Pages one request of `length` tokens holds at its longest, over every group (single_type_kv_cache_manager:
-    a full-attention group keeps every page, a sliding one its window plus the page being written, a chunked one
-    its chunk, a state group one page)."""
+def blocks_per_request(groups: tuple[KVGroup, ...], length: int, batched: int) -> int:
+    """Pages one request of `length` tokens holds at its longest, over every group (kv_cache_interface.py
+    max_memory_usage_bytes): a full-attention group every page; a sliding-window one the window's last W - 1
+    tokens plus the `batched` tokens of a prefill chunk, and a page more since the window need not start a page; a
+    chunked-local one its chunk plus the prefill chunk; a Mamba / linear-attention group one page (the state)."""
     total = 0
     for g in groups:
         if g.kind == "state":
@@ -125,20 +140,21 @@ def blocks_per_request(groups: tuple[KVGroup, ...], length: int) -> int:
         elif g.kind == "full":
             total += -(-length // g.block)
         elif g.kind == "sliding":
-            total += min(-(-length // g.block), -(-(g.window - 1) // g.block) + 1)
+            total += -(-min(g.window - 1 + batched, length) // g.block) + 1
         else:
-            total += min(-(-length // g.block), -(-g.window // g.block) + 1)
+            total += -(-min(g.window + batched, length) // g.block)
     return total
 
 
-def _longest_that_fits(groups: tuple[KVGroup, ...], num_blocks: int, ceiling: int) -> int:
+@functools.lru_cache(maxsize=4096)
+def _longest_that_fits(groups: tuple[KVGroup, ...], num_blocks: int, ceiling: int, batched: int) -> int:
     """The longest request the pool holds (vLLM's 'estimated maximum model length'), up to `ceiling`."""
-    if blocks_per_request(groups, 1) > num_blocks:
+    if blocks_per_request(groups, 1, batched) > num_blocks:
         return 0
     low, high = 1, ceiling
     while low < high:
         mid = (low + high + 1) // 2
-        if blocks_per_request(groups, mid) <= num_blocks:
+        if blocks_per_request(groups, mid, batched) <= num_blocks:
             low = mid
         else:
             high = mid - 1
@@ -159,7 +175,7 @@ def _weights_per_gpu(s: ServeScenario) -> tuple[int, int]:
     the layers, the first stage holding the embedding and the last the lm_head."""
     w = weight_split(s)
     tp, pp = s.tensor_parallel, s.pipeline_parallel
-    experts = w.experts / (tp * s.data_parallel if s.expert_parallel else tp)
+    experts = w.experts / (tp * s.data_parallel if s.expert_parallel else tp) * _mxfp4_padding(s)
     embeddings = w.embeddings / tp
     if pp > 1 and not s.model.tie_word_embeddings:
         embeddings /= 2  # the input embedding on the first stage, the lm_head on the last
@@ -167,9 +183,33 @@ def _weights_per_gpu(s: ServeScenario) -> tuple[int, int]:
     return math.ceil(layers + embeddings), math.ceil(w.towers / tp)
 
 
-def estimate(s: ServeScenario) -> ServeReport:
+def _mxfp4_padding(s: ServeScenario) -> float:
+    """How much larger MXFP4 experts are once loaded: vLLM pads gpt-oss's hidden size to a multiple of 256
+    (fused_moe/layer.py maybe_roundup_layer_hidden_size) and the Marlin kernels, which serve MXFP4 on GPUs older than
+    Hopper, each rank's expert width to a multiple of 128 (quantization/mxfp4.py Mxfp4MoEMethod.create_weights; 64
+    on Hopper and later). gpt-oss-20b: 2,880 -> 3,072 hidden, +6.7% on the experts."""
+    a: Architecture = s.model
+    fmt = a.checkpoint.format_id if s.weights == "checkpoint" and a.checkpoint is not None else s.weights
+    if fmt != "mxfp4" or not a.num_experts:
+        return 1.0
+    h, width = a.hidden_size, a.moe_intermediate_size // (1 if s.expert_parallel else s.tensor_parallel)
+    hidden = -(-h // 256) * 256 if a.model_type == "gpt_oss" else h
+    step = 128 if s.gpu in MARLIN_MXFP4_GPUS else 64
+    return hidden / h * (-(-width // step) * step) / width
+
+
+# GPUs below compute capability 9.0, where vLLM serves MXFP4 experts with Marlin (NVIDIA CUDA GPUs page)
+MARLIN_MXFP4_GPUS = frozenset({"rtx-3090", "rtx-4090", "rtx-a6000", "l4", "l40s", "a10g", "a10", "t4", "v100-32gb",
+                               "a100-40gb-sxm", "a100-80gb-sxm", "a100-80gb-pcie"})
+
+
+def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
+    """The start-up report; `total_bytes` replaces the GPU's memory as cudaMemGetInfo reports it (a logged
+    total_gpu_memory, for validation)."""
     a: Architecture = s.model
     g = catalog.gpu(s.gpu)
+    if total_bytes is not None:
+        g = replace(g, memory_bytes=total_bytes)
     tp = s.tensor_parallel
     max_seqs, batched, large = resolved_defaults(s)
     length = s.max_model_len or s.context_length
@@ -186,23 +226,32 @@ def estimate(s: ServeScenario) -> ServeReport:
                         f"max_num_seqs ({max_seqs}).")
 
     weights, vision = _weights_per_gpu(s)
-    forward = inference_layer_peak(a, 1, batched, batched, flash_attention=True, tp=tp)
+    forward = _forward_peak(a, batched, tp)
     requests = min(max_seqs, batched)
     sampler = BF16_BYTES * batched * a.hidden_size + SAMPLER_BYTES_PER_LOGIT * requests * a.vocab_size
     activations = max(forward, sampler)
     non_torch = NON_TORCH_ONE_GPU + (NON_TORCH_TENSOR_PARALLEL if tp > 1 else 0)
     graphs = 0 if s.enforce_eager else _cuda_graph_bytes(a, max_seqs, tp)
     requested = int(g.memory_bytes * s.gpu_memory_utilization)
-    available = s.kv_cache_memory or requested - weights - vision - activations - non_torch
+    graphs_first = graphs if at_least(s, *CUDA_GRAPHS_PROFILED_SINCE) else 0
+    available = s.kv_cache_memory or requested - weights - vision - activations - non_torch - graphs_first
 
-    page, groups, group_size = _page_layout(a, s, tp)
+    page, groups, group_size = _page_layout(a, s.kv_dtype, s.block_size, tp)
     num_blocks = max(0, available) // (page * group_size) if page else 0
-    need = blocks_per_request(groups, length)
+    need = blocks_per_request(groups, length, batched)
     concurrency = num_blocks / need if need else 0.0
-    tokens = int(concurrency * length)
-    longest = _longest_that_fits(groups, num_blocks, s.context_length)
+    if at_least(s, *CAPACITY_TOKENS_SINCE):  # kv_cache_utils: the tokens the pool holds at that concurrency
+        tokens = int(concurrency * length)
+    else:  # num_blocks // len(kv_cache_groups) * min block size
+        tokens = num_blocks // max(1, len(groups)) * min((g.block for g in groups if g.block), default=0)
+    longest = _longest_that_fits(groups, num_blocks, s.context_length, batched)
     log = [f"Model loading took {weights / GiB:.4f} GiB", f"Available KV cache memory: {gib(available)} GiB"]
-    if available <= 0:
+    if weights + vision > g.memory_bytes - CUDA_CONTEXT_BYTES:
+        log = []
+        warnings.append(f"{REFUSAL}torch.OutOfMemoryError: CUDA out of memory while loading the weights: "
+                        f"{gib(weights + vision)} GiB per GPU on a {gib(g.memory_bytes)} GiB GPU. Use more GPUs "
+                        "(--tensor-parallel-size) or a quantized checkpoint.")
+    elif available <= 0:
         warnings.append(f"{REFUSAL}No available memory for the cache blocks. Try increasing "
                         "`gpu_memory_utilization` when initializing the engine.")
     elif need > num_blocks:
@@ -217,15 +266,16 @@ def estimate(s: ServeScenario) -> ServeReport:
                 f"Maximum concurrency for {length:,} tokens per request: {concurrency:.2f}x"]
     if graphs:
         log.append(f"Graph capturing finished, took {gib(graphs)} GiB")
-        if requested + graphs + CUDA_CONTEXT_BYTES > g.memory_bytes:
+        if not graphs_first and requested + graphs + CUDA_CONTEXT_BYTES > g.memory_bytes:
             warnings.append(f"CUDA graphs ({gib(graphs)} GiB) are captured after the KV cache, outside the "
                             f"{s.gpu_memory_utilization:g} budget: with the CUDA context "
                             f"({gib(CUDA_CONTEXT_BYTES)} GiB) they exceed the GPU's {gib(g.memory_bytes)} GiB and "
                             "capture may run out of memory; lower --gpu-memory-utilization or use --enforce-eager.")
     kv = max(0, available) if s.kv_cache_memory or available > 0 else 0
     notes += [
-        f"vLLM V1 on {g.name}: budget {s.gpu_memory_utilization:g} x {gib(g.memory_bytes)} GiB = {gib(requested)} "
-        "GiB per GPU (vllm/v1/worker/gpu_worker.py determine_available_memory)",
+        f"vLLM {s.engine_version or 'V1 (newest modelled)'} on {g.name}: budget {s.gpu_memory_utilization:g} x "
+        f"{gib(g.memory_bytes)} GiB = {gib(requested)} GiB per GPU (vllm/v1/worker/gpu_worker.py "
+        "determine_available_memory)",
         f"Defaults resolved: max_num_seqs {max_seqs}, max_num_batched_tokens {batched} ("
         + ("GPU of 70 GiB or more, not an A100" if large else "GPU under 70 GiB or an A100") + ")",
         f"Profiling run: a forward of {batched:,} tokens ({gib(forward)} GiB), then the sampler over {requests} "
@@ -237,17 +287,23 @@ def estimate(s: ServeScenario) -> ServeReport:
                   "non_torch": non_torch, "cuda_graphs": graphs, "kv_cache": kv}
     return make_report(
         "vllm", components, gpus=s.gpus, gpu_bytes=g.memory_bytes, budget_bytes=requested,
-        kv_cache_tokens=tokens if need <= num_blocks else 0, max_concurrency=concurrency, max_model_len=length,
+        kv_cache_tokens=tokens, max_concurrency=concurrency, max_model_len=length,
         max_model_len_that_fits=longest, settings=(("max_num_seqs", max_seqs), ("max_num_batched_tokens", batched),
                                                    ("block_size", groups[0].block if groups else 0)),
         log=tuple(log), warnings=tuple(warnings), assumptions=tuple(notes + list(a.notes)), command=command(s))
 
 
+@functools.lru_cache(maxsize=4096)
+def _forward_peak(a: Architecture, tokens: int, tp: int) -> int:
+    """The largest layer working set of one forward of `tokens` tokens (FlashAttention)."""
+    return inference_layer_peak(a, 1, tokens, tokens, flash_attention=True, tp=tp)
+
+
+@functools.lru_cache(maxsize=1024)
 def _cuda_graph_bytes(a: Architecture, max_num_seqs: int, tp: int) -> int:
     """The graph pool (a decode step of the largest capture size) plus each graph's own memory."""
     sizes = capture_sizes(max_num_seqs)
-    return inference_layer_peak(a, 1, sizes[-1], sizes[-1], flash_attention=True, tp=tp) \
-        + PER_GRAPH_BYTES * len(sizes)
+    return _forward_peak(a, sizes[-1], tp) + PER_GRAPH_BYTES * len(sizes)
 
 
 def command(s: ServeScenario) -> str:

@@ -1,0 +1,133 @@
+"""vLLM's start-up accounting (estimator/engines/vllm.py), pinned to arithmetic from vLLM's source and to published
+start-up logs (validation/engine_logs/vllm.json)."""
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+import estimator as est
+from estimator.engines import REFUSAL, ServeScenario, apply_command, import_command, launch_command, serve
+from estimator.engines import vllm
+
+LLAMA = est.model("meta-llama/Llama-3.1-8B").architecture
+GiB = 2**30
+
+
+def test_llama_8b_on_h100_by_hand():
+    """vllm/v1/worker/gpu_worker.py determine_available_memory, v0.11 (CUDA graphs outside the budget)."""
+    r = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, engine_version="0.11.0"))
+    total = 85_028_896_768  # the H100 SXM's cudaMemGetInfo total (estimator/data/gpus.json)
+    requested = int(total * 0.9)
+    weights = 8_030_261_248 * 2  # bf16, published count
+    # H100: >= 70 GiB and not an A100 -> max_num_seqs 1024, max_num_batched_tokens 8192 (arg_utils.py); the sampler
+    # over 1024 requests x 128,256 logits at 38 bytes each, while the forward's 8,192 x 4,096 bf16 output is alive
+    activations = 38 * 1024 * 128_256 + 2 * 8192 * 4096
+    non_torch = 128 * 2**20
+    available = requested - weights - activations - non_torch
+    assert r.budget_bytes == requested
+    assert (r.component("weights"), r.component("activations"), r.component("kv_cache")) == \
+        (weights, activations, available)
+    page = 16 * 8 * 128 * 2 * 2  # block_size x KV heads x head_dim x (K, V) x bf16 = 65,536 bytes per layer
+    blocks = available // (page * 32)  # one group of 32 layers
+    assert blocks == 26_356
+    assert r.kv_cache_tokens == blocks * 16 == 421_696  # v0.11: num_blocks // groups x block_size
+    assert r.max_concurrency == pytest.approx(blocks / math.ceil(16000 / 16))
+    assert "Maximum concurrency for 16,000 tokens per request: 26.36x" in r.log
+    # the llm-d H100 profile of this model (validation/engine_logs vllm-llmd-4) logged 51.38 GiB of KV cache
+    assert available / GiB == pytest.approx(51.38, rel=0.01)
+
+
+def test_sliding_window_groups_reproduce_a_logged_start_up():
+    """gpt-oss-120b at TP 4 on A100s, vLLM 0.10.1.1 (vllm-dennislee22-6): 45.32 GiB of KV cache logged as
+    2,640,144 tokens and 284.25x concurrency for 16,384 tokens. 18 full + 18 sliding (128-token window) layers form
+    2 groups of 18; a page is 16 tokens x 2 KV heads per rank x 64 x 2 x 2 bytes = 8,192 bytes."""
+    gpt = est.model("openai/gpt-oss-120b").architecture
+    r = serve(ServeScenario(gpt, gpu="a100-80gb-sxm", tensor_parallel=4, max_model_len=16384,
+                            engine_version="0.10.1.1", kv_cache_memory=round(45.32 * GiB)))
+    blocks = round(45.32 * GiB) // (8192 * 18)
+    # a request: 16384 / 16 full pages + the window (127 tokens) plus a 2,048-token prefill chunk (A100 default),
+    # in pages, + 1
+    need = 16384 // 16 + math.ceil((128 - 1 + 2048) / 16) + 1
+    assert r.max_concurrency == pytest.approx(blocks / need)
+    assert r.max_concurrency == pytest.approx(284.25, abs=0.01)
+    assert r.kv_cache_tokens == blocks // 2 * 16
+    assert r.kv_cache_tokens == pytest.approx(2_640_144, rel=1e-4)
+
+
+def test_newer_releases_report_capacity_tokens_and_budget_cuda_graphs():
+    new = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000))
+    old = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, engine_version="0.11"))
+    graphs = new.component("cuda_graphs")
+    assert graphs > 0
+    assert new.component("kv_cache") == old.component("kv_cache") - graphs  # v0.21+: the graph pool comes first
+    assert new.kv_cache_tokens == int(new.max_concurrency * 16000)
+
+
+def test_tensor_parallel_splits_weights_and_kv_heads():
+    one = serve(ServeScenario(LLAMA, gpu="h100-sxm", engine_version="0.11"))
+    two = serve(ServeScenario(LLAMA, gpu="h100-sxm", tensor_parallel=2, engine_version="0.11"))
+    assert two.component("weights") == pytest.approx(one.component("weights") / 2, abs=300_000)  # norms replicated
+    assert two.component("non_torch") == vllm.NON_TORCH_ONE_GPU + vllm.NON_TORCH_TENSOR_PARALLEL
+    assert two.gpus == 2
+
+
+def test_refusals_in_vllms_words():
+    qwen = est.model("Qwen/Qwen3-8B").architecture
+    too_long = serve(ServeScenario(qwen, gpu="l4"))  # 40,960-token context on a 24 GB card
+    assert not too_long.starts
+    assert "is larger than the available KV cache memory" in too_long.warnings[0]
+    assert f"estimated maximum model length is {too_long.max_model_len_that_fits}" in too_long.warnings[0]
+    assert 0 < too_long.max_model_len_that_fits < 40_960
+    fits = serve(ServeScenario(qwen, gpu="l4", max_model_len=too_long.max_model_len_that_fits))
+    assert fits.starts and fits.max_concurrency >= 1
+    no_room = serve(ServeScenario(qwen, gpu="l4", gpu_memory_utilization=0.5))
+    assert no_room.warnings[0] == (f"{REFUSAL}No available memory for the cache blocks. Try increasing "
+                                   "`gpu_memory_utilization` when initializing the engine.")
+    too_big = serve(ServeScenario(est.model("meta-llama/Llama-3.3-70B-Instruct").architecture, gpu="rtx-4090"))
+    assert "CUDA out of memory while loading the weights" in too_big.warnings[0]
+    bad = serve(ServeScenario(qwen, gpu="h100-sxm", max_num_seqs=512, max_num_batched_tokens=256))
+    assert "must be greater than or equal to max_num_seqs (512)" in bad.warnings[0]
+
+
+def test_command_import_of_real_command_lines():
+    text = ("CUDA_VISIBLE_DEVICES=0,1 vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 2 "
+            "--max-model-len 32k --gpu-memory-utilization=0.92 --trust-remote-code --host 0.0.0.0 --port 8000 "
+            "--kv-cache-dtype fp8_e4m3 --enforce-eager")
+    imported = import_command(text)
+    assert imported.engine == "vllm" and imported.model == "meta-llama/Llama-3.1-8B-Instruct"
+    assert dict(imported.fields) == {"tensor_parallel": 2, "max_model_len": 32_000, "gpu_memory_utilization": 0.92,
+                                     "kv_dtype": "fp8", "enforce_eager": True}
+    assert imported.ignored == ("--trust-remote-code", "--host 0.0.0.0", "--port 8000")
+    older = import_command("python -m vllm.entrypoints.openai.api_server --model Qwen/Qwen2.5-7B-Instruct "
+                           "--max-num-seqs 64 -tp 4 --max-model-len 8192")
+    assert older.model == "Qwen/Qwen2.5-7B-Instruct"
+    assert dict(older.fields) == {"max_num_seqs": 64, "tensor_parallel": 4, "max_model_len": 8192}
+    s = apply_command(ServeScenario(LLAMA, model_id="meta-llama/Llama-3.1-8B-Instruct"), imported)
+    assert launch_command(s) == ("vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 2 "
+                                 "--gpu-memory-utilization 0.92 --max-model-len 32000 --kv-cache-dtype fp8 "
+                                 "--enforce-eager")
+    assert dict(import_command(launch_command(s)).fields) == dict(imported.fields)  # the command round-trips
+    with pytest.raises(ValueError, match="no engine command found"):
+        import_command("echo hello")
+    with pytest.raises(ValueError, match="--tensor-parallel-size"):
+        import_command("vllm serve x --tensor-parallel-size two")
+
+
+def test_cli_serve_json_and_refusal_exit_codes():
+    run = [sys.executable, "-m", "estimator", "serve"]
+    out = subprocess.run(run + ["--command", "vllm serve Qwen/Qwen3-8B --max-model-len 65536 --foo 1",
+                                "--gpu", "l4", "--json"], capture_output=True, text=True, check=True)
+    report = json.loads(out.stdout)
+    assert report["engine"] == "vllm" and report["starts"] is False  # refused: exit 0 with the engine's words
+    assert report["warnings"][0].startswith(REFUSAL)
+    assert set(report["per_gpu"]) >= {"weights", "activations", "non_torch", "cuda_graphs", "kv_cache"}
+    assert all(isinstance(v, int) for v in report["per_gpu"].values())
+    assert report["max_model_len_that_fits"] > 0
+    assert "ignored from the command: --foo 1" in report["assumptions"]
+    missing_gpu = subprocess.run(run + ["--model", "qwen3-8b"], capture_output=True, text=True)
+    assert missing_gpu.returncode == 2 and missing_gpu.stderr.count("\n") == 1 and "--gpu" in missing_gpu.stderr
+    bad = subprocess.run(run + ["--gpu", "l4", "--command", "ls -la"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "no engine command found" in bad.stderr

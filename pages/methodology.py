@@ -13,12 +13,13 @@ from estimator.kv_cache import KV_DTYPE_LABELS
 from estimator.quick import REFERENCE_SHARE, REFERENCE_TOKENS
 from estimator.training import OPTIMIZERS, QUICK_LORA_TRAINABLE_FRACTION, REGIMES, TECHNIQUE_LABELS
 from ui import charts, chrome, links, tables
-from validation import load_results, summary
+from validation import load_engine_results, load_results, summary
 
 PAGE = "methodology"
 MODULES = ("quick", "inference", "finetune", "formats", "kv_cache", "activations", "training", "sharding",
            "architecture", "hardware", "hf_config", "units")
 load_results = st.cache_data(show_spinner=False)(load_results)  # the committed validation/results.csv
+load_engine_results = st.cache_data(show_spinner=False)(load_engine_results)  # validation/engine_results.csv
 
 
 def worked_example() -> pd.DataFrame:
@@ -228,6 +229,38 @@ st.dataframe(pd.DataFrame([{"Component": name, "Cases": v["cases"],
                             "Worst error (%)": round(v["worst_error_pct"], 2), "Worst case": v["worst_case"]}
                            for name, v in summary(validation_rows).items()]), hide_index=True)
 st.plotly_chart(charts.validation_scatter(validation_rows), config={"displaylogo": False})
+
+st.header("Serving engines")
+st.markdown("""
+With an engine chosen (or `python -m estimator serve`), the answer follows that engine's own accounting, read from
+its source (`estimator/engines/`). **vLLM (V1)**: each GPU's budget is `gpu_memory_utilization x total` (the total
+CUDA reports); from it vLLM subtracts the weights ("Model loading took"), the peak of its profiling run (a forward of
+`max_num_batched_tokens` tokens, then the sampler over `min(max_num_seqs, max_num_batched_tokens)` requests: 38 bytes
+per logit while it sorts them for top-k / top-p), the memory outside PyTorch that grew during start-up (loaded
+kernels; NCCL buffers with tensor parallelism) and, since v0.21, the CUDA-graph pool; the rest is the KV cache, cut
+into pages of `block_size` tokens shared by groups of layers (full attention, sliding window with the prefill
+chunk, chunked local, MLA, one page per request for Mamba / linear-attention state). Defaults follow the GPU
+(>= 70 GiB and not an A100: 1,024 sequences and 8,192 batched tokens, else 256 and 2,048). **SGLang**: the static
+pool is `mem_fraction_static` of the memory free before loading, KV tokens = (free after weights - the reserve) /
+bytes per token. **llama.cpp**: `-ngl N` puts the last N layers on the GPU (the output layer only when N exceeds
+the layers), KV per offloaded layer, compute buffers sized by `-ub`, the rest in host RAM; **Ollama** launches
+llama-server with its own `num_ctx` by VRAM tier. **transformers**: the detailed estimate above.
+
+Each engine is compared with start-up logs users published (`validation/engine_logs/`, with source and version);
+`python -m validation engines` writes `validation/engine_results.csv`. `v0` rows are vLLM's older engine, whose
+profiling differed; they are shown, not modelled. Misses are explained in `validation/FINDINGS.md` and
+`validation/engine_logs/FINDINGS_engines.md`.
+""")
+engine_rows = pd.DataFrame([r for r in load_engine_results() if r["quantity"] not in ("skipped", "refusal")])
+refusals = [r for r in load_engine_results() if r["quantity"] == "refusal"]
+if not engine_rows.empty:
+    st.caption(f"Whether the engine starts or refuses: the estimate agrees with "
+               f"{sum(r['logged'] == r['estimate'] for r in refusals)} of {len(refusals)} logged start-ups.")
+    engine_rows["abs_error"] = engine_rows["error_pct"].abs()
+    st.dataframe(engine_rows.groupby(["engine", "era", "quantity"]).agg(
+        Records=("record", "count"), **{"Median |error| (%)": ("abs_error", "median"),
+                                        "Worst |error| (%)": ("abs_error", "max")}).round(1).reset_index(),
+                 hide_index=True)
 
 st.header("Formats and KV dtypes")
 st.dataframe(pd.DataFrame([{"Id (link)": f.id, "Format": f.label, "Bits per weight": round(float(f.bits), 4),

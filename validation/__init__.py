@@ -19,6 +19,7 @@ import statistics
 from pathlib import Path
 
 RESULTS_CSV = Path(__file__).with_name("results.csv")
+ENGINE_RESULTS_CSV = Path(__file__).with_name("engine_results.csv")
 REQUIREMENTS = "requirements-validation.txt"
 OPTIONAL_PACKAGES = ("torch", "transformers", "peft")
 
@@ -51,6 +52,14 @@ def load_results(path: str | Path = RESULTS_CSV) -> list[dict]:
     measured_bytes (int), error_pct (float). Needs no torch."""
     with open(path, newline="", encoding="utf-8") as f:
         return [{**r, "estimate_bytes": int(r["estimate_bytes"]), "measured_bytes": int(r["measured_bytes"]),
+                 "error_pct": float(r["error_pct"])} for r in csv.DictReader(f)]
+
+
+def load_engine_results(path: str | Path = ENGINE_RESULTS_CSV) -> list[dict]:
+    """Rows of engine_results.csv (`python -m validation engines`: each engine's estimate next to what a published
+    start-up log printed) with typed values: logged, estimate, error_pct (float)."""
+    with open(path, newline="", encoding="utf-8") as f:
+        return [{**r, "logged": float(r["logged"]), "estimate": float(r["estimate"]),
                  "error_pct": float(r["error_pct"])} for r in csv.DictReader(f)]
 
 

@@ -88,6 +88,8 @@ def test_refusals_in_vllms_words():
                                    "`gpu_memory_utilization` when initializing the engine.")
     too_big = serve(ServeScenario(est.model("meta-llama/Llama-3.3-70B-Instruct").architecture, gpu="rtx-4090"))
     assert "CUDA out of memory while loading the weights" in too_big.warnings[0]
+    llama_cpp_cache = serve(ServeScenario(qwen, gpu="h100-sxm", kv_dtype="q8_0"))
+    assert "argument --kv-cache-dtype: invalid choice: 'q8_0'" in llama_cpp_cache.warnings[0]
     bad = serve(ServeScenario(qwen, gpu="h100-sxm", max_num_seqs=512, max_num_batched_tokens=256))
     assert "must be greater than or equal to max_num_seqs (512)" in bad.warnings[0]
 

@@ -221,6 +221,9 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
         warnings.append(f"{REFUSAL}User-specified max_model_len ({length}) is greater than the derived max_model_len "
                         f"(max_position_embeddings={s.context_length} in model's config.json). Set "
                         "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to allow it.")
+    if s.kv_dtype not in KV_CACHE_DTYPE_FLAGS and s.kv_dtype != "bf16":
+        warnings.append(f"{REFUSAL}argument --kv-cache-dtype: invalid choice: '{s.kv_dtype}' (vLLM caches "
+                        "auto (the model dtype), fp8 (fp8_e4m3, fp8_e5m2) or float32; q8_0 / q4_0 are llama.cpp's)")
     if batched < max_seqs:
         warnings.append(f"{REFUSAL}max_num_batched_tokens ({batched}) must be greater than or equal to "
                         f"max_num_seqs ({max_seqs}).")

@@ -143,3 +143,19 @@ def test_command_round_trip():
     assert dict(import_command(line).fields)["kv_dtype"] == "q8_0"
     assert ollama.command(ServeScenario(LLAMA_8B, engine="ollama", kv_dtype="q8_0", model_id="llama3.1:8b")) == \
         "OLLAMA_KV_CACHE_TYPE=q8_0 OLLAMA_FLASH_ATTENTION=1 ollama run llama3.1:8b"
+
+
+def test_validation_rows_for_the_llama_70b_partial_offload():
+    """llama_cpp-8035-1 (-ngl 78 of 80 layers, n_ctx 8192, no flash attention): the CPU layers' KV in CUDA_Host,
+    the KV total, the layers offloaded, n_ctx and the KQ-dominated compute buffer, as compare_llama_cpp reads them."""
+    import json
+    from pathlib import Path
+
+    from validation import engines
+
+    record = next(r for r in json.loads((Path(engines.LOGS) / "llama_cpp.json").read_text())["records"]
+                  if r["id"] == "llama_cpp-8035-1")
+    rows = {r["quantity"]: r for r in engines.compare_llama_cpp(record)}
+    for quantity in ("kv_buffer CUDA_Host", "kv_total", "layers_offloaded", "n_ctx"):
+        assert rows[quantity]["estimate"] == rows[quantity]["logged"], quantity
+    assert abs(rows["compute_buffer CUDA0"]["error_pct"]) < 1

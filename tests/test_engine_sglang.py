@@ -141,3 +141,46 @@ def test_command_has_default_fraction():
 def test_core_imports_without_site_packages():
     code = "import estimator.engines.sglang as m; assert m.estimate"
     subprocess.run([sys.executable, "-S", "-c", code], check=True, cwd=__file__.rsplit("/tests/", 1)[0])
+
+
+@pytest.mark.parametrize("tp, fraction", [(1, 0.88), (2, 0.87), (4, 0.85), (8, 0.81), (16, 0.79)])
+def test_pre_v05_default_fraction_by_tp(tp, fraction):
+    """Before v0.5 ServerArgs.__post_init__ fixed mem_fraction_static by TP size; chunked_prefill_size and
+    cuda_graph_max_bs by a 25,000 MiB threshold. The v0.5 reserve rule applies from 0.5 on (and when unset)."""
+    old = sglang.resolve_defaults(ServeScenario(QWEN_32B, engine="sglang", gpu="h200", tensor_parallel=tp,
+                                                engine_version="0.4.8"))
+    assert (old.mem_fraction_static, old.reserved_mib, old.chunked_prefill_size, old.cuda_graph_max_bs) == \
+        (fraction, 0.0, 8192, 160)
+    new = sglang.resolve_defaults(ServeScenario(QWEN_32B, engine="sglang", gpu="h200", tensor_parallel=tp,
+                                                engine_version="0.5"))
+    assert new.reserved_mib > 0 and new.mem_fraction_static != fraction
+
+
+def test_pre_v05_small_gpu_tiers_match_the_l4_log():
+    # sglang-llms-in-clouds-1 (early 2025, v0.4.x): 4 x L4 logged mem_fraction_static=0.85, chunked_prefill_size=2048,
+    # cuda_graph_max_bs=80 without passing any of them
+    d = sglang.resolve_defaults(ServeScenario(QWEN_32B, engine="sglang", gpu="l4", tensor_parallel=4,
+                                              engine_version="0.4.3"))
+    assert (d.mem_fraction_static, d.chunked_prefill_size, d.cuda_graph_max_bs) == (0.85, 2048, 80)
+    d1 = sglang.resolve_defaults(ServeScenario(LLAMA, engine="sglang", gpu="l4", engine_version="0.4.3"))
+    assert (d1.mem_fraction_static, d1.cuda_graph_max_bs) == (0.88, 8)
+    r = serve(ServeScenario(QWEN_32B, engine="sglang", gpu="l4", tensor_parallel=4, engine_version="0.4.3"))
+    assert dict(r.settings)["mem_fraction_static"] == 0.85
+    assert any("before v0.5" in n for n in r.assumptions)
+
+
+def test_validation_rows_for_the_sglang_logs():
+    """validation/engines.py compare_sglang on the published logs: K / V sizes from the logged #tokens are the cell
+    arithmetic alone (within 1%), records outside the catalog are 'skipped' rows with a reason."""
+    import json
+    from pathlib import Path
+
+    from validation import engines
+
+    records = json.loads((Path(engines.LOGS) / "sglang.json").read_text())["records"]
+    rows = [row for record in records for row in engines.compare_sglang(record)]
+    sizes = [r for r in rows if r["quantity"] in ("k_size", "v_size")]
+    assert len(sizes) >= 6 and all(abs(r["error_pct"]) < 1 for r in sizes)
+    assert all(r["note"] for r in rows if r["quantity"] == "skipped")
+    l4 = {r["quantity"]: r for r in rows if r["record"] == "sglang-llms-in-clouds-1"}
+    assert abs(l4["weights"]["error_pct"]) < 3 and abs(l4["free_before_load"]["error_pct"]) < 1

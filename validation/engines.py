@@ -13,20 +13,31 @@ engine logged is compared with the estimate of the same quantity:
 Records of vLLM's V0 engine (before 0.10) are compared too and marked `v0`: their profiling run differs (no
 sampler pass at max_num_seqs, max_num_batched_tokens = max(max_model_len, 2048)), so their activations and KV memory
 are expected to differ; the weights and the page arithmetic are the same.
+
+SGLang (compare_sglang), llama.cpp (compare_llama_cpp) and Ollama (compare_ollama) records are compared the same
+way, each with the quantities its log lines give (see each function); a record whose model is not in the catalog
+is one "skipped" row with the reason. The misses above 10% are explained in engine_logs/FINDINGS_engines.md.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import re
 import statistics
 from dataclasses import replace
 from pathlib import Path
 
 import estimator as est
 from estimator.engines import ServeScenario, import_command
+from estimator.engines import llama_cpp as llama_engine
+from estimator.engines import ollama as ollama_engine
+from estimator.engines import sglang as sglang_engine
 from estimator.engines import vllm as vllm_engine
+from estimator.formats import WEIGHT_FORMATS
 from estimator.units import GiB
+
+MiB = 2**20
 
 LOGS = Path(__file__).parent / "engine_logs"
 RESULTS = Path(__file__).parent / "engine_results.csv"
@@ -92,10 +103,11 @@ def _gpu_by_name(name: str) -> str:
     return next((gpu for word, size, gpu in GPU_BY_NAME if word in name and size in name), "h100-sxm")
 
 
-def _row(record: dict, quantity: str, logged: float, estimate: float, note: str = "") -> dict:
+def _row(record: dict, quantity: str, logged: float, estimate: float, note: str = "", engine: str = "vllm",
+         era: str = "") -> dict:
     error = (estimate - logged) / abs(logged) * 100 if logged else (0.0 if estimate == logged else float("nan"))
     gpu = (record.get("gpu") or {}).get("catalog_id") or ""
-    return {"record": record["id"], "engine": "vllm", "era": _era(record),
+    return {"record": record["id"], "engine": engine, "era": era or _era(record),
             "model": record.get("catalog_model") or record.get("model"), "gpu": gpu, "quantity": quantity,
             "logged": logged, "estimate": round(estimate, 4), "error_pct": round(error, 2), "note": note}
 
@@ -134,7 +146,326 @@ def compare_vllm(record: dict) -> list[dict]:
     return rows
 
 
-COMPARATORS = {"vllm": compare_vllm}
+def _version(text: str | None) -> str:
+    """The release number of a record's version text ('v0.4.8.post1-rocm630 (docker ...)' -> '0.4.8'), '' when
+    none is given."""
+    found = re.match(r"\s*v?(\d+(?:\.\d+){0,3})", str(text or ""))
+    return found.group(1) if found else ""
+
+
+def _catalog_model(record: dict):
+    """(catalog model, '') or (None, why the record is skipped)."""
+    name = record.get("catalog_model")
+    if not name:
+        return None, f"model {record.get('model') or 'not named'} not in the catalog"
+    try:
+        return est.model(name), ""
+    except ValueError:
+        return None, f"model {name} not in the catalog"
+
+
+def _record_weights(record: dict, model) -> tuple[str | None, bool]:
+    """(scenario weights or None, known): the record's format when it names one the estimator has (a GGUF type
+    'Q4_0', 'IQ4_XS', or vLLM-style 'fp8'); 'checkpoint' when the model's checkpoint carries its own format."""
+    words = str(record.get("weights") or "").lower().split()
+    first = words[0] if words else ""
+    if first in WEIGHT_FORMATS and first not in ("bf16",):
+        fmt = first
+    else:
+        fmt = WEIGHTS_FORMATS.get(first)
+    if fmt is None:
+        return None, False
+    if fmt == "checkpoint" or (model.architecture.checkpoint and model.architecture.checkpoint.format_id):
+        return None, True
+    return fmt, True
+
+
+# ---- SGLang -------------------------------------------------------------------------------------------------
+
+def _sglang_era(record: dict) -> str:
+    version = _version(record.get("version"))
+    if not version:
+        return "unknown"
+    return "v0.5+" if tuple(map(int, version.split("."))) >= (0, 5) else "pre-v0.5"
+
+
+def _sglang_scenario(record: dict) -> tuple[ServeScenario | None, str, bool]:
+    """(scenario, why not, whether the GPU is known)."""
+    model, why = _catalog_model(record)
+    if model is None:
+        return None, why, False
+    fields: dict = {}
+    if record.get("command"):
+        try:
+            fields.update(import_command(record["command"]).fields)
+        except ValueError:
+            pass
+    settings = record.get("settings") or {}
+    for key, field, kind in (("tp_size", "tensor_parallel", int), ("dp_size", "data_parallel", int),
+                             ("pp_size", "pipeline_parallel", int), ("mem_fraction_static", "mem_fraction_static",
+                                                                      float),
+                             ("chunked_prefill_size", "max_num_batched_tokens", int),
+                             ("context_length", "max_model_len", int), ("max_running_requests", "max_num_seqs", int),
+                             ("page_size", "block_size", int)):
+        if settings.get(key) is not None:
+            fields[field] = kind(settings[key])
+    if settings.get("ep_size") and int(settings["ep_size"]) > 1:
+        fields["expert_parallel"] = True
+    if str(settings.get("kv_cache_dtype", "")).startswith("fp8"):
+        fields["kv_dtype"] = "fp8"
+    weights, _ = _record_weights(record, model)
+    if weights:
+        fields["weights"] = weights
+    gpu_info = record.get("gpu") or {}
+    name = str(gpu_info.get("name") or "").lower()
+    named = any(word in name for word, _, _ in GPU_BY_NAME)  # "H100": the H100's memory; "AMD Instinct": unknown
+    gpu = gpu_info.get("catalog_id") or (_gpu_by_name(name) if named else None)
+    if _version(record.get("version")):
+        fields["engine_version"] = _version(record.get("version"))
+    try:
+        return ServeScenario(model.architecture, engine="sglang", gpu=gpu or "h100-sxm", model_id=model.id,
+                             **fields), "", gpu is not None
+    except ValueError as err:
+        return None, f"scenario refused: {err}", False
+
+
+def compare_sglang(record: dict) -> list[dict]:
+    """SGLang: weights ("Load weight end ... mem usage"), the free memory before the weights, KV tokens
+    (#tokens / max_total_num_tokens), K and V sizes from the logged #tokens (the cell alone, no GPU needed), CUDA
+    graph memory, max_running_requests, refusal (a negative profiled token budget)."""
+    era = _sglang_era(record)
+
+    def row(quantity, logged, estimate, note=""):
+        return _row(record, quantity, logged, estimate, note, engine="sglang", era=era)
+
+    s, why, has_gpu = _sglang_scenario(record)
+    if s is None:
+        return [row("skipped", 0, 0, why)]
+    logged = record.get("logged") or {}
+    r = sglang_engine.estimate(s)
+    rows = []
+    if "weights_gb" in logged:
+        rows.append(row("weights", logged["weights_gb"], (r.component("weights") + r.component("vision")) / GiB))
+    tokens = logged.get("kv_tokens") or logged.get("max_total_num_tokens")
+    if tokens and "k_size_gb" in logged:
+        c = sglang_engine.cells(s.model, s)
+        page = sglang_engine.resolve_defaults(s).page_size
+        rows.append(row("k_size", logged["k_size_gb"], (tokens + page) * c.full * c.k_share / GiB,
+                        "K buffers for the logged #tokens"))
+        if "v_size_gb" in logged:
+            rows.append(row("v_size", logged["v_size_gb"], (tokens + page) * c.full * (1 - c.k_share) / GiB,
+                            "V buffers for the logged #tokens"))
+    if not has_gpu:
+        return rows + [row("skipped", 0, 0, "GPU not named: budget quantities not compared")]
+    before = r.budget_bytes / dict(r.settings)["mem_fraction_static"]
+    if "avail_mem_before_load_gb" in logged:
+        rows.append(row("free_before_load", logged["avail_mem_before_load_gb"], before / GiB))
+    if tokens:
+        rows.append(row("kv_tokens", tokens, r.kv_cache_tokens))
+    if "cuda_graph_gb" in logged:
+        rows.append(row("cuda_graphs", logged["cuda_graph_gb"], r.component("cuda_graphs") / GiB))
+    if "max_running_requests" in logged:
+        rows.append(row("max_running_requests", logged["max_running_requests"],
+                        dict(r.settings)["max_running_requests"]))
+    refused = "error" in logged or logged.get("profiled_max_total_tokens", 1) <= 0
+    rows.append(row("refusal", int(refused), int(not r.starts), r.warnings[0][:120] if r.warnings else "starts"))
+    return rows
+
+
+# ---- llama.cpp ----------------------------------------------------------------------------------------------
+
+OLD_LLAMA_LOG = ("llama_new_context_with_model", "llm_load_tensors")  # the 2024 log format (before llama_context)
+
+
+def _device(name: str) -> int | None:
+    """A llama.cpp buffer name -> the estimator's device index (-1 = host); None for names it does not model."""
+    if name in ("CPU", "CPU_Mapped", "CUDA_Host"):
+        return -1
+    found = re.fullmatch(r"(?:CUDA|ROCm)(\d+)", name)
+    return int(found.group(1)) if found else None
+
+
+def _flag(value) -> bool:
+    return str(value).lower() not in ("0", "false", "off", "disabled")
+
+
+def _llama_scenario(record: dict, engine: str = "llama.cpp") -> tuple[ServeScenario | None, str, bool]:
+    """(scenario, why not, whether the weight format is known)."""
+    model, why = _catalog_model(record)
+    if model is None:
+        return None, why, False
+    fields: dict = {}
+    if record.get("command"):
+        try:
+            fields.update(import_command(record["command"]).fields)
+        except ValueError:
+            pass
+    settings, logged = record.get("settings") or {}, record.get("logged") or {}
+    for key, field in (("n_gpu_layers", "n_gpu_layers"), ("ctx_size", "max_model_len"),
+                       ("num_ctx", "max_model_len"), ("parallel", "max_num_seqs"), ("num_parallel", "max_num_seqs"),
+                       ("n_ubatch", "max_num_batched_tokens"), ("n_batch", "max_num_batched_tokens")):
+        if key == "n_batch" and engine != "ollama":  # llama-server's -b does not size the buffers; Ollama's -b = -ub
+            continue
+        if settings.get(key) is not None and field not in fields:
+            fields[field] = int(settings[key])
+    if "flash_attn" in settings or "flash_attention" in settings:
+        fields["flash_attention"] = _flag(settings.get("flash_attn", settings.get("flash_attention")))
+    elif "flash_attn" in logged:
+        fields["flash_attention"] = _flag(logged["flash_attn"])
+    if "n_ubatch" in logged and engine == "llama.cpp":
+        fields.setdefault("max_num_batched_tokens", int(logged["n_ubatch"]))
+    if "n_seq_max" in logged:
+        fields.setdefault("max_num_seqs", int(logged["n_seq_max"]))
+    elif any(word in (record.get("excerpt") or "") for word in OLD_LLAMA_LOG) and engine == "llama.cpp":
+        fields.setdefault("max_num_seqs", 1)  # 2024 llama-server: n_parallel 1, no unified cache
+    if settings.get("cache_type_k"):
+        fields["kv_dtype"] = llama_engine.CACHE_TYPES_READ.get(str(settings["cache_type_k"]).lower(), "bf16")
+    gpu_info = record.get("gpu") or {}
+    if gpu_info.get("count") and int(gpu_info["count"]) > 1:
+        fields.setdefault("tensor_parallel", int(gpu_info["count"]))
+    weights, known = _record_weights(record, model)
+    if weights:
+        fields["weights"] = weights
+    gpu = gpu_info.get("catalog_id") or "rtx-4090"  # a stand-in: with -ngl given the GPU only sets the refusal
+    try:
+        return ServeScenario(model.architecture, engine=engine, gpu=gpu, model_id=model.id, **fields), "", known
+    except ValueError as err:
+        return None, f"scenario refused: {err}", False
+
+
+def _per_device(record: dict, row, key: str, quantity: str, estimate: dict, note: str = "") -> list[dict]:
+    rows = []
+    for name, value in ((record.get("logged") or {}).get(key) or {}).items():
+        device = _device(name)
+        if device is not None:
+            rows.append(row(f"{quantity} {name}", value, estimate.get(device, 0) / MiB, note))
+    return rows
+
+
+def compare_llama_cpp(record: dict) -> list[dict]:
+    """llama.cpp: model / KV / compute buffer per device (GPUs and host) in MiB, the KV total, layers offloaded,
+    n_ctx, refusal. Records without a known weight format compare everything but the model buffers."""
+    era = "fork" if "fork" in str(record.get("version") or "") else "mainline"
+
+    def row(quantity, logged, estimate, note=""):
+        return _row(record, quantity, logged, estimate, note, engine="llama.cpp", era=era)
+
+    s, why, known = _llama_scenario(record)
+    if s is None:
+        return [row("skipped", 0, 0, why)]
+    logged = record.get("logged") or {}
+    st, _ = llama_engine.plan(s)
+    rows = []
+    if known:
+        rows += _per_device(record, row, "model_buffer_mib", "model_buffer", st.model)
+    elif logged.get("model_buffer_mib"):
+        rows.append(row("skipped", 0, 0, "weight format not logged: model buffers not compared"))
+    split = "equal --tensor-split shares" if s.tensor_parallel > 1 else ""
+    rows += _per_device(record, row, "kv_buffer_mib", "kv_buffer", st.kv, split)
+    if "kv_self_mib" in logged:
+        rows.append(row("kv_total", logged["kv_self_mib"], sum(st.kv.values()) / MiB))
+    rows += _per_device(record, row, "compute_buffer_mib", "compute_buffer", st.compute, split)
+    if "layers_offloaded" in logged:
+        done, total = (int(x) for x in str(logged["layers_offloaded"]).split("/"))
+        rows.append(row("layers_offloaded", done, st.layout.offloaded,
+                        f"of {total} logged, {s.model.num_layers + 1} estimated"))
+    if "n_ctx" in logged:
+        rows.append(row("n_ctx", logged["n_ctx"], st.ctx.n_ctx))
+    if (record.get("gpu") or {}).get("catalog_id"):
+        r = llama_engine.estimate(s)
+        refused = "error" in logged or any(k.startswith("failed") for k in logged)
+        rows.append(row("refusal", int(refused), int(not r.starts), r.warnings[0][:120] if r.warnings else "starts"))
+    return rows
+
+
+# ---- Ollama -------------------------------------------------------------------------------------------------
+
+UNITS = {"B": 1, "KiB": 2**10, "MiB": MiB, "GiB": GiB}
+
+
+def _bytes(text) -> float:
+    """'39.9 GiB' / '974.6 MiB' / '0 B' (format.HumanBytes2) -> bytes."""
+    number, unit = str(text).split()
+    return float(number) * UNITS[unit]
+
+
+def _gpu_by_memory(gib: float) -> str | None:
+    """A catalog GPU whose memory is the logged amount (within 0.25 GiB): the legacy fitter and --fit depend on the
+    size only. None when no catalog GPU has that size."""
+    best = min(catalog_gpus(), key=lambda g: abs(g[1] - gib))
+    return best[0] if abs(best[1] - gib) <= 0.25 else None
+
+
+def catalog_gpus() -> list[tuple[str, float]]:
+    from estimator import catalog
+    return [(g["id"], int(g["memory_bytes"]) / GiB) for g in catalog._read("gpus.json")["gpus"]
+            if not g["id"].startswith("m") or g["id"].startswith("mi")]
+
+
+def compare_ollama(record: dict) -> list[dict]:
+    """Ollama. Legacy estimator lines (Ollama <= 0.12, llm/memory.go): memory.weights.total (the blocks and the
+    output layer: the token embedding stays on the CPU), memory.required.kv, memory.graph.full (the compute buffer
+    of a full offload), layers.offload (on a catalog GPU of the logged size); runner lines (llama.cpp's own): as
+    compare_llama_cpp. The estimate is llama-server's accounting (estimator/engines/ollama.py), not the legacy
+    fitter's formulas, so the graph and layer rows measure that difference."""
+    logged = record.get("logged") or {}
+    era = "legacy estimator" if "memory_required_full" in logged else \
+        "ollama engine" if "model_weights" in logged or "kv_cache" in logged else "llama.cpp runner"
+
+    def row(quantity, logged_value, estimate, note=""):
+        return _row(record, quantity, logged_value, estimate, note, engine="ollama", era=era)
+
+    s, why, known = _llama_scenario(record, engine="ollama")
+    if s is None:
+        return [row("skipped", 0, 0, why)]
+    settings = record.get("settings") or {}
+    if "flash_attention" not in settings:  # OLLAMA_FLASH_ATTENTION defaulted to off in the legacy versions
+        s = replace(s, flash_attention=False)
+    rows = []
+    if era == "legacy estimator":
+        full = replace(s, n_gpu_layers=s.model.num_layers + 1)
+        full, st, _ = ollama_engine.plan(full)
+        gpu_weights = sum(v for d, v in st.model.items() if d >= 0)
+        if known:
+            rows.append(row("weights_total", _bytes(logged["memory_weights_total"]) / GiB, gpu_weights / GiB,
+                            "blocks + output layer"))
+        else:
+            rows.append(row("skipped", 0, 0, "weight format not logged: memory.weights not compared"))
+        if s.max_model_len:
+            rows.append(row("kv", _bytes(logged["memory_required_kv"]) / GiB, sum(st.kv.values()) / GiB,
+                            f"num_ctx {s.max_model_len} x {s.max_num_seqs or 1}"))
+            rows.append(row("graph_full", _bytes(logged["memory_graph_full"]) / GiB,
+                            max(st.compute.get(d, 0) for d in range(s.tensor_parallel)) / GiB,
+                            "llama.cpp compute buffer vs the legacy GraphSize formula"))
+            partial = logged.get("layers_offload")
+            if partial is not None and partial < s.model.num_layers + 1:
+                _, stp, _ = ollama_engine.plan(replace(s, n_gpu_layers=int(partial)))
+                rows.append(row("graph_partial", _bytes(logged["memory_graph_partial"]) / GiB,
+                                max(stp.compute.get(d, 0) for d in range(s.tensor_parallel)) / GiB,
+                                f"compute buffer at {partial} layers vs the legacy GraphSize formula"))
+            available = [_bytes(x) / GiB for x in logged.get("memory_available") or []]
+            gpu = _gpu_by_memory(available[0]) if available and known else None
+            if gpu and s.n_gpu_layers < 0 or gpu and "n_gpu_layers" in settings:
+                _, stf, _ = ollama_engine.plan(replace(s, gpu=gpu, n_gpu_layers=-1))
+                rows.append(row("layers_offload", partial, stf.layout.offloaded,
+                                f"llama-server --fit on {gpu} vs the legacy fitter"))
+        else:
+            rows.append(row("skipped", 0, 0, "num_ctx not in the excerpt: KV, graphs and layers not compared"))
+        return rows
+    if not s.max_model_len:
+        return [row("skipped", 0, 0, "num_ctx, GPUs and layer placement not in the excerpt")]
+    _, st, _ = ollama_engine.plan(s)
+    if known:
+        rows += _per_device(record, row, "model_buffer_mib", "model_buffer", st.model)
+    rows += _per_device(record, row, "kv_buffer_mib", "kv_buffer", st.kv)
+    rows += _per_device(record, row, "compute_buffer_mib", "compute_buffer", st.compute)
+    if "n_ctx" in logged:
+        rows.append(row("n_ctx", logged["n_ctx"], st.ctx.n_ctx))
+    return rows
+
+
+COMPARATORS = {"vllm": compare_vllm, "sglang": compare_sglang, "llama.cpp": compare_llama_cpp,
+               "ollama": compare_ollama}
 
 
 def run(write: bool = True) -> list[dict]:

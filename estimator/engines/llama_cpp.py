@@ -362,13 +362,20 @@ def report(engine: str, s: ServeScenario, st: Startup, gpu_bytes: int, notes: li
         command=command_line)
 
 
+def plan(s: ServeScenario) -> tuple[Startup, list[str]]:
+    """llama-server's start-up for `s`: the bytes per device by buffer (validation compares them with the logs)."""
+    auto = s.max_num_seqs == 0
+    slots = AUTO_SLOTS if auto else s.max_num_seqs
+    n_ctx = s.max_model_len or s.context_length
+    return resolve(s, n_ctx=n_ctx, slots=slots, unified=auto, ctx_set=s.max_model_len > 0,
+                   gpu_bytes=catalog.gpu(s.gpu).memory_bytes)
+
+
 def estimate(s: ServeScenario) -> ServeReport:
     g = catalog.gpu(s.gpu)
     auto = s.max_num_seqs == 0
     slots = AUTO_SLOTS if auto else s.max_num_seqs
-    n_ctx = s.max_model_len or s.context_length
-    st, notes = resolve(s, n_ctx=n_ctx, slots=slots, unified=auto, ctx_set=s.max_model_len > 0,
-                        gpu_bytes=g.memory_bytes)
+    st, notes = plan(s)
     if auto:
         notes.insert(0, "n_parallel is set to auto, using n_parallel = 4 and kv_unified = true")
     settings = (("n_ctx", st.ctx.n_ctx), ("n_parallel", slots), ("kv_unified", st.ctx.unified),

@@ -47,6 +47,19 @@ def _human(num_bytes: int) -> str:
     return f"{num_bytes} B"
 
 
+def plan(s: ServeScenario) -> tuple[ServeScenario, llama_cpp.Startup, list[str]]:
+    """(the scenario as llama-server is launched, its start-up, --fit's notes): num_ctx x parallel cells over
+    `parallel` slots that are not unified, -ub num_batch."""
+    g = catalog.gpu(s.gpu)
+    num_ctx = min(s.max_model_len or default_num_ctx(g.memory_bytes * s.tensor_parallel), s.context_length)
+    parallel = s.max_num_seqs or DEFAULT_PARALLEL
+    if s.max_num_batched_tokens == 0:
+        s = replace(s, max_num_batched_tokens=DEFAULT_NUM_BATCH)
+    st, notes = llama_cpp.resolve(s, n_ctx=num_ctx * parallel, slots=parallel, unified=False, ctx_set=True,
+                                  gpu_bytes=g.memory_bytes)
+    return s, st, notes
+
+
 def estimate(s: ServeScenario) -> ServeReport:
     a: Architecture = s.model
     g = catalog.gpu(s.gpu)
@@ -60,10 +73,7 @@ def estimate(s: ServeScenario) -> ServeReport:
         notes.append(f"requested context size too large for model: num_ctx {s.max_model_len or default}, "
                      f"n_ctx_train {s.context_length}")
     launch = command(s)
-    if s.max_num_batched_tokens == 0:
-        s = replace(s, max_num_batched_tokens=DEFAULT_NUM_BATCH)
-    st, fit_notes = llama_cpp.resolve(s, n_ctx=num_ctx * parallel, slots=parallel, unified=False,
-                                      ctx_set=True, gpu_bytes=g.memory_bytes)
+    s, st, fit_notes = plan(s)
     notes += fit_notes
     per_gpu = [llama_cpp._gpu_total(st, d) for d in range(devices)]
     kv = sum(st.kv.values())

@@ -39,7 +39,7 @@ from ..activations import inference_layer_peak
 from ..architecture import Architecture
 from ..kv_cache import indexer_bytes_per_token, kv_dtype_bytes, layer_elements, state_bytes
 from ..units import GiB
-from .base import REFUSAL, ServeReport, ServeScenario, gib, make_report, model_ref, weight_split
+from .base import REFUSAL, ServeReport, ServeScenario, at_least, gib, make_report, model_ref, weight_split
 from .command import human_int
 from .vllm import CUDA_CONTEXT_BYTES
 
@@ -57,6 +57,14 @@ RESERVE_PER_GRAPH_BATCH_MIB = 2  # x cuda_graph_max_bs: "For cuda graphs"
 RESERVE_PER_8_RANKS_MIB = 1024  # x tp x pp / 8: "Some adjustments for large parallel size"
 RESERVE_FLOOR_MIB = 10 * 1024  # on GPUs of more than 60 GiB the reserve is at least 10 GiB
 RESERVE_FLOOR_ABOVE_MIB = 60 * 1024
+# Before v0.5 (server_args.py ServerArgs.__post_init__ as released in v0.4.x, replaced by PR #10975's reserve rule):
+# a fixed mem_fraction_static by TP size, chunked_prefill_size 2048 below 25,000 MiB else 8192, cuda_graph_max_bs 8
+# (TP < 4) / 80 (TP >= 4) below 25,000 MiB else 160. Read in the stored copies of that function (find_string
+# "self.mem_fraction_static = 0.81": the v0.4 releases carry the same table).
+V04_FRACTION_BY_TP = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87), (1, 0.88))  # (tp at least, mem_fraction_static)
+V04_SMALL_GPU_MIB = 25_000
+V04_SMALL = (2048, 8, 80)  # chunked_prefill_size, cuda_graph_max_bs below TP 4, at TP 4 and more
+V04_LARGE = (8192, 160)
 DEFAULT_PAGE_SIZE = 1  # ServerArgs.page_size None -> 1 for the default CUDA attention backends
 MAX_PREFILL_TOKENS = 16384  # ServerArgs.max_prefill_tokens
 # init_memory: max_num_reqs = min(max(int(max_total_num_tokens / context_len x 512), 2048), 4096)
@@ -102,6 +110,8 @@ def gpu_mem_mib(gpu_id: str) -> int:
 def resolve_defaults(s: ServeScenario) -> Defaults:
     """server_args._handle_gpu_memory_settings, no DP attention, no speculative decoding, no piecewise graphs."""
     mem = gpu_mem_mib(s.gpu)
+    if not at_least(s, 0, 5):
+        return _v04_defaults(s, mem)
     chunk, graph_bs = LARGEST_TIER
     for below, tier_chunk, small_tp, large_tp in GPU_TIERS:
         if mem < below:
@@ -118,6 +128,18 @@ def resolve_defaults(s: ServeScenario) -> Defaults:
         mfs = round((mem - reserved) / mem, 3)
     return Defaults(gpu_mem_mib=mem, chunked_prefill_size=chunk, cuda_graph_max_bs=graph_bs,
                     mem_fraction_static=mfs, reserved_mib=reserved, page_size=s.block_size or DEFAULT_PAGE_SIZE)
+
+
+def _v04_defaults(s: ServeScenario, mem: int) -> Defaults:
+    """SGLang before v0.5: mem_fraction_static from the TP size alone (V04_FRACTION_BY_TP), no reserve rule."""
+    if mem < V04_SMALL_GPU_MIB:
+        chunk, graph_bs = V04_SMALL[0], V04_SMALL[1] if s.tensor_parallel < 4 else V04_SMALL[2]
+    else:
+        chunk, graph_bs = V04_LARGE
+    mfs = s.mem_fraction_static or next(f for tp, f in V04_FRACTION_BY_TP if s.tensor_parallel >= tp)
+    return Defaults(gpu_mem_mib=mem, chunked_prefill_size=s.max_num_batched_tokens or chunk,
+                    cuda_graph_max_bs=graph_bs, mem_fraction_static=mfs, reserved_mib=0.0,
+                    page_size=s.block_size or DEFAULT_PAGE_SIZE)
 
 
 def capture_batch_sizes(max_bs: int) -> tuple[int, ...]:
@@ -271,6 +293,9 @@ def estimate(s: ServeScenario) -> ServeReport:
 
     if s.mem_fraction_static:
         notes.append(f"--mem-fraction-static {mfs:g} as given")
+    elif not at_least(s, 0, 5):
+        notes.append(f"SGLang {s.engine_version}'s default --mem-fraction-static at TP {tp}: {mfs:g} (before v0.5: "
+                     "0.88 / 0.87 / 0.85 / 0.81 / 0.79 by TP 1 / 2 / 4 / 8 / 16, ServerArgs.__post_init__)")
     else:
         notes.append(
             f"SGLang's default --mem-fraction-static for {d.gpu_mem_mib:,} MiB (nvidia-smi) at TP {tp}: reserve "

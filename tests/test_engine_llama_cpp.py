@@ -158,4 +158,28 @@ def test_validation_rows_for_the_llama_70b_partial_offload():
     rows = {r["quantity"]: r for r in engines.compare_llama_cpp(record)}
     for quantity in ("kv_buffer CUDA_Host", "kv_total", "layers_offloaded", "n_ctx"):
         assert rows[quantity]["estimate"] == rows[quantity]["logged"], quantity
-    assert abs(rows["compute_buffer CUDA0"]["error_pct"]) < 1
+    # the weight type is not logged, and CUDA0's buffer holds the op-offload copy of the host output matrix
+    assert "compute_buffer CUDA0" not in rows and "op-offload" in rows["skipped"]["note"]
+
+
+def test_op_offload_copies_the_host_output_matrix_into_cuda0():
+    """ggml-cuda.cu ggml_backend_cuda_device_offload_op (batch >= 32): with the output layer on the CPU (-ngl 20 of
+    32 layers) the lm_head mat-mul of a 512-token ubatch runs on CUDA0 and its Q6_K / Q4_K weight is copied into the
+    compute buffer, with the f32 input (4096 wide) and logits (128256 wide)."""
+    import estimator as est
+    from estimator.architecture import tensors
+    from estimator.engines import ServeScenario, llama_cpp
+    from estimator.formats import tensor_bytes, weight_format
+
+    a = est.model("meta-llama/Llama-3.1-8B").architecture
+    s = ServeScenario(a, engine="llama.cpp", gpu="rtx-4090", weights="q4_k_m", n_gpu_layers=20, max_model_len=4096)
+    st, _ = llama_cpp.plan(s)
+    output = next(t for t in tensors(a) if t.role == "output")
+    copy = tensor_bytes(weight_format("q4_k_m"), output, a) + 4 * 512 * (128_256 + 4096)
+    assert st.compute[0] == copy
+    small, _ = llama_cpp.plan(ServeScenario(a, engine="llama.cpp", gpu="rtx-4090", weights="q4_k_m", n_gpu_layers=20,
+                                            max_model_len=4096, max_num_batched_tokens=16))
+    assert small.compute[0] < 4 * 2**20 * 16  # below 32 tokens the CPU runs it: no copy
+    full, _ = llama_cpp.plan(ServeScenario(a, engine="llama.cpp", gpu="rtx-4090", weights="q4_k_m",
+                                           max_model_len=4096))
+    assert full.compute[0] < copy  # everything on the GPU: nothing to copy

@@ -337,7 +337,7 @@ def _per_device(record: dict, row, key: str, quantity: str, estimate: dict, note
     rows = []
     for name, value in ((record.get("logged") or {}).get(key) or {}).items():
         device = _device(name)
-        if device is not None:
+        if device is not None and (device in estimate or quantity != "compute_buffer"):
             rows.append(row(f"{quantity} {name}", value, estimate.get(device, 0) / MiB, note))
     return rows
 
@@ -364,7 +364,13 @@ def compare_llama_cpp(record: dict) -> list[dict]:
     rows += _per_device(record, row, "kv_buffer_mib", "kv_buffer", st.kv, split)
     if "kv_self_mib" in logged:
         rows.append(row("kv_total", logged["kv_self_mib"], sum(st.kv.values()) / MiB))
-    rows += _per_device(record, row, "compute_buffer_mib", "compute_buffer", st.compute, split)
+    compute = dict(st.compute)
+    copy = llama_engine._offload_copy(s.model, s, st.layout, st.ctx.ubatch)
+    if not known and copy and copy >= compute.get(0, 0):  # the copied host weight's size is the weight type's
+        compute.pop(0)
+        rows.append(row("skipped", 0, 0, "weight format not logged: CUDA0's compute buffer is the op-offload copy "
+                                         "of a host weight"))
+    rows += _per_device(record, row, "compute_buffer_mib", "compute_buffer", compute, split)
     if "layers_offloaded" in logged:
         done, total = (int(x) for x in str(logged["layers_offloaded"]).split("/"))
         rows.append(row("layers_offloaded", done, st.layout.offloaded,

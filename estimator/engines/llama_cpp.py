@@ -29,6 +29,9 @@ Compute buffers (ggml-alloc's reservation of the worst-case graph: n_ubatch toke
     attention without flash attention: KQ = n_head x n_kv x n_ubatch f32 (the soft_max runs in place) plus the mask
     copied from the host and the hidden-width tensors alive with it; with flash attention no KQ, the f16 mask;
     FFN: the gate and up outputs; output layer: logits n_vocab x n_ubatch f32.
+    Op offload (ggml-cuda.cu ggml_backend_cuda_device_offload_op, batch >= 32): a mat-mul of a host weight (CPU
+    layers, a CPU output layer, --n-cpu-moe experts) runs on the first GPU, its weight copied into that GPU's compute
+    buffer: the largest copy with its f32 input and output is a floor of CUDA0's buffer.
     The host keeps the graph inputs (the token embeddings, n_embd x n_ubatch f32, and the KQ mask) and the output
     buffer (n_vocab x n_seq_max f32 logits).
 A device allocates its model buffer, then its KV buffer, then its compute buffer; the first that does not fit fails
@@ -52,6 +55,7 @@ CTX_PAD = 256  # src/llama-context.cpp: cparams.n_ctx = GGML_PAD(cparams.n_ctx, 
 SWA_PAD = 256  # src/llama-kv-cache-iswa.cpp: "the SWA cache is always padded to 256" (ggml-org/llama.cpp#17037)
 DEFAULT_UBATCH = 512  # common.h n_ubatch
 DEFAULT_BATCH = 2048  # common.h n_batch
+OFFLOAD_MIN_BATCH = 32  # ggml-cuda.cu ggml_backend_cuda_device_offload_op: min_batch_size
 AUTO_SLOTS = 4  # tools/server: -np unset -> 4 slots over one unified KV cache
 FIT_MARGIN = 1024 * MiB  # common.h fit_params_target: 1024 MiB left free on every device
 FIT_MIN_CTX = 4096  # common.h fit_params_min_ctx
@@ -190,12 +194,11 @@ def _compute_peaks(a: Architecture, s: ServeScenario, ctx: Context, layers: list
     return peak
 
 
-def _weights_by_place(a: Architecture, s: ServeScenario, lay: Layout) -> dict:
+def _placed(a: Architecture, s: ServeScenario, lay: Layout):
+    """(tensor, bytes, device or -1 for host memory) for every weight tensor, as load_tensors places them."""
     checkpoint = a.checkpoint if s.weights == CHECKPOINT and a.checkpoint is not None \
         and a.checkpoint.format_id is not None else None
     fmt = weight_format(gguf_type(s))
-    out: dict[int, int] = {}
-    embedding = 0
     every = tensors(a)
     output_norm = max((i for i, t in enumerate(every) if t.layer < 0 and t.role == "norm"), default=-1)
     for i, t in enumerate(every):
@@ -208,8 +211,31 @@ def _weights_by_place(a: Architecture, s: ServeScenario, lay: Layout) -> dict:
             place = lay.output_device  # the output layer: output_norm, lm_head and its bias
         else:
             place = -1  # the input layer: token / position / per-layer embeddings
-            if t.role == "token_embd":
-                embedding = size
+        yield t, size, place
+
+
+def _offload_copy(a: Architecture, s: ServeScenario, lay: Layout, ub: int) -> int:
+    """ggml_backend_sched's op offload (ggml/src/ggml-cuda/ggml-cuda.cu, ggml_backend_cuda_device_offload_op:
+    get_op_batch_size(op) >= 32, GET_ROWS excluded): a mat-mul whose weight sits in host memory runs on the first
+    GPU when the ubatch has at least 32 tokens, and the weight is copied into that GPU's compute buffer as an input
+    of the split. The largest copy with the op's f32 input and output is a floor of CUDA0's compute buffer. The token
+    embedding (GET_ROWS) stays on the CPU."""
+    if ub < OFFLOAD_MIN_BATCH or not any(d >= 0 for d in lay.layer_device + (lay.output_device,)):
+        return 0
+    peak = 0
+    for t, size, place in _placed(a, s, lay):
+        if place < 0 and t.is_matrix and t.role != "token_embd":
+            per_token = a.experts_per_token if t.is_expert and a.experts_per_token else 1
+            peak = max(peak, size + F32 * ub * (t.rows * per_token + t.cols))
+    return peak
+
+
+def _weights_by_place(a: Architecture, s: ServeScenario, lay: Layout) -> dict:
+    out: dict[int, int] = {}
+    embedding = 0
+    for t, size, place in _placed(a, s, lay):
+        if t.layer < 0 and t.role == "token_embd":
+            embedding = size
         out[place] = out.get(place, 0) + size
     if a.tie_word_embeddings and lay.output_device >= 0:
         out[lay.output_device] = out.get(lay.output_device, 0) + embedding  # TENSOR_DUPLICATED output copy
@@ -233,6 +259,9 @@ def startup(a: Architecture, s: ServeScenario, ngl: int, n_ctx: int, slots: int,
         layers = [il for il in range(a.num_layers) if lay.layer_device[il] == d]
         if layers or lay.output_device == d:
             compute[d] = _compute_peaks(a, s, ctx, layers, lay.output_device == d)
+    copy = _offload_copy(a, s, lay, ub) if devices else 0
+    if copy:
+        compute[0] = max(compute.get(0, 0), copy)
     cpu_layers = [il for il in range(a.num_layers) if lay.layer_device[il] < 0]
     mask = (F16 if s.flash_attention else F32) * ctx.n_ctx * ub
     compute[-1] = F32 * a.hidden_size * ub + mask + _compute_peaks(a, s, ctx, cpu_layers, lay.output_device < 0)

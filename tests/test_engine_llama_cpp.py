@@ -51,7 +51,9 @@ def test_context_padding_and_slots():
     assert dict(r.settings)["n_ctx"] == 3 * 2816 and r.max_model_len == 2816
     # -np unset: 4 slots sharing one cache of the training context (131,072)
     auto = serve(_scenario(max_model_len=0, max_num_seqs=0))
-    assert auto.max_concurrency == 4 and auto.kv_cache_tokens == 131072 and dict(auto.settings)["kv_unified"]
+    # (one request of the full 131,072 tokens at a time: the slots share the cells)
+    assert auto.max_concurrency == 1 and auto.kv_cache_tokens == 131072 and dict(auto.settings)["kv_unified"]
+    assert r.max_concurrency == 3  # split caches: every slot holds a request of its own 2,816 tokens
 
 
 def test_compute_buffer_with_and_without_flash_attention():

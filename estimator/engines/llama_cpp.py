@@ -385,7 +385,9 @@ def report(engine: str, s: ServeScenario, st: Startup, gpu_bytes: int, notes: li
     ]
     return make_report(
         engine, components, gpus=devices, gpu_bytes=gpu_bytes, budget_bytes=gpu_bytes, kv_cache_tokens=st.ctx.n_ctx,
-        max_concurrency=float(st.ctx.slots), max_model_len=slot,
+        # requests of a slot's full length the cache holds at once: every slot with split caches, one with the
+        # unified cache the 4 automatic slots share
+        max_concurrency=st.ctx.n_ctx / st.ctx.n_ctx_seq, max_model_len=slot,
         max_model_len_that_fits=slot if not refusal else 0, host_bytes=host, settings=settings,
         log=tuple(extra_log) + tuple(log), warnings=tuple(warnings), assumptions=tuple(notes + list(a.notes)),
         command=command_line)

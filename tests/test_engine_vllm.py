@@ -10,6 +10,7 @@ import pytest
 
 import estimator as est
 from estimator.engines import REFUSAL, ServeScenario, apply_command, import_command, launch_command, serve
+from estimator.activations import inference_layer_peak
 from estimator.engines import vllm
 
 LLAMA = est.model("meta-llama/Llama-3.1-8B").architecture
@@ -64,6 +65,15 @@ def test_newer_releases_report_capacity_tokens_and_budget_cuda_graphs():
     assert graphs > 0
     assert new.component("kv_cache") == old.component("kv_cache") - graphs  # v0.21+: the graph pool comes first
     assert new.kv_cache_tokens == int(new.max_concurrency * 16000)
+
+
+def test_before_0_11_the_profiling_sampler_keeps_only_the_logits():
+    """v0.10.1's dummy sampler did not sort (validation/engine_logs/FINDINGS_engines.md E2): 16-bit logits and
+    their fp32 copy, 6 bytes each, next to the forward's output; the forward's own peak is larger here."""
+    r = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, engine_version="0.10.1"))
+    sampler = 2 * 8192 * 4096 + 6 * 1024 * 128_256
+    forward = inference_layer_peak(LLAMA, 1, 8192, 8192, flash_attention=True)
+    assert r.component("activations") == max(sampler, forward) == forward
 
 
 def test_tensor_parallel_splits_weights_and_kv_heads():

@@ -46,7 +46,7 @@ FIELDS = ("record", "engine", "era", "model", "gpu", "quantity", "logged", "esti
 WEIGHTS_FORMATS = {"awq": "awq-4bit", "gptq-int4": "gptq-4bit", "gptq": "gptq-4bit", "fp8": "fp8", "mxfp4": "mxfp4",
                    "nvfp4": "nvfp4", "int4": "int4-g128", "4-bit": "int4-g128", "bf16": "checkpoint",
                    "fp16": "checkpoint"}
-GPU_BY_NAME = (("a100", "80", "a100-80gb-sxm"), ("a100", "", "a100-40gb-sxm"), ("h100", "", "h100-sxm"),
+GPU_BY_NAME = (("a100", "80", "a100-80gb-sxm"), ("a100", "40", "a100-40gb-sxm"), ("h100", "", "h100-sxm"),
                ("l4", "", "l4"), ("4090", "", "rtx-4090"), ("3090", "", "rtx-3090"))
 
 
@@ -96,11 +96,12 @@ def _vllm_scenario(record: dict) -> tuple[ServeScenario | None, str]:
         return None, f"scenario refused: {err}"
 
 
-def _gpu_by_name(name: str) -> str:
+def _gpu_by_name(name: str, default: str | None = "h100-sxm") -> str | None:
     """A catalog GPU for a record that names its GPU loosely ("A100 80GB", "H100"): it sets vLLM's defaults (70 GiB
-    and not an A100); the budget uses the logged total when there is one. H100 when the name says nothing."""
+    and not an A100) and, when the name says which memory size, the budget (SXM and PCIe variants differ by less than
+    0.1%); the logged total replaces it when there is one. `default` when the name says nothing."""
     name = name.lower()
-    return next((gpu for word, size, gpu in GPU_BY_NAME if word in name and size in name), "h100-sxm")
+    return next((gpu for word, size, gpu in GPU_BY_NAME if word in name and size in name), default)
 
 
 def _row(record: dict, quantity: str, logged: float, estimate: float, note: str = "", engine: str = "vllm",
@@ -118,7 +119,8 @@ def compare_vllm(record: dict) -> list[dict]:
         return [_row(record, "skipped", 0, 0, why)]
     logged = record.get("logged") or {}
     total = logged.get("total_gpu_memory_gib") or (record.get("gpu") or {}).get("total_gib_logged")
-    has_gpu = bool(total or (record.get("gpu") or {}).get("catalog_id"))
+    gpu = record.get("gpu") or {}
+    has_gpu = bool(total or gpu.get("catalog_id") or _gpu_by_name(gpu.get("name") or "", default=None))
     r = vllm_engine.estimate(s, total_bytes=round(total * GiB) if total else None)
     rows = []
     if "weights_gib" in logged:
@@ -141,8 +143,10 @@ def compare_vllm(record: dict) -> list[dict]:
     if "max_concurrency" in logged and logged.get("max_concurrency_tokens") == r.max_model_len and r.starts:
         rows.append(_row(record, "max_concurrency", logged["max_concurrency"], r.max_concurrency))
     refused = "error" in logged
-    rows.append(_row(record, "refusal", int(refused), int(not r.starts),
-                     (r.warnings[0][:120] if r.warnings else "starts")))
+    started = logged.get("kv_cache_gib", 0) > 0 or "kv_cache_tokens" in logged
+    if refused or started:  # a record that shows neither (weights only) says nothing about the start-up
+        rows.append(_row(record, "refusal", int(refused), int(not r.starts),
+                         (r.warnings[0][:120] if r.warnings else "starts")))
     return rows
 
 

@@ -51,6 +51,11 @@ MAMBA_BLOCK_ALIGN = 16  # HybridAttentionMambaModelConfig: attention blocks grow
 # Llama-3.1-8B, gpt-oss-20b and Llama-3.3-70B (validation/engine_logs/vllm.json): 38.3-38.9 bytes per logit.
 # Releases that sample with FlashInfer by default (VLLM_USE_FLASHINFER_SAMPLER) keep far less.
 SAMPLER_BYTES_PER_LOGIT = 2 + 4 + 4 + 8 + 8 + 4 + 8
+# Before that, the dummy sampler run kept only the logits, 16-bit and their fp32 copy: the v0.10.1 A100 records
+# (vllm-dennislee22-*) leave 0.5 GiB for the whole profiling peak and non-torch memory where top-k / top-p sorting
+# over 256 requests would take 1.4 GiB. The llm-d profiles, from v0.11 on, show the sort.
+GREEDY_SAMPLER_BYTES_PER_LOGIT = 2 + 4
+SAMPLER_SORTS_SINCE = (0, 11)
 
 # Memory outside PyTorch's allocator that grows between the worker's first snapshot (taken after NCCL is set up,
 # gpu_worker.init_device) and the end of profiling: on one GPU the kernel images CUDA's lazy loading brings in at
@@ -231,7 +236,8 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
     weights, vision = _weights_per_gpu(s)
     forward = _forward_peak(a, batched, tp)
     requests = min(max_seqs, batched)
-    sampler = BF16_BYTES * batched * a.hidden_size + SAMPLER_BYTES_PER_LOGIT * requests * a.vocab_size
+    per_logit = SAMPLER_BYTES_PER_LOGIT if at_least(s, *SAMPLER_SORTS_SINCE) else GREEDY_SAMPLER_BYTES_PER_LOGIT
+    sampler = BF16_BYTES * batched * a.hidden_size + per_logit * requests * a.vocab_size
     activations = max(forward, sampler)
     non_torch = NON_TORCH_ONE_GPU + (NON_TORCH_TENSOR_PARALLEL if tp > 1 else 0)
     graphs = 0 if s.enforce_eager else _cuda_graph_bytes(a, max_seqs, tp)
@@ -282,7 +288,8 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
         f"Defaults resolved: max_num_seqs {max_seqs}, max_num_batched_tokens {batched} ("
         + ("GPU of 70 GiB or more, not an A100" if large else "GPU under 70 GiB or an A100") + ")",
         f"Profiling run: a forward of {batched:,} tokens ({gib(forward)} GiB), then the sampler over {requests} "
-        f"requests x {a.vocab_size:,} logits ({gib(sampler)} GiB with top-k / top-p)",
+        f"requests x {a.vocab_size:,} logits ({gib(sampler)} GiB, "
+        + ("sorted for top-k / top-p)" if per_logit == SAMPLER_BYTES_PER_LOGIT else "no top-k / top-p sort)"),
         f"KV cache: pages of {page:,} bytes, {len(groups)} group(s) of {group_size} layers; a request of "
         f"{length:,} tokens holds {need:,} pages",
     ]

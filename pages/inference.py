@@ -2,14 +2,15 @@
 
 The reference document's form (model type, total and active parameters, concurrency, sequence length) and
 its table of 16-, 8- and 4-bit rows. A catalog model or a config.json switches to the detailed method;
-"Advanced" holds the serving settings.
+"Advanced" holds the serving settings. A serving engine (vLLM, SGLang, llama.cpp, ...) replaces them with the
+engine's own options and start-up report (`ui.engine`).
 """
 
 import streamlit as st
 
 from estimator.formats import CHECKPOINT, WEIGHT_FORMATS
 from estimator.kv_cache import KV_DTYPE_LABELS
-from ui import chrome, form, results, state
+from ui import chrome, engine, form, results, state
 
 PAGE = "inference"
 WEIGHT_LABELS = {None: "None (the three rows only)", **{k: f.label for k, f in WEIGHT_FORMATS.items()},
@@ -20,22 +21,29 @@ slot = chrome.header(PAGE, "Inference memory",
 inputs, outputs = st.columns([1, 1.9], gap="large")
 with inputs:
     form.model_source(PAGE)
-    left, right = st.columns(2)
-    with left:
-        form.number(PAGE, "concurrency", step=1)
-    with right:
-        form.number(PAGE, "seq_len", step=1024)
-    with st.expander("Advanced", icon=":material/tune:"):
-        form.number(PAGE, "batch_size", step=1)
-        form.choice(PAGE, "weights", WEIGHT_LABELS)
-        form.choice(PAGE, "kv_dtype", KV_DTYPE_LABELS)
-        form.number(PAGE, "tensor_parallel", step=1)
-        form.number(PAGE, "prefill_chunk", step=2048)
-        form.number(PAGE, "overhead_gb", step=0.5, fmt="%.1f")
-        form.choice(PAGE, "activation_bits", {16: "16-bit", 32: "32-bit"}, radio=True)
-        form.flag(PAGE, "flash_attention")
-        if state.page_state(PAGE)["src"] != "params":
-            form.flag(PAGE, "mla_latent_cache")
+    serving = engine.choice(PAGE)  # None: the estimate table, as without engines
+    if serving is not None:
+        engine.inputs(PAGE)
+    else:
+        left, right = st.columns(2)
+        with left:
+            form.number(PAGE, "concurrency", step=1)
+        with right:
+            form.number(PAGE, "seq_len", step=1024)
+        with st.expander("Advanced", icon=":material/tune:"):
+            form.number(PAGE, "batch_size", step=1)
+            form.choice(PAGE, "weights", WEIGHT_LABELS)
+            form.choice(PAGE, "kv_dtype", KV_DTYPE_LABELS)
+            form.number(PAGE, "tensor_parallel", step=1)
+            form.number(PAGE, "prefill_chunk", step=2048)
+            form.number(PAGE, "overhead_gb", step=0.5, fmt="%.1f")
+            form.choice(PAGE, "activation_bits", {16: "16-bit", 32: "32-bit"}, radio=True)
+            form.flag(PAGE, "flash_attention")
+            if state.page_state(PAGE)["src"] != "params":
+                form.flag(PAGE, "mla_latent_cache")
 with outputs:
-    results.render(PAGE)
+    if serving is None:
+        results.render(PAGE)
+    else:
+        engine.render(PAGE)
 chrome.footer(PAGE, slot)

@@ -4,6 +4,8 @@
   lines at GPU capacities, so "does it fit" is visible at a glance.
 - `memory_curve`: total memory against sequence length, concurrency or batch size, one line per row, with
   the same capacity lines, so users see where they run out.
+- `engine_bar`: one GPU as a serving engine divides it, a horizontal bar up to the engine's budget, with lines at
+  the budget and at the GPU's memory.
 Every page colours a component the same way (`COMPONENT_STYLE`). Capacity lines sit at the memory a
 framework can allocate (`Gpu.memory_bytes`, e.g. 24 GiB = 25.8 GB on an "RTX 4090 24 GB"), as the GPU-fit
 table counts it. Labels may be user text (scenario names): they are HTML-escaped, since plotly renders
@@ -177,3 +179,47 @@ def validation_scatter(rows: list[dict]) -> go.Figure:
                       yaxis=dict(type="log", title="Estimated (GB)"), margin=dict(t=20, r=20),
                       legend=dict(orientation="h", y=-0.2))
     return fig
+
+
+ENGINE_STYLE = {  # the serving engines' components (estimator.engines.ENGINE_COMPONENTS) and the unused headroom;
+    # short names, so that the legend packs three to a row on a phone (the hover says more)
+    "weights": ("Weights", COMPONENT_STYLE["weights"][1]),
+    "vision": ("Vision tower", COMPONENT_STYLE["vision"][1]),
+    "activations": ("Activations", COMPONENT_STYLE["activations"][1]),
+    "non_torch": ("Non-torch", COMPONENT_STYLE["overhead"][1]),
+    "cuda_graphs": ("CUDA graphs", COMPONENT_STYLE["optimizer_states"][1]),
+    "kv_cache": ("KV cache", COMPONENT_STYLE["kv_cache"][1]),
+    "unused": ("Unused", "#EEEEEE"),
+}
+ENGINE_HOVER = {"activations": "profiling peak", "non_torch": "NCCL, CUDA libraries, outside PyTorch",
+                "unused": "headroom up to the engine's budget"}
+ENGINE_BAR_HEIGHT = 270
+
+
+def engine_bar(report, unit: str = "GB") -> go.Figure:
+    """One GPU's memory as a serving engine divides it (a `ServeReport`): one horizontal bar stacked by component,
+    then the unused headroom up to the engine's budget, with vertical lines at the budget (dashed) and at the GPU's
+    memory (solid)."""
+    parts = [*report.per_gpu, ("unused", max(0, report.budget_bytes - report.total))]
+    traces = []
+    for name, size in parts:
+        if not size:
+            continue
+        label, colour = ENGINE_STYLE.get(name, (name, LINE_COLOUR))
+        value, more = in_unit(size, unit), f" ({ENGINE_HOVER[name]})" if name in ENGINE_HOVER else ""
+        traces.append(dict(type="bar", orientation="h", name=label, x=[value], y=[""], marker=dict(
+            color=colour, line=dict(color="#BAB0AC", width=1) if name == "unused" else dict(width=0)),
+            hovertemplate=f"{label}{more}: {value:,.2f} {unit}<extra></extra>"))
+    budget, gpu = in_unit(report.budget_bytes, unit), in_unit(report.gpu_bytes, unit)
+    top = 1.03 * max(in_unit(report.total, unit), budget, gpu)
+    # the lines are named in the legend rather than labelled on the plot: the budget sits close to the GPU's line
+    # (90% of it for vLLM), where two labels would overlap on a phone; the GPU's name is above the chart
+    shapes = [dict(type="line", xref="x", x0=x, x1=x, yref="paper", y0=0, y1=1, name=name, showlegend=True,
+                   line=dict(color=CHOSEN_COLOUR, width=2, dash=dash))
+              for x, name, dash in ((budget, f"Budget {budget:,.1f} {unit}", "dash"),
+                                    (gpu, f"GPU {gpu:,.1f} {unit}", "solid"))]
+    return go.Figure(data=traces, layout=dict(
+        height=ENGINE_BAR_HEIGHT, margin=dict(l=10, r=10, t=10, b=10), barmode="stack", bargap=0.3,
+        hovermode="closest", shapes=shapes, xaxis=dict(range=[0, top], ticksuffix=f" {unit}", rangemode="tozero"),
+        yaxis=dict(visible=False), legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0,
+                                               title_text="", traceorder="normal", entrywidth=105)))

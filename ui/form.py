@@ -58,7 +58,8 @@ def choice(page: str, name: str, labels: Mapping | None = None, *, radio: bool =
     options = ((None,) if spec.optional else ()) + tuple(spec.choices)
     show: Callable[[object], str] = (lambda value: labels.get(value, str(value))) if labels else str
     widget = st.radio if radio else st.selectbox
-    extra = {"horizontal": True} if radio else {}
+    # a select box shows a None value as its placeholder ("Choose an option" unless told): the None label instead
+    extra = {"horizontal": True} if radio else {"placeholder": show(None)} if spec.optional else {}
     widget_key, now = state.bind(page, name)
     value = widget(spec.label, options, index=options.index(now), format_func=show, help=spec.help,
                    disabled=disabled, key=widget_key, **extra)

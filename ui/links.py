@@ -13,8 +13,10 @@ offending input, and a warning names it.
 
 The page state is a plain dict keyed by input name: the scenario's field names (`seq_len`, `concurrency`,
 ...), the model's source `src` ("params", "catalog" or "config") and its inputs (`moe`, `params`, `active`,
-`model`, `cfg`), and on the Inference page the selected `row`. `scenario_of(page, state)` turns it into the
-estimator's scenario.
+`model`, `cfg`), and on the Inference page the selected `row`, the serving `engine` (None: no engine) and the
+engine's options as `e.<ServeScenario field>` (link keys `e.<its link key>`, e.g. `e.tp`, `e.mml`: the page's own
+`tp`, `kv`, `w` and `fa` mean something else). `scenario_of(page, state)` turns it into the estimator's scenario,
+`serve_scenario_of(state, gpu)` into the engine's.
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ import binascii
 import functools
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from estimator import catalog
+from estimator.architecture import Architecture
 from estimator.checks import printable_text
+from estimator.engines import MODULES, ServeScenario
 from estimator.hf_config import architecture_from_config, parse_config_text
 from estimator.inputs import Input, inputs
 from estimator.scenarios import (ACTIVE_PARAMS, CATALOG_MODEL, PARAMS, TARGET_GPU, FinetuneScenario, InferenceScenario,
@@ -73,15 +77,36 @@ def _check_config(token: str) -> str:
     return text
 
 
+ENGINE = "engine"  # the page-state name of the serving engine (None: the memory estimate only)
+ENGINE_PREFIX = "e."  # engine options: page-state name "e." + ServeScenario field, link key "e." + its link key
+ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "llama.cpp": "llama.cpp", "ollama": "Ollama",
+                 "transformers": "transformers generate()"}
+# The ServeScenario fields the page sets itself: the engine (its own input, optional) and the GPU (the target GPU)
+_NOT_OPTIONS = ("engine", "gpu")
+
+
+def engine_inputs() -> dict[str, Input]:
+    """The Inference page's serving-engine inputs by page-state name: the engine, then every engine option."""
+    serve = inputs(ServeScenario)
+    engine = replace(serve["engine"], label="Serving engine", choices=tuple(MODULES), optional=True,
+                     help="A serving engine's own start-up accounting (its memory budget, KV-cache tokens, maximum "
+                          "concurrency and refusals) for the model on the target GPU. None: the estimate table.")
+    options = {ENGINE_PREFIX + name: replace(spec, link=ENGINE_PREFIX + spec.link)
+               for name, spec in serve.items() if name not in _NOT_OPTIONS}
+    return {ENGINE: engine, **options}
+
+
 def _page_inputs(page: str) -> dict[str, Input]:
     """Every input of an estimate page by name, in link order: the model's, then the scenario's (method first),
-    and on the Inference page the selected row (on the Fine-tuning page the technique is the row)."""
+    and on the Inference page the selected row and the serving engine with its options (on the Fine-tuning page
+    the technique is the row)."""
     scenario = inputs(SCENARIOS[page])
     model = {"moe": Input("Model type (MoE)", False, link="moe"), "params": PARAMS, "active": ACTIVE_PARAMS,
              "model": CATALOG_MODEL, "cfg": Input("config.json", "", link="cfg", text=_check_config),
              "method": scenario.pop("method")}
     row = {"row": Input("Selected row", "16-bit", link="row", choices=INFERENCE_ROWS)} if page == "inference" else {}
-    return {**model, **scenario, **row}
+    engine = engine_inputs() if page == "inference" else {}
+    return {**model, **scenario, **row, **engine}
 
 
 FIELDS = {page: _page_inputs(page) for page in ESTIMATE_PAGES}
@@ -149,6 +174,22 @@ def scenario_of(page: str, state: Mapping) -> InferenceScenario | FinetuneScenar
     return SCENARIOS[page](model=model_of(state), **given)
 
 
+def serve_scenario_of(state: Mapping, gpu: str) -> ServeScenario:
+    """The serving-engine scenario of an Inference page state on `gpu`; ValueError naming the field when it is not
+    valid (a parameter count: the engines need the architecture)."""
+    options = {name[len(ENGINE_PREFIX):]: state[name] for name in FIELDS["inference"] if name.startswith(ENGINE_PREFIX)}
+    model_id = catalog.model(state["model"]).id if state["src"] == "catalog" else ""
+    return ServeScenario(model_of(state), engine=state[ENGINE], gpu=gpu, model_id=model_id, **options)
+
+
+def _check_state(page: str, state: Mapping) -> None:
+    """ValueError unless the state makes a valid scenario (and, with an engine and a known architecture, a valid
+    engine scenario)."""
+    scenario = scenario_of(page, state)
+    if page == "inference" and state[ENGINE] is not None and isinstance(scenario.model, Architecture):
+        serve_scenario_of(state, ServeScenario.__dataclass_fields__["gpu"].default)
+
+
 @dataclass
 class Item:
     """A scenario on the Compare page: an estimate page's state and the row it compares."""
@@ -188,12 +229,12 @@ def _decode_state(page: str, query: dict, prefix: str, warnings: list[str]) -> d
         except ValueError as err:
             warnings.append(_ignored(prefix + spec.link, raw, err, fallback_text(name, spec)))
     try:
-        scenario_of(page, _state_with(page, given))
+        _check_state(page, _state_with(page, given))
     except ValueError as err:
         for name in reversed(list(given)):  # the inputs that come later depend on the earlier ones
             fewer = {k: v for k, v in given.items() if k != name}
             try:
-                scenario_of(page, _state_with(page, fewer))
+                _check_state(page, _state_with(page, fewer))
             except ValueError:
                 continue
             spec = FIELDS[page][name]

@@ -60,8 +60,23 @@ MLP_INFERENCE_TENSORS = {"gelu_new": 4, "gelu": 2, "relu": 2, "relu2": 3}  # rel
 # RMSNorms that multiply the weight in fp32 and save the fp32 normalized tensor, where the config reader does not
 # set `fp32_norm_weight`: Olmo2RMSNorm returns (self.weight * hidden_states).to(input_dtype) (transformers v5.24.0
 # src/transformers/models/olmo2/modeling_olmo2.py), for its post-attention / post-feedforward norms and q/k norms.
-# Qwen3NextRMSNorm (also Qwen3.5's) computes x_fp32 normalized * (1 + weight.float()) like Gemma's.
-FP32_WEIGHT_NORM_FAMILIES = ("olmo2", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
+# Qwen3NextRMSNorm (also Qwen3.5's) computes x_fp32 normalized * (1 + weight.float()) like Gemma's. Olmo3RMSNorm is
+# OLMo 2's code (models/olmo3/modeling_olmo3.py L56-59; its full-width q/k norms L162-163): traced OLMo 3 layers
+# match these terms to the byte (validation/FINDINGS.md 32).
+FP32_WEIGHT_NORM_FAMILIES = ("olmo2", "olmo3", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
+# Cohere's LayerNorm without bias (CohereLayerNorm, Cohere2LayerNorm: transformers v5.24.0
+# src/transformers/models/cohere/modeling_cohere.py L58-65, cohere2 alike) is plain torch in fp32 and subtracts the mean
+# twice, once for the variance's pow and once for the product with rsqrt: each saves its fp32 centred copy, and the
+# weight product saves the fp32 normalized tensor and the fp32 copy of the weight. Per norm of width w that is
+# 3 * 4 t w + 4 t rows + 4 w (+ the 16-bit output the next linear saves), where an RMSNorm saves 4 t w + 4 t rows
+# + 2 A t w; with a frozen weight the normalized tensor is not saved: 2 * 4 t w + 4 t rows + 4 w against 4 t w
+# + 4 t rows. The same code runs on any device (validation/FINDINGS.md 42). Also its q/k LayerNorms (use_qk_norm).
+COHERE_NORM_FAMILIES = ("cohere", "cohere2")
+
+
+def _cohere_norm_extra(t: int, w: int, A: int, frozen: bool) -> int:
+    """What one Cohere LayerNorm of width w saves beyond the RMSNorm terms the estimate counts for it."""
+    return (FP32_BYTES * t * w if frozen else (2 * FP32_BYTES - A) * t * w) + FP32_BYTES * w
 # Routers whose top-k weights stay fp32 (MiniMaxM2TopKRouter: sigmoid(router_logits.float()), transformers v5.24.0
 # src/transformers/models/minimax_m2/modeling_minimax_m2.py; MixtralTopKRouter: softmax(..., dtype=torch.float)):
 # the experts' `proj_out * sample_weights` (src/transformers/integrations/moe.py) is then an fp32 (S, h) tensor.
@@ -96,12 +111,16 @@ def _mlp_widths(a: Architecture, layer: int) -> tuple[int, int]:
 @functools.lru_cache(maxsize=1024)
 def layer_kinds(a: Architecture) -> tuple[tuple[int, int], ...]:
     """(representative layer index, number of such layers) for each kind of layer: dense MLP or MoE, with attention
-    or Gated DeltaNet linear attention."""
+    or Gated DeltaNet linear attention, sliding-window or full attention. A windowed layer under sdpa saves more
+    than a full one (k and v repeated to every head, the 16-bit mask: `_attention_saved`), so the two are separate
+    kinds: with one kind, layer 0's window terms were counted for the full layers too (Command A, OLMo 3, Gemma 3:
+    validation/FINDINGS.md 42)."""
     moe, linear, mamba = set(a.moe_layers), set(a.linear_layers), set(a.mamba_layers)
-    no_attention, no_mlp = set(a.attention_free_layers), set(a.mlp_free_layers)
+    no_attention, no_mlp, sliding = set(a.attention_free_layers), set(a.mlp_free_layers), set(a.sliding_layers)
     kinds: dict[tuple[bool, ...], list[int]] = {}
     for i in range(a.num_layers):
-        kinds.setdefault((i in moe, i in linear, i in mamba, i in no_attention, i in no_mlp), []).append(i)
+        kinds.setdefault((i in moe, i in linear, i in mamba, i in no_attention, i in no_mlp, i in sliding),
+                         []).append(i)
     return tuple((layers[0], len(layers)) for _, layers in sorted(kinds.items()))
 
 
@@ -272,8 +291,9 @@ def _family_attention_extra(a: Architecture, t: int, A: int, frozen: bool) -> in
 def parallel_block(a: Architecture) -> bool:
     """Attention and MLP both read the normed layer input (Phi-1/2 PhiDecoderLayer; Falcon with parallel_attn or
     the new decoder architecture, FalconDecoderLayer; GPT-NeoX with use_parallel_residual, its published default,
-    GPTNeoXLayer), so with a frozen base layer 0's MLP input needs no grad."""
-    return a.model_type in ("phi", "gpt_neox") or (a.model_type in FALCON_TYPES
+    GPTNeoXLayer; Command R / A, CohereDecoderLayer and Cohere2DecoderLayer), so with a frozen base layer 0's MLP
+    input needs no grad."""
+    return a.model_type in ("phi", "gpt_neox", *COHERE_NORM_FAMILIES) or (a.model_type in FALCON_TYPES
                                                    and (a.norms_per_layer == 1 or a.num_kv_heads > 1))
 
 
@@ -317,6 +337,8 @@ def _attention_saved(a: Architecture, batch: int, seq: int, layer: int, A: int, 
         # so not with a frozen base: validation/FINDINGS.md 19), rsqrt
         saved += ((FP32_BYTES + (0 if frozen else A)) * t * (a.q_width + a.num_kv_heads * a.head_dim)
                   + FP32_BYTES * t * (heads + a.num_kv_heads))
+        if a.model_type in COHERE_NORM_FAMILIES:  # Command R+'s q/k LayerNorms over (heads, head_dim)
+            saved += _cohere_norm_extra(t, a.q_width + a.num_kv_heads * a.head_dim, A, frozen)
     return saved
 
 
@@ -391,6 +413,8 @@ def training_layer_bytes(a: Architecture, batch: int, seq: int, layer: int = 0, 
     norms = a.norms_per_layer * _norm_bytes(t, h, A, frozen_base, a.norm_bias)
     if (a.fp32_norm_weight or a.model_type in FP32_WEIGHT_NORM_FAMILIES) and not frozen_base:
         norms += 2 * A * t * h  # the fp32 x * w product and the 16-bit casts of the pre-norm outputs
+    if a.model_type in COHERE_NORM_FAMILIES:
+        norms += a.norms_per_layer * _cohere_norm_extra(t, h, A, frozen_base)
     if layer in a.moe_layers:
         absent = () if a.shared_expert_intermediate_size else MLP_TARGETS
     else:
@@ -449,8 +473,12 @@ def training_activation_bytes(a: Architecture, batch: int, seq: int, *, act_byte
         if a.fp32_norm_weight or a.model_type in FP32_WEIGHT_NORM_FAMILIES:
             # the final norm keeps its fp32 normalized tensor for the weight's gradient instead of a 16-bit one
             outside += (FP32_BYTES - A) * t * h
+        if a.model_type in COHERE_NORM_FAMILIES:
+            outside += _cohere_norm_extra(t, h, A, False)
     elif gradient_checkpointing:
         outside = A * t * h + final_norm  # enable_input_require_grads keeps the embedding output
+        if a.model_type in COHERE_NORM_FAMILIES:
+            outside += _cohere_norm_extra(t, h, A, True)
     else:  # the frozen embedding saves nothing, and layer 0's input norm saves nothing (its input needs no
         outside = 0  # grad), which offsets the final norm's fp32 copy exactly
         if parallel_block(a) and "up_proj" not in lora_targets:  # layer 0's MLP reads the normed embedding,

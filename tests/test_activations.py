@@ -68,3 +68,42 @@ def test_eager_inference_adds_the_score_matrix(llama2_7b):
     flash = inference_layer_peak(llama2_7b, 1, 4096, 4096)
     eager = inference_layer_peak(llama2_7b, 1, 4096, 4096, flash_attention=False)
     assert eager > flash + 6 * 32 * 4096 * 4096 - 16 * 4096 * 11008
+
+
+# Small configs of validation/matrix.py (b = 2, s = 512): layer bytes measured with fake tensors (results.csv)
+_SMALL = dict(hidden_size=512, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2, vocab_size=32000,
+              max_position_embeddings=4096, tie_word_embeddings=False)
+
+
+def _arch(**config):
+    import estimator as est
+
+    return est.architecture_from_config({**_SMALL, **config})
+
+
+def test_cohere_layer_norms_save_two_fp32_centred_copies_and_the_fp32_normalized_tensor():
+    """CohereLayerNorm subtracts the mean twice in fp32 (validation/FINDINGS.md 42): measured 29,180,416 B per
+    Command R+ layer (with q/k LayerNorms), 23,894,016 B per windowed Command A layer."""
+    command_r = _arch(model_type="cohere", intermediate_size=1376, use_qk_norm=True)
+    assert training_layer_bytes(command_r, 2, 512, 2) == 29_180_416
+    command_a = _arch(model_type="cohere2", intermediate_size=1376, sliding_window=256)
+    assert training_layer_bytes(command_a, 2, 512, 2) == 23_894_016
+    # whole forward: the layers, the final LayerNorm, and RoPE's cos / sin counted at b = 2 (131,072 B over)
+    assert training_activation_bytes(command_r, 2, 512) == 124_198_912 + 131_072
+
+
+def test_windowed_and_full_layers_are_separate_kinds():
+    """Command A windows 3 of 4 layers; the full layer saves no repeated k / v and no mask (measured 21,272,576 B
+    against 23,894,016 B), so the forward's total is 100,431,872 B measured, + RoPE's 131,072 B."""
+    from estimator.activations import layer_kinds
+
+    command_a = _arch(model_type="cohere2", intermediate_size=1376, sliding_window=256)
+    assert sorted(count for _, count in layer_kinds(command_a)) == [1, 3]
+    assert training_layer_bytes(command_a, 2, 512, 3) == 21_272_576
+    assert training_activation_bytes(command_a, 2, 512) == 100_431_872 + 131_072
+
+
+def test_olmo_3_norms_are_olmo_2_norms():
+    """Olmo3RMSNorm multiplies the weight in fp32 as Olmo2RMSNorm does: 32,292,864 B per windowed layer measured."""
+    olmo3 = _arch(model_type="olmo3", intermediate_size=1376, sliding_window=256)
+    assert training_layer_bytes(olmo3, 2, 512, 2) == 32_292_864

@@ -119,14 +119,61 @@ LATER_FAMILY_CONFIGS = {
                          altup_num_inputs=2, laurel_rank=16, activation_sparsity_pattern=[0.0] * 4,
                          layer_types=["sliding_attention", "full_attention"] * 2),  # AltUp, LAuReL, KV sharing
 }
+# The rest of the readers (issue 12, "Every family traced"): the Mamba hybrids, whose Mamba layers run transformers'
+# torch fallback on the CPU (validation/FINDINGS.md 40), Command R, Qwen3.5's text models (Gated DeltaNet as in
+# Qwen3-Next) and DeepSeek-V3.2 (MLA + its lightning indexer). In each hybrid the layer the rows compare per layer
+# (L - 2) is a Mamba layer.
+LAST_FAMILY_CONFIGS = {
+    "nemotron_h": dict(_SMALL, model_type="nemotron_h", hybrid_override_pattern="M-*EM-", num_hidden_layers=6,
+                       head_dim=64, intermediate_size=1376, mamba_num_heads=16, mamba_head_dim=64, ssm_state_size=64,
+                       n_groups=2, conv_kernel=4, moe_intermediate_size=256, moe_shared_expert_intermediate_size=512,
+                       n_routed_experts=16, num_experts_per_tok=4),  # Mamba-2, squared-ReLU MLP, attention, MoE blocks
+    "granitemoehybrid": dict(_SMALL, model_type="granitemoehybrid", intermediate_size=256,
+                             shared_intermediate_size=1024, num_local_experts=16, num_experts_per_tok=4,
+                             mamba_n_heads=16, mamba_d_head=64, mamba_d_state=64, mamba_n_groups=1,
+                             layer_types=["mamba", "attention", "mamba", "mamba"]),  # Granite 4.0-H: MoE + shared MLP
+    "bamba": dict(_SMALL, model_type="bamba", intermediate_size=1376, mamba_n_heads=16, mamba_d_head=64,
+                  mamba_d_state=64, mamba_n_groups=1, attn_layer_indices=[1]),  # Mamba-2 + gated MLP
+    "falcon_h1": dict(_SMALL, model_type="falcon_h1", intermediate_size=1376, head_dim=64, mamba_d_ssm=1024,
+                      mamba_n_heads=16, mamba_d_head=64, mamba_d_state=64, mamba_n_groups=1),  # attention + Mamba-2
+    "jamba": dict(_SMALL, model_type="jamba", intermediate_size=1376, num_experts=8, num_experts_per_tok=2,
+                  expert_layer_period=2, expert_layer_offset=1, attn_layer_period=4, attn_layer_offset=1,
+                  mamba_d_state=16, mamba_d_conv=4, mamba_expand=2),  # Mamba (1), MoE every 2nd layer
+    "cohere": dict(_SMALL, model_type="cohere", intermediate_size=1376, use_qk_norm=True),  # Command R+: parallel
+    "qwen3_5_text": dict(_SMALL, model_type="qwen3_5_text", head_dim=64, intermediate_size=1376,
+                         full_attention_interval=4, linear_conv_kernel_dim=4, linear_key_head_dim=64,
+                         linear_num_key_heads=4, linear_num_value_heads=8, linear_value_head_dim=64,
+                         partial_rotary_factor=0.25),  # 3 Gated DeltaNet layers : 1 gated attention, dense MLP
+    "qwen3_5_moe_text": dict(_SMALL, model_type="qwen3_5_moe_text", head_dim=64, moe_intermediate_size=256,
+                             num_experts=16, num_experts_per_tok=4, shared_expert_intermediate_size=256,
+                             full_attention_interval=4, linear_conv_kernel_dim=4, linear_key_head_dim=64,
+                             linear_num_key_heads=4, linear_num_value_heads=8, linear_value_head_dim=64,
+                             partial_rotary_factor=0.25),
+    "deepseek_v32": dict(_SMALL, model_type="deepseek_v32", num_key_value_heads=8, intermediate_size=1024,
+                         moe_intermediate_size=256, n_routed_experts=16, num_experts_per_tok=4, n_shared_experts=1,
+                         n_group=4, topk_group=2, first_k_dense_replace=1, q_lora_rank=192, kv_lora_rank=128,
+                         qk_nope_head_dim=64, qk_rope_head_dim=32, v_head_dim=64, rope_scaling=None,
+                         index_n_heads=8, index_head_dim=64, index_topk=256),  # top-256 of 512 keys: sparse
+}
+LATER_FAMILY_CONFIGS.update(LAST_FAMILY_CONFIGS)
 NEW_FAMILY_CONFIGS.update(LATER_FAMILY_CONFIGS)
 SMALL_CONFIGS.update(NEW_FAMILY_CONFIGS)
 EAGER_ONLY = {"gemma2", "gpt_oss"}  # transformers 5 refuses sdpa for these (soft-capping / sinks)
 # CPU sdpa runs its math kernel when the value head dim differs from the query/key head dim (MLA: 96 vs 64
 # here, 192 vs 128 in DeepSeek-V3): fp32 q, k and s x s softmax that CUDA's memory-efficient kernel never
 # materialises. Eager is the device-neutral reference for these; their sdpa cases are flagged as variants.
-CPU_MATH_SDPA = {"deepseek_v3", "deepseek_v2"}
+CPU_MATH_SDPA = {"deepseek_v3", "deepseek_v2", "deepseek_v32"}
 CPU_MATH_NOTE = "CPU sdpa falls back to its math kernel for MLA (v head dim != q/k head dim): fp32 s^2 softmax"
+# Without mamba_ssm and causal-conv1d (CUDA only), transformers runs its Mamba layers' torch fallback
+# (mamba2_chunk_scan / slow_forward): fp32 chunk x chunk decay, score and product tensors and fp32 copies of x, B
+# and C that the fused kernels, which the estimate follows, never keep (validation/FINDINGS.md 40). Every case
+# with a forward under autograd or a prefill is affected; gradient checkpointing keeps only the layer inputs.
+MAMBA_FAMILIES = {"nemotron_h", "granitemoehybrid", "bamba", "falcon_h1", "jamba"}
+# ... except in backward, which recomputes one layer at a time: Jamba's recomputed Mamba (1) layer in the fallback
+# (282 MB here, its per-position loop saving every state) sets the backward peak, the others' stay below the loss head
+MAMBA_GC_FALLBACK = {"jamba"}
+MAMBA_FALLBACK_NOTE = ("transformers' torch Mamba fallback on the CPU (no mamba_ssm / causal-conv1d kernels): fp32 "
+                       "chunked-scan tensors the fused kernels the estimate follows never keep")
 
 
 @dataclass(frozen=True)
@@ -171,7 +218,10 @@ class Case:
 # The CI subset's cases of the families added for issue 12: one or two per family whose code path differs from
 # Llama's (about a second each)
 NEW_FAST = {"gpt2-full-sdpa", "falcon-full-sdpa", "opt-full-sdpa", "phi-lora-qv-sdpa", "olmo2-full-sdpa",
-            "gemma3_text-full-sdpa", "qwen2_moe-lora-all-sdpa", "deepseek_v2-full-eager"}
+            "gemma3_text-full-sdpa", "qwen2_moe-lora-all-sdpa", "deepseek_v2-full-eager",
+            # the Mamba-2 hybrids' checkpointed training (their other cases are CPU-fallback variants) and Command R's
+            # LayerNorm + parallel block (about 1-2 s each)
+            "nemotron_h-full-sdpa-gc", "bamba-full-sdpa-gc", "cohere-lora-qv-sdpa"}
 
 
 def _new_family_cases(train: dict) -> list[Case]:
@@ -179,17 +229,18 @@ def _new_family_cases(train: dict) -> list[Case]:
     eager for MLA, whose CPU sdpa is the math kernel)."""
     cases: list[Case] = []
     for fam in NEW_FAMILY_CONFIGS:
-        math = CPU_MATH_NOTE if fam in CPU_MATH_SDPA else ""
+        math = CPU_MATH_NOTE if fam in CPU_MATH_SDPA else MAMBA_FALLBACK_NOTE if fam in MAMBA_FAMILIES else ""
         infer = dict(batch=2, prefill_len=512, decode_steps=16, attn_impl="sdpa")
         cases.append(Case(f"{fam}-infer", fam, "inference", infer, variant=math))
         cases.append(Case(f"{fam}-full-sdpa", fam, "training", dict(train, attn_impl="sdpa"), variant=math))
         cases.append(Case(f"{fam}-full-sdpa-gc", fam, "training", dict(train, attn_impl="sdpa",
-                                                                        gradient_checkpointing=True)))
+                                                                        gradient_checkpointing=True),
+                          variant=MAMBA_FALLBACK_NOTE if fam in MAMBA_GC_FALLBACK else ""))
         cases.append(Case(f"{fam}-lora-qv-sdpa", fam, "training", dict(train, attn_impl="sdpa", technique="lora"),
                           variant=math))
         cases.append(Case(f"{fam}-lora-all-sdpa", fam, "training",
                           dict(train, attn_impl="sdpa", technique="lora", lora_targets="all-linear"), variant=math))
-        if math:
+        if math and fam in CPU_MATH_SDPA:
             cases.append(Case(f"{fam}-infer-eager", fam, "inference", dict(infer, attn_impl="eager")))
             cases.append(Case(f"{fam}-full-eager", fam, "training", dict(train, attn_impl="eager")))
             cases.append(Case(f"{fam}-lora-all-eager", fam, "training",
@@ -201,7 +252,11 @@ def _new_family_cases(train: dict) -> list[Case]:
 
 # Cases the libraries cannot run, with the reason (validation/FINDINGS.md)
 CANNOT_RUN = {"llama4_text-lora-all-sdpa": "peft 0.21.2's all-linear wraps Llama4Router, an nn.Linear whose forward "
-                                           "returns a tuple, and the wrapped forward fails; name the targets instead"}
+                                           "returns a tuple, and the wrapped forward fails; name the targets instead",
+              **{f"{fam}-lora-all-sdpa": "peft 0.21.2 refuses all-linear on this Mamba hybrid: it would wrap the Mamba "
+                                        "mixer's out_proj, which _check_lora_target_modules_mamba rejects; name every "
+                                        "other Linear instead (as tests/test_hybrid_models.py does)"
+                 for fam in ("nemotron_h", "falcon_h1")}}
 
 
 # Config classes whose defaults train with dropout (each nn.Dropout keeps a bool mask and its output); the estimator

@@ -185,3 +185,10 @@ def test_op_offload_copies_the_host_output_matrix_into_cuda0():
     full, _ = llama_cpp.plan(ServeScenario(a, engine="llama.cpp", gpu="rtx-4090", weights="q4_k_m",
                                            max_model_len=4096))
     assert full.compute[0] < copy  # everything on the GPU: nothing to copy
+
+
+def test_fewer_cells_than_slots_is_refused():
+    """-c 100 over 8 split slots: 100 // 8 = 12 cells per slot, padded to 256 -> 256; -c 1 over 1,156 slots: 0."""
+    assert serve(_scenario(max_model_len=100, max_num_seqs=8)).starts
+    none = serve(_scenario(max_model_len=1, max_num_seqs=1156))
+    assert not none.starts and "leaves no context per slot" in none.warnings[0] and none.max_concurrency == 0

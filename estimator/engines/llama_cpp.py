@@ -360,6 +360,9 @@ def report(engine: str, s: ServeScenario, st: Startup, gpu_bytes: int, notes: li
     host = st.model.get(-1, 0) + st.kv.get(-1, 0) + st.compute.get(-1, 0) + st.output_buffer
     slot = st.ctx.n_ctx_seq
     warnings = list(refusal)
+    if st.ctx.n_ctx_seq == 0:  # fewer cells than slots: each slot would get none
+        warnings.insert(0, f"{REFUSAL}-c {st.ctx.n_ctx} over {st.ctx.slots} slots leaves no context per slot "
+                           "(n_ctx / n_parallel = 0): raise -c or lower -np")
     if slot > s.context_length:
         warnings.append(f"the slot context ({slot}) exceeds the training context of the model "
                         f"({s.context_length}) - capping")
@@ -387,7 +390,7 @@ def report(engine: str, s: ServeScenario, st: Startup, gpu_bytes: int, notes: li
         engine, components, gpus=devices, gpu_bytes=gpu_bytes, budget_bytes=gpu_bytes, kv_cache_tokens=st.ctx.n_ctx,
         # requests of a slot's full length the cache holds at once: every slot with split caches, one with the
         # unified cache the 4 automatic slots share
-        max_concurrency=st.ctx.n_ctx / st.ctx.n_ctx_seq, max_model_len=slot,
+        max_concurrency=st.ctx.n_ctx / st.ctx.n_ctx_seq if st.ctx.n_ctx_seq else 0.0, max_model_len=slot,
         max_model_len_that_fits=slot if not refusal else 0, host_bytes=host, settings=settings,
         log=tuple(extra_log) + tuple(log), warnings=tuple(warnings), assumptions=tuple(notes + list(a.notes)),
         command=command_line)

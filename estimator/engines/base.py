@@ -33,9 +33,30 @@ ENGINE_COMPONENTS = {
                    "(llama.cpp)",
     "non_torch": "Memory outside PyTorch's allocator that grew during start-up: NCCL and custom all-reduce "
                  "buffers, CUDA libraries' workspaces",
-    "cuda_graphs": "CUDA graphs captured after the KV cache is allocated (their memory pool)",
+    "cuda_graphs": "CUDA graphs' memory pool (vLLM 0.21+ budgets it before the KV cache; earlier releases capture "
+                   "it on top of the budget)",
     "kv_cache": "The KV cache pool (and the recurrent state of linear-attention / Mamba layers)",
 }
+
+
+@functools.lru_cache(maxsize=256)
+def parse_version(text: str) -> tuple[int, ...]:
+    """'0.11.0' -> (0, 11, 0), 'v0.10.1.1' -> (0, 10, 1, 1), '' -> () (the newest); ValueError otherwise."""
+    words = str(text).strip().lstrip("v").split(".") if str(text).strip() else []
+    if len(words) > 4 or not all(w.isdigit() and len(w) <= 4 for w in words):
+        raise ValueError(f"Engine version must look like 0.11.0, got {str(text)[:40]!r}")
+    return tuple(int(w) for w in words)
+
+
+def canonical_version(text: str) -> str:
+    """A version as typed, checked: '0.11.0', 'v0.11' -> '0.11'... ('' stays '': the newest)."""
+    return ".".join(map(str, parse_version(text)))
+
+
+def at_least(s: ServeScenario, *version: int) -> bool:
+    """Whether the scenario's engine version is `version` or newer (an unset version is the newest)."""
+    own = parse_version(s.engine_version or "")
+    return not own or own >= version
 
 
 @dataclass(frozen=True)
@@ -90,8 +111,8 @@ class ServeScenario:
         help="SGLang: the fraction for weights + KV pool; 0 = SGLang's default for the GPU and TP size."))
     n_gpu_layers: int = declare(Input(
         "GPU layers", -1, link="ngl", flag="--n-gpu-layers", low=-1, high=10_000,
-        help="llama.cpp -ngl / Ollama num_gpu: layers on the GPU (the output layer counts first); -1 = all "
-             "(Ollama: as many as fit)."))
+        help="llama.cpp -ngl / Ollama num_gpu: the last N repeating layers go to the GPU, the output layer too "
+             "when N exceeds them; -1 = all (llama.cpp's --fit: as many as fit)."))
     n_cpu_moe: int = declare(Input(
         "MoE layers on CPU", 0, link="ncmoe", flag="--n-cpu-moe", low=0, high=10_000,
         help="llama.cpp --n-cpu-moe: the experts of the first N layers stay in host RAM."))
@@ -99,9 +120,8 @@ class ServeScenario:
         "Flash attention", True, link="fa", flag="--flash-attn",
         help="llama.cpp -fa (its compute buffer is smaller with it); the GPU engines always use it."))
     engine_version: str = declare(Input(
-        "Engine version", "", link="ver", flag="--engine-version", text=lambda text: canonical_version(text),
-        help="The release whose accounting and defaults apply (e.g. 0.11.0); empty = the newest "
-                            "modelled."))
+        "Engine version", "", link="ver", flag="--engine-version", text=canonical_version,
+        help="The release whose accounting and defaults apply (e.g. 0.11.0); empty = the newest modelled."))
     model_id: str = ""  # the model's Hub id or file, for the launch command (the name when empty)
 
     def __post_init__(self) -> None:
@@ -129,26 +149,6 @@ class ServeScenario:
 
 
 DEFAULT_CONTEXT = 8192
-
-
-@functools.lru_cache(maxsize=256)
-def parse_version(text: str) -> tuple[int, ...]:
-    """'0.11.0' -> (0, 11, 0), 'v0.10.1.1' -> (0, 10, 1, 1), '' -> () (the newest); ValueError otherwise."""
-    words = str(text).strip().lstrip("v").split(".") if str(text).strip() else []
-    if len(words) > 4 or not all(w.isdigit() and len(w) <= 4 for w in words):
-        raise ValueError(f"Engine version must look like 0.11.0, got {str(text)[:40]!r}")
-    return tuple(int(w) for w in words)
-
-
-def canonical_version(text: str) -> str:
-    """A version as typed, checked: '0.11.0', 'v0.11' -> '0.11'... ('' stays '': the newest)."""
-    return ".".join(map(str, parse_version(text)))
-
-
-def at_least(s: ServeScenario, *version: int) -> bool:
-    """Whether the scenario's engine version is `version` or newer (an unset version is the newest)."""
-    own = parse_version(s.engine_version or "")
-    return not own or own >= version
 
 
 @dataclass(frozen=True)

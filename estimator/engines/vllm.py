@@ -77,7 +77,10 @@ CUDA_GRAPHS_PROFILED_SINCE = (0, 21)
 # "GPU KV cache size" was num_blocks // groups x block_size (v0.10.1, validation/engine_logs vllm-dennislee22-6);
 # it is int(max concurrency x max_model_len) in the v0.21-0.24 logs (club-3090 records) and the current source.
 CAPACITY_TOKENS_SINCE = (0, 21)
-CUDA_CONTEXT_BYTES = 500 * 2**20  # the CUDA context and PyTorch's handles, created before vLLM's first snapshot
+# The CUDA context and PyTorch's handles, created before vLLM's first snapshot and so outside its accounting: a typical
+# size with CUDA 12's lazy module loading, not measured here; used only to warn that graphs captured on top of the
+# budget may not fit, and to refuse weights that cannot load.
+CUDA_CONTEXT_BYTES = 500 * 2**20
 
 
 @dataclass(frozen=True)

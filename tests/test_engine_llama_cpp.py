@@ -192,3 +192,8 @@ def test_fewer_cells_than_slots_is_refused():
     assert serve(_scenario(max_model_len=100, max_num_seqs=8)).starts
     none = serve(_scenario(max_model_len=1, max_num_seqs=1156))
     assert not none.starts and "leaves no context per slot" in none.warnings[0] and none.max_concurrency == 0
+
+
+def test_a_cache_type_llama_cpp_lacks_is_refused_in_its_words():
+    r = serve(_scenario(kv_dtype="fp8"))
+    assert not r.starts and "Unsupported cache type: f8" in r.warnings[0]

@@ -368,8 +368,8 @@ def report(engine: str, s: ServeScenario, st: Startup, gpu_bytes: int, notes: li
                         f"({s.context_length}) - capping")
         slot = s.context_length
     if s.kv_dtype == "fp8":
-        warnings.append("llama.cpp's cache types are f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1: fp8 is "
-                        "not one of them (sized here at 1 byte per element)")
+        warnings.insert(0, f"{REFUSAL}Unsupported cache type: f8 (common/arg.cpp kv_cache_type_from_str; llama.cpp's "
+                           "cache types are f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)")
     if s.kv_dtype not in ("bf16", "fp32") and not s.flash_attention:
         warnings.append("a quantized V cache needs flash attention (-fa on): llama.cpp refuses -ctv "
                         f"{CACHE_TYPE_NAMES.get(s.kv_dtype, s.kv_dtype)} without it")

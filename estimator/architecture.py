@@ -154,6 +154,7 @@ class Architecture:
     sliding_layers: tuple[int, ...] = ()  # indices of the windowed layers
     chunked_attention: bool = False  # the window is a chunk (Llama 4): a token sees its own chunk of W tokens only
     max_position_embeddings: int = 0  # the context length the model was trained for (0 = unknown)
+    mtp_layers: int = 0  # multi-token-prediction modules in the checkpoint (loaded only for speculative decoding)
     # Implementation details that change the saved activations (validation/FINDINGS.md)
     softcap_attention: bool = False  # tanh soft-capping of attention scores (Gemma 2)
     softcap_logits: bool = False  # tanh soft-capping of the final logits (Gemma 2)
@@ -186,6 +187,7 @@ class Architecture:
                      "max_position_embeddings"):
             require_int(name, getattr(self, name), 0, MAX_WIDTH if name != "max_position_embeddings" else 10**9)
         require_int("num_experts", self.num_experts, 0, MAX_EXPERTS)
+        require_int("num_nextn_predict_layers", self.mtp_layers, 0, 64)
         require_int("expert_saved_tensors", self.expert_saved_tensors, 1, 16)
         require_int("experts_per_token", self.experts_per_token, 0, max(self.num_experts, 0))
         for name in ("gated_mlp", "qkv_bias", "o_bias", "mlp_bias", "norm_bias", "tie_word_embeddings", "lm_head_bias",

@@ -508,7 +508,8 @@ def _qwen3_next(f: _Fields, name: str, model_type: str) -> Architecture:
         moe = dict(num_experts=f.need("num_experts"), experts_per_token=f.need("num_experts_per_tok"),
                    moe_intermediate_size=f.need("moe_intermediate_size"), shared_expert_intermediate_size=shared,
                    shared_expert_gate=bool(shared), moe_layers=_moe_layers(f, layers))
-    return Architecture(**base, intermediate_size=f.get("intermediate_size", 0), qk_norm_params=2 * base["head_dim"],
+    return _with_mtp_note(Architecture(
+                        **base, intermediate_size=f.get("intermediate_size", 0), qk_norm_params=2 * base["head_dim"],
                         attn_output_gate=f.flag("attn_output_gate", True),
                         tie_word_embeddings=f.flag("tie_word_embeddings", False), linear_layers=linear,
                         linear_key_heads=f.need("linear_num_key_heads"),
@@ -519,7 +520,8 @@ def _qwen3_next(f: _Fields, name: str, model_type: str) -> Architecture:
                         ssm_state_bytes=4 if f.config.get("mamba_ssm_dtype") == "float32" else 2, **moe,
                         notes=(f"{len(linear)} of {layers} layers are Gated DeltaNet linear attention: a fixed state "
                                "per sequence instead of a KV cache; their activations are estimated as an attention "
-                               "layer's (not traced yet) and LoRA all-linear leaves their projections out",))
+                               "layer's (not traced yet) and LoRA all-linear leaves their projections out",)),
+                         f, counted=False)
 
 
 def _moe_layers(f: _Fields, num_layers: int) -> tuple[int, ...]:
@@ -609,13 +611,13 @@ def _with_mtp_note(a: Architecture, f: _Fields, counted: bool = True) -> Archite
     """Say what the checkpoint's multi-token-prediction layers (num_nextn_predict_layers) hold: inference engines
     load them only for speculative decoding (vLLM's MTP), so the estimate leaves them out. `counted`: their size
     follows DeepSeek-V3's layout (`mtp_parameters`); other layouts are only named."""
-    layers = f.get("num_nextn_predict_layers", 0)
+    layers = f.get("num_nextn_predict_layers", 0) or f.get("mtp_num_hidden_layers", 0)
     if not layers:
         return a
     size = f" ({mtp_parameters(a, layers):,} parameters)" if counted else ""
     note = (f"The checkpoint also holds {layers} multi-token-prediction layer{'s' if layers > 1 else ''}{size}, "
             "loaded only for speculative decoding (e.g. vLLM's MTP); not counted")
-    return dataclasses.replace(a, notes=(*a.notes, note))
+    return dataclasses.replace(a, mtp_layers=layers, notes=(*a.notes, note))
 
 
 MAMBA_LAYER_TYPES = {"mamba", "linear_attention"}  # transformers remaps the legacy "mamba" (configuration_utils.py)

@@ -143,3 +143,28 @@ def test_cli_serve_json_and_refusal_exit_codes():
     assert missing_gpu.returncode == 2 and missing_gpu.stderr.count("\n") == 1 and "--gpu" in missing_gpu.stderr
     bad = subprocess.run(run + ["--gpu", "l4", "--command", "ls -la"], capture_output=True, text=True)
     assert bad.returncode == 2 and "no engine command found" in bad.stderr
+
+
+def test_mtp_speculative_decoding_loads_the_draft_and_caches_its_layer():
+    """--speculative-config '{"method": "mtp", ...}' on Qwen3.5-27B (mtp_num_hidden_layers 1): vLLM loads one more
+    decoder layer shaped like the last full-attention layer, the 2h -> h fusion projection and 3 norms, and that
+    layer's KV cache joins the full-attention group (16 full + 48 Gated DeltaNet layers -> 17 full)."""
+    qwen = est.model("Qwen/Qwen3.5-27B").architecture
+    assert qwen.mtp_layers == 1 and len(qwen.cached_layers) == 16
+    base = dict(gpu="h100-sxm", max_model_len=32768, engine_version="0.11")
+    off, on = serve(ServeScenario(qwen, **base)), serve(ServeScenario(qwen, speculative_tokens=3, **base))
+    from estimator.architecture import tensors
+    last = qwen.attention_layers[-1]
+    layer = sum(t.numel for t in tensors(qwen) if t.layer == last) * 2  # bf16 checkpoint
+    h = qwen.hidden_size
+    assert on.component("weights") - off.component("weights") == layer + 2 * (2 * h * h + 3 * h)
+    # groups of equal size share the pool: 16 full + 48 state layers -> 4 groups of 16; with the draft 17 + 48 ->
+    # 1 full group of 17 and 3 state groups of 17 (kv_cache_utils: the smallest kind sets the group size)
+    assert [(len(g), size) for _, g, size in (vllm._page_layout(qwen, "bf16", 0, 1, n) for n in (0, 1))] == \
+        [(4, 16), (4, 17)]
+    assert on.kv_cache_tokens < off.kv_cache_tokens
+    assert "--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'" in on.command
+    assert dict(import_command(on.command).fields)["speculative_tokens"] == 3
+    eagle = import_command(
+        "vllm serve x --speculative-config '{\"method\": \"eagle3\", \"num_speculative_tokens\": 2}'")
+    assert dict(eagle.fields)["speculative_tokens"] == 0  # other drafts are not modelled

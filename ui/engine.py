@@ -25,7 +25,7 @@ from ui.text import escape
 OPTIONS = {
     "vllm": ("tensor_parallel", "pipeline_parallel", "data_parallel", "expert_parallel", "gpu_memory_utilization",
              "max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size", "enforce_eager",
-             "kv_cache_memory", "kv_dtype", "weights", "engine_version"),
+             "kv_cache_memory", "speculative_tokens", "kv_dtype", "weights", "engine_version"),
     "sglang": ("tensor_parallel", "data_parallel", "expert_parallel", "mem_fraction_static", "max_model_len",
                "max_num_seqs", "max_num_batched_tokens", "block_size", "enforce_eager", "kv_dtype", "weights",
                "engine_version"),

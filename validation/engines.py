@@ -81,6 +81,9 @@ def _vllm_scenario(record: dict) -> tuple[ServeScenario | None, str]:
                 else bool(settings[key])
     if str(settings.get("kv_cache_dtype", "")).startswith("fp8"):
         fields["kv_dtype"] = "fp8"
+    speculative = re.search(r"mtp.*num_speculative_tokens\D*(\d+)", str(settings.get("speculative", "")))
+    if speculative:
+        fields["speculative_tokens"] = int(speculative.group(1))
     words = str(record.get("weights") or "").lower().split()
     weights = WEIGHTS_FORMATS.get(words[0] if words else "")
     if weights and weights != "checkpoint" and not (model.architecture.checkpoint and
@@ -217,6 +220,9 @@ def _sglang_scenario(record: dict) -> tuple[ServeScenario | None, str, bool]:
         fields["expert_parallel"] = True
     if str(settings.get("kv_cache_dtype", "")).startswith("fp8"):
         fields["kv_dtype"] = "fp8"
+    speculative = re.search(r"mtp.*num_speculative_tokens\D*(\d+)", str(settings.get("speculative", "")))
+    if speculative:
+        fields["speculative_tokens"] = int(speculative.group(1))
     weights, _ = _record_weights(record, model)
     if weights:
         fields["weights"] = weights

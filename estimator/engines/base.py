@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import functools
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import catalog
-from ..architecture import Architecture, tensors
+from ..architecture import Architecture, Tensor, tensors
 from ..formats import CHECKPOINT, WEIGHT_FORMATS, tensor_bytes, weight_format
 from ..inputs import Input, check_inputs, declare
 from ..kv_cache import KV_DTYPE_BYTES
@@ -119,6 +120,10 @@ class ServeScenario:
     flash_attention: bool = declare(Input(
         "Flash attention", True, link="fa", flag="--flash-attn",
         help="llama.cpp -fa (its compute buffer is smaller with it); the GPU engines always use it."))
+    speculative_tokens: int = declare(Input(
+        "MTP speculative tokens", 0, link="spec", flag="--num-speculative-tokens", low=0, high=16,
+        help="vLLM / SGLang speculative decoding with the checkpoint's own multi-token-prediction layers "
+             "(--speculative-config '{\"method\": \"mtp\", ...}'): draft tokens per step; 0 = off."))
     engine_version: str = declare(Input(
         "Engine version", "", link="ver", flag="--engine-version", text=canonical_version,
         help="The release whose accounting and defaults apply (e.g. 0.11.0); empty = the newest modelled."))
@@ -222,14 +227,22 @@ def weight_split(s: ServeScenario) -> WeightSplit:
     return _weight_split(s.model, s.weights)
 
 
-@functools.lru_cache(maxsize=1024)
-def _weight_split(a: Architecture, weights: str) -> WeightSplit:
+def tensor_size(a: Architecture, weights: str) -> Callable[[Tensor], int]:
+    """Bytes of one tensor of `a` in the scenario's weight format (the checkpoint's own layout for CHECKPOINT)."""
     checkpoint = a.checkpoint if weights == CHECKPOINT and a.checkpoint is not None \
         and a.checkpoint.format_id is not None else None
+    if checkpoint is not None:
+        return functools.partial(checkpoint.tensor_bytes, a)
     fmt = weight_format("bf16" if weights == CHECKPOINT else weights)
+    return lambda t: tensor_bytes(fmt, t, a)
+
+
+@functools.lru_cache(maxsize=1024)
+def _weight_split(a: Architecture, weights: str) -> WeightSplit:
+    size_of = tensor_size(a, weights)
     experts = embeddings = layers = vectors = 0
     for t in tensors(a):
-        size = checkpoint.tensor_bytes(a, t) if checkpoint else tensor_bytes(fmt, t, a)
+        size = size_of(t)
         if not t.is_matrix:
             vectors += size
         elif t.is_expert:

@@ -23,15 +23,18 @@ local, MLA, Mamba / linear-attention state) form groups of equal size that share
 from __future__ import annotations
 
 import functools
+import json
 import math
+import shlex
 from dataclasses import dataclass, replace
 
 from .. import catalog
 from ..activations import inference_layer_peak
-from ..architecture import Architecture
+from ..architecture import Architecture, tensors
 from ..kv_cache import indexer_bytes_per_token, kv_dtype_bytes, layer_elements, state_bytes
 from ..units import BF16_BYTES, GiB
-from .base import REFUSAL, ServeReport, ServeScenario, at_least, gib, make_report, model_ref, weight_split
+from .base import (REFUSAL, ServeReport, ServeScenario, at_least, gib, make_report, model_ref, tensor_size,
+                   weight_split)
 from .command import human_int
 
 # EngineArgs.get_batch_defaults (vllm/engine/arg_utils.py), `vllm serve` (UsageContext.OPENAI_API_SERVER): GPUs
@@ -103,8 +106,10 @@ def capture_sizes(max_num_seqs: int) -> tuple[int, ...]:
 
 
 @functools.lru_cache(maxsize=1024)
-def _page_layout(a: Architecture, kv_dtype: str, block_size: int, tp: int) -> tuple[int, tuple[KVGroup, ...], int]:
-    """(page bytes, groups, group size) of the layers on one tensor-parallel rank."""
+def _page_layout(a: Architecture, kv_dtype: str, block_size: int, tp: int,
+                 draft_layers: int = 0) -> tuple[int, tuple[KVGroup, ...], int]:
+    """(page bytes, groups, group size) of the layers on one tensor-parallel rank; `draft_layers` MTP layers add
+    full-attention layers of the last attention layer's shape (the draft's KV cache shares the pool)."""
     dtype = kv_dtype_bytes(kv_dtype)
     block = block_size or (MLA_BLOCK if a.is_mla else DEFAULT_BLOCK)
     kinds: dict[str, list[int]] = {}
@@ -115,6 +120,10 @@ def _page_layout(a: Architecture, kv_dtype: str, block_size: int, tp: int) -> tu
         kinds.setdefault(kind, []).append(layer)
         size = math.ceil(layer_elements(a, layer, tp, True) * dtype)
         per_token[kind] = max(per_token.get(kind, 0), size)
+    if draft_layers:
+        last = a.attention_layers[-1]
+        kinds.setdefault("full", []).extend([last] * draft_layers)
+        per_token["full"] = max(per_token.get("full", 0), math.ceil(layer_elements(a, last, tp, True) * dtype))
     if a.index_heads and "full" in per_token:  # DeepSeek-V3.2's indexer key sits in its own spec; counted per layer
         per_token["full"] += math.ceil(indexer_bytes_per_token(a) / max(1, len(kinds["full"])))
     state_layers = len(a.linear_layers) + len(a.mamba_layers)
@@ -188,7 +197,21 @@ def _weights_per_gpu(s: ServeScenario) -> tuple[int, int]:
     if pp > 1 and not s.model.tie_word_embeddings:
         embeddings /= 2  # the input embedding on the first stage, the lm_head on the last
     layers = (w.layers / tp + experts + w.vectors) / pp
-    return math.ceil(layers + embeddings), math.ceil(w.towers / tp)
+    return math.ceil(layers + embeddings + _draft_bytes(s) / tp), math.ceil(w.towers / tp)
+
+
+def _draft_bytes(s: ServeScenario) -> int:
+    """The MTP draft vLLM loads for speculative decoding (model_executor/models/deepseek_mtp.py, qwen3_next_mtp.py):
+    per module a decoder layer like the model's last attention layer, the projection fusing the embedding with the
+    hidden state (2h -> h, 16-bit) and its norms; the embedding and lm_head are the target model's."""
+    a: Architecture = s.model
+    if not s.speculative_tokens or not a.mtp_layers or not a.attention_layers:
+        return 0
+    size_of = tensor_size(a, s.weights)
+    last = a.attention_layers[-1]
+    layer = sum(size_of(t) for t in tensors(a) if t.layer == last)
+    h = a.hidden_size
+    return a.mtp_layers * (layer + BF16_BYTES * (2 * h * h + 3 * h))
 
 
 def _mxfp4_padding(s: ServeScenario) -> float:
@@ -232,6 +255,10 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
     if s.kv_dtype not in KV_CACHE_DTYPE_FLAGS and s.kv_dtype != "bf16":
         warnings.append(f"{REFUSAL}argument --kv-cache-dtype: invalid choice: '{s.kv_dtype}' (vLLM caches "
                         "auto (the model dtype), fp8 (fp8_e4m3, fp8_e5m2) or float32; q8_0 / q4_0 are llama.cpp's)")
+    if s.speculative_tokens and not a.mtp_layers:
+        warnings.append(f"{REFUSAL}MTP speculative decoding needs the checkpoint's multi-token-prediction layers; "
+                        f"{a.name or 'this model'}'s config declares none (num_nextn_predict_layers / "
+                        "mtp_num_hidden_layers)")
     if batched < max_seqs:
         warnings.append(f"{REFUSAL}max_num_batched_tokens ({batched}) must be greater than or equal to "
                         f"max_num_seqs ({max_seqs}).")
@@ -248,7 +275,8 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
     graphs_first = graphs if at_least(s, *CUDA_GRAPHS_PROFILED_SINCE) else 0
     available = s.kv_cache_memory or requested - weights - vision - activations - non_torch - graphs_first
 
-    page, groups, group_size = _page_layout(a, s.kv_dtype, s.block_size, tp)
+    drafts = a.mtp_layers if s.speculative_tokens else 0
+    page, groups, group_size = _page_layout(a, s.kv_dtype, s.block_size, tp, drafts)
     num_blocks = max(0, available) // (page * group_size) if page else 0
     need = blocks_per_request(groups, length, batched)
     concurrency = num_blocks / need if need else 0.0
@@ -333,6 +361,9 @@ def command(s: ServeScenario) -> str:
         parts.append(f"--kv-cache-dtype {KV_CACHE_DTYPE_FLAGS.get(s.kv_dtype, s.kv_dtype)}")
     if s.expert_parallel:
         parts.append("--enable-expert-parallel")
+    if s.speculative_tokens:
+        parts.append("--speculative-config " + shlex.quote(json.dumps(
+            {"method": "mtp", "num_speculative_tokens": s.speculative_tokens})))
     if s.enforce_eager:
         parts.append("--enforce-eager")
     if s.weights in QUANTIZATION_FLAGS:
@@ -361,6 +392,21 @@ def _choice(table: dict, what: str):
     return parse
 
 
+def _speculative(text: str) -> int:
+    """--speculative-config's draft tokens when the draft is the checkpoint's MTP (methods mtp, deepseek_mtp,
+    qwen3_next_mtp...); 0 for other drafts (EAGLE, n-gram, a separate model), which are not modelled."""
+    try:
+        config = json.loads(text)
+    except ValueError:
+        raise ValueError(f"--speculative-config must be JSON, got {text[:60]!r}") from None
+    if not isinstance(config, dict):
+        raise ValueError("--speculative-config must be a JSON object")
+    tokens = config.get("num_speculative_tokens", 0)
+    if "mtp" not in str(config.get("method", "")) or not isinstance(tokens, int) or not 0 <= tokens <= 16:
+        return 0
+    return tokens
+
+
 FLAGS = {
     "--tensor-parallel-size": ("tensor_parallel", int), "-tp": ("tensor_parallel", int),
     "--pipeline-parallel-size": ("pipeline_parallel", int), "-pp": ("pipeline_parallel", int),
@@ -372,6 +418,7 @@ FLAGS = {
     "--kv-cache-dtype": ("kv_dtype", _choice(KV_DTYPES_READ, "--kv-cache-dtype")),
     "--quantization": ("weights", _choice(QUANTIZATION_READ, "--quantization")),
     "-q": ("weights", _choice(QUANTIZATION_READ, "--quantization")),
+    "--speculative-config": ("speculative_tokens", _speculative),
 }
 SWITCHES = {"--enforce-eager": ("enforce_eager", True), "--enable-expert-parallel": ("expert_parallel", True),
             "-ep": ("expert_parallel", True)}

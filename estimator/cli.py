@@ -25,6 +25,7 @@ from .architecture import Architecture, parameter_counts
 from .breakdown import COMPONENTS, Breakdown
 from .checks import quoted
 from .engines import ServeScenario, import_command, serve
+from .engines.command import model_reference
 from .finetune import estimate_finetune, finetune_rows
 from .hardware import fit, max_seq_len, with_gpus
 from .hf_config import MAX_CONFIG_CHARS, architecture_from_config, parse_config_text
@@ -233,14 +234,19 @@ def _serve(args: argparse.Namespace) -> None:
     """`serve`: the engine's start-up report. A command that would not start still exits 0: its error text is in
     the warnings, with the numbers that explain it."""
     imported = import_command(args.engine_command) if args.engine_command is not None else None
+    fields = dict(imported.fields) if imported else {}
     if args.model is None and args.config is None and imported is not None and imported.model:
-        args.model = imported.model
+        args.model, kind = model_reference(imported.model, imported.engine)
+        if not args.model:
+            raise UsageError(f"the command's model {imported.model[:80]!r} is not in the catalog: give --model ID "
+                             "or --config PATH")
+        if kind:  # a GGUF file's or an Ollama tag's type
+            fields.setdefault("weights", kind)
     if (args.model is None) == (args.config is None):
         raise UsageError("give exactly one of --model or --config (or a --command naming a catalog model)")
     if args.gpu is None:
         raise UsageError("--gpu is required: an engine's budget is a fraction of a real GPU (see `gpus`)")
     model_id = catalog.model(args.model).id if args.model is not None else ""
-    fields = dict(imported.fields) if imported else {}
     if imported:
         fields["engine"] = imported.engine
     fields.update({name: getattr(args, name) for name in inputs(ServeScenario) if getattr(args, name) is not None})

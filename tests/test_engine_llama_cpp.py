@@ -197,3 +197,29 @@ def test_fewer_cells_than_slots_is_refused():
 def test_a_cache_type_llama_cpp_lacks_is_refused_in_its_words():
     r = serve(_scenario(kv_dtype="fp8"))
     assert not r.starts and "Unsupported cache type: f8" in r.warnings[0]
+
+
+def test_gguf_file_names_and_ollama_tags_name_catalog_models_and_their_type():
+    from estimator.engines.command import model_reference
+
+    assert model_reference("models/Qwen3-8B-Q4_K_M.gguf", "llama.cpp") == ("Qwen/Qwen3-8B", "q4_k_m")
+    assert model_reference("/data/Meta-Llama-3.1-8B-Instruct-Q8_0.gguf") == ("meta-llama/Llama-3.1-8B", "q8_0")
+    assert model_reference("DeepSeek-R1-UD-IQ1_S-00001-of-00003.gguf") == ("deepseek-ai/DeepSeek-R1", None)
+    assert model_reference("unsloth/Qwen3-30B-A3B-GGUF") == ("Qwen/Qwen3-30B-A3B", None)
+    assert model_reference("qwen3:8b", "ollama") == ("Qwen/Qwen3-8B", "q4_k_m")  # Ollama's default type
+    assert model_reference("llama3.1:8b-instruct-q8_0", "ollama") == ("meta-llama/Llama-3.1-8B", "q8_0")
+    assert model_reference("gpt-oss-20b-F16.gguf") == ("openai/gpt-oss-20b", "bf16")
+    assert model_reference("my-finetune.gguf") == ("", None)
+
+
+def test_cli_serve_reads_the_model_and_type_from_a_llama_server_command():
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "estimator", "serve", "--gpu", "rtx-3090", "--json", "--command",
+                          "llama-server -m models/Qwen3-8B-Q4_K_M.gguf -ngl 99 -c 16384 --port 8080"],
+                         capture_output=True, text=True, check=True)
+    report = json.loads(out.stdout)
+    assert report["engine"] == "llama.cpp" and report["inputs"]["model"]["id"] == "Qwen/Qwen3-8B"
+    assert report["inputs"]["weights"] == "q4_k_m" and report["kv_cache_tokens"] == 16384

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-import estimator
 from estimator import catalog
 from estimator.engines import REFUSAL, ServeReport, import_command, serve
-from estimator.engines.command import MAX_COMMAND_CHARS
+from estimator.engines.command import MAX_COMMAND_CHARS, model_reference
 from estimator.formats import CHECKPOINT, WEIGHT_FORMATS
 from estimator.kv_cache import KV_DTYPE_LABELS
 from estimator.units import in_unit
@@ -143,13 +142,14 @@ def _read_command(page: str) -> None:
             continue
         values[name] = value
     if imported.model:
-        try:
-            entry = estimator.model(imported.model)
-        except ValueError:
+        found, kind = model_reference(imported.model, imported.engine)
+        if not found:
             notes.append(f"The model {imported.model!r} is not in the catalog: the page keeps "
                          f"{links.model_name(inputs)}.")
         else:
-            values.update({"src": "catalog", "model": entry.id})
+            values.update({"src": "catalog", "model": found})
+        if kind and links.ENGINE_PREFIX + "weights" in specs and "weights" not in dict(imported.fields):
+            values[links.ENGINE_PREFIX + "weights"] = kind  # the type a GGUF file name or an Ollama tag carries
     for name, value in values.items():
         inputs[name] = value
         st.session_state[f"{page}.{name}"] = value

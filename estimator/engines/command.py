@@ -8,6 +8,7 @@ kept in `ignored` and reported, never an error: users paste whole production com
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 
@@ -20,6 +21,40 @@ class ImportedCommand:
     model: str  # the model as the command names it ("" when it does not)
     fields: tuple[tuple[str, object], ...]  # ServeScenario field -> value
     ignored: tuple[str, ...]  # options read but not modelled
+
+
+# A GGUF file's type as llama.cpp's file names end (Qwen3-8B-Q4_K_M.gguf, Llama-3.1-8B-Instruct.IQ4_XS.gguf)
+GGUF_TYPE = re.compile(r"[-._](i?q\d(?:_[a-z0-9]+)*|f16|bf16|f32)$", re.IGNORECASE)
+GGUF_SHARD = re.compile(r"-\d{5}-of-\d{5}$")
+PACKAGING_WORDS = re.compile(r"-(gguf|ud)\b", re.IGNORECASE)  # words of a GGUF repo or file that name no model
+OLLAMA_DEFAULT_TYPE = "q4_k_m"  # the type of an Ollama library tag that names none (ollama.com/library pages)
+
+
+def model_reference(name: str, engine: str = "") -> tuple[str, str | None]:
+    """(catalog id, weight format) of the model a command names: a Hub id, a GGUF file (its type read from the name:
+    'models/Qwen3-8B-Q4_K_M.gguf' -> ('Qwen/Qwen3-8B', 'q4_k_m')) or an Ollama tag ('qwen3:8b' -> Qwen3 8B at
+    Ollama's default Q4_K_M); ('', None) when the catalog has no such model."""
+    from .. import catalog
+    from ..formats import WEIGHT_FORMATS
+
+    text, kind = str(name).strip(), None
+    if text.lower().endswith(".gguf"):
+        text = GGUF_SHARD.sub("", text.rsplit("/", 1)[-1][:-5])
+    if engine == "ollama" and ":" in text:
+        family, tag = text.rsplit(":", 1)
+        text, kind = f"{family}-{tag}", OLLAMA_DEFAULT_TYPE
+    found = GGUF_TYPE.search(text)
+    if found:
+        text, kind = text[:found.start()], found.group(1).lower()
+    kind = "bf16" if kind in ("f16", "bf16") else (kind if kind in WEIGHT_FORMATS else None)
+    text = PACKAGING_WORDS.sub("", text)  # unsloth/Qwen3-30B-A3B-GGUF, DeepSeek-R1-UD-IQ1_S
+    spaced = re.sub(r"^(?:[^/]*/)?([a-z]+)(\d)", r"\1-\2", text, flags=re.IGNORECASE)  # llama3.1-8b -> llama-3.1-8b
+    for candidate in (text, spaced, re.sub(r"^(?:[^/]*/)?meta-", "", text, flags=re.IGNORECASE)):
+        try:
+            return catalog.model(candidate).id, kind
+        except ValueError:
+            continue
+    return "", kind
 
 
 def human_int(text: str) -> int:

@@ -223,3 +223,18 @@ def test_cli_serve_reads_the_model_and_type_from_a_llama_server_command():
     report = json.loads(out.stdout)
     assert report["engine"] == "llama.cpp" and report["inputs"]["model"]["id"] == "Qwen/Qwen3-8B"
     assert report["inputs"]["weights"] == "q4_k_m" and report["kv_cache_tokens"] == 16384
+
+
+def test_ollama_reads_its_environment_from_the_command_line_and_round_trips():
+    from estimator.engines import import_command, launch_command
+
+    imported = import_command("OLLAMA_KV_CACHE_TYPE=q8_0 OLLAMA_NUM_PARALLEL=2 OLLAMA_CONTEXT_LENGTH=16384 "
+                              "OLLAMA_HOST=0.0.0.0 ollama run qwen3:8b")
+    assert imported.engine == "ollama" and imported.model == "qwen3:8b"
+    assert dict(imported.fields) == {"kv_dtype": "q8_0", "max_num_seqs": 2, "max_model_len": 16384}
+    s = ServeScenario(est.model("Qwen/Qwen3-8B").architecture, engine="ollama", gpu="rtx-4090", kv_dtype="q4_0",
+                      max_num_seqs=3, max_model_len=8192, flash_attention=False, model_id="qwen3:8b")
+    assert dict(import_command(launch_command(s)).fields) == {"kv_dtype": "q4_0", "flash_attention": False,
+                                                               "max_num_seqs": 3, "max_model_len": 8192}
+    with pytest.raises(ValueError, match="OLLAMA_KV_CACHE_TYPE"):
+        import_command("OLLAMA_KV_CACHE_TYPE=fp4 ollama run qwen3:8b")

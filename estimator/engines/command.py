@@ -2,8 +2,9 @@
 
 Each engine module declares how its command is recognised (`PROGRAMS`, the words it starts with), which options
 carry the model (`MODEL_FLAGS`), and which options map to which `ServeScenario` field (`FLAGS`: option -> (field,
-parser of its value); `SWITCHES`: option without a value -> (field, value)). Options no engine table knows are
-kept in `ignored` and reported, never an error: users paste whole production commands.
+parser of its value); `SWITCHES`: option without a value -> (field, value)). `ENV` maps the environment
+variables an engine reads (`OLLAMA_NUM_PARALLEL=4 ollama run ...`). Options no engine table knows are kept in
+`ignored` and reported, never an error: users paste whole production commands.
 """
 
 from __future__ import annotations
@@ -105,6 +106,15 @@ def parse_command(text: str, modules: dict) -> ImportedCommand:
     engine, i = found
     module = modules[engine]
     fields: dict[str, object] = {}
+    environment = getattr(module, "ENV", {})
+    for word in words[:i]:  # VAR=value words before the program: the environment the engine reads
+        name, eq, value = word.partition("=")
+        if eq and name in environment:
+            field, parse = environment[name]
+            try:
+                fields[field] = parse(value)
+            except ValueError as err:
+                raise ValueError(f"{name}: {err}") from None
     model, ignored = "", []
     while i < len(words):
         word = words[i]

@@ -119,3 +119,21 @@ PROGRAMS = ("ollama run", "ollama serve")
 MODEL_FLAGS = ()
 FLAGS = {}
 SWITCHES = {}
+
+
+def _cache_type(text: str) -> str:
+    types = {name: dtype for dtype, name in llama_cpp.CACHE_TYPE_NAMES.items()}
+    if text.lower() not in types:
+        raise ValueError(f"OLLAMA_KV_CACHE_TYPE must be one of {', '.join(types)}, got {text[:20]!r}")
+    return types[text.lower()]
+
+
+def _switch(text: str) -> bool:
+    if text.lower() not in ("1", "0", "true", "false"):
+        raise ValueError(f"must be 1, 0, true or false, got {text[:20]!r}")
+    return text.lower() in ("1", "true")
+
+
+# The server's environment (envconfig/config.go), as `VAR=value ollama ...` sets it on the command line
+ENV = {"OLLAMA_KV_CACHE_TYPE": ("kv_dtype", _cache_type), "OLLAMA_FLASH_ATTENTION": ("flash_attention", _switch),
+       "OLLAMA_NUM_PARALLEL": ("max_num_seqs", int), "OLLAMA_CONTEXT_LENGTH": ("max_model_len", int)}

@@ -776,7 +776,10 @@ def _jamba(f: _Fields, name: str, model_type: str) -> Architecture:
                         mamba_conv_bias=g.flag("mamba_conv_bias", True), attention_free_layers=mamba_layers,
                         ssm_state_bytes=_ssm_cache_bytes(g, "mamba_ssm_cache_dtype"),
                         **(dict(num_experts=experts, experts_per_token=g.need("num_experts_per_tok"),
-                                moe_intermediate_size=g.need("intermediate_size"), moe_layers=moe_layers)
+                                moe_intermediate_size=g.need("intermediate_size"), moe_layers=moe_layers,
+                                # JambaExperts' 3-D parameters: jamba is not among peft's converted MoE types
+                                # (validation/FINDINGS.md 44), so all-linear leaves them alone
+                                lora_reaches_experts=False)
                            if moe_layers else {}),
                         notes=(f"{len(mamba_layers)} of {layers} layers have a Mamba mixer, which keeps a fixed state "
                                "per sequence (conv + SSM state, vLLM's mamba1_state_shape) instead of a KV cache. "

@@ -142,6 +142,10 @@ ALL_LINEAR_OTHER_ROLES = {"ssm_in", "ssm_out", "ssm_x", "ssm_dt", "latent_in", "
 # peft 0.21.2 refuses LoRA on a Mamba mixer's out_proj for these model types (tuners_utils.py
 # _check_lora_target_modules_mamba, which also stops all-linear): the estimate leaves it out, as users must
 PEFT_MAMBA_TYPES = ("falcon_h1", "mamba", "mamba2", "falcon_mamba", "nemotron_h")
+# Jamba's mixer reads dt_proj.weight directly (transformers v5.24.0 models/jamba/modeling_jamba.py L580; the module
+# is called only for quantized models): peft wraps it, but its adapter is never used, gets no gradient and no
+# optimizer state. The estimate leaves it out: its r x (dt_rank + d_inner) fp32 weights are not counted either.
+UNTRAINED_DT_PROJ_TYPES = ("jamba",)
 LORA_ROLES = {  # projection name -> tensor roles it adapts (MLA: q_a/q_b, kv_a/kv_b; MoE: shared expert)
     "q_proj": ("attn_q", "attn_q_a", "attn_q_b"), "k_proj": ("attn_k", "attn_kv_a"),
     "v_proj": ("attn_v", "attn_kv_b"), "o_proj": ("attn_output",),
@@ -222,14 +226,21 @@ def _expert_adapter_shapes(a: Architecture, rank: int) -> list[tuple[int, int, i
     return [(up * er, h, 1), (up * width, up * er, 1), (er, width, 1), (h, er, 1)]
 
 
+SPLIT_DELTANET_TYPES = ("qwen3_5_text", "qwen3_5_moe_text")  # separate q/k/v, z, b and a input projections
+
+
 def _linear_attention_adapter_shapes(a: Architecture, rank: int) -> list[tuple[int, int, int]]:
-    """all-linear on a Gated DeltaNet layer adapts its three nn.Linear modules (transformers v5.24.0
-    src/transformers/models/qwen3_next/modeling_qwen3_next.py, Qwen3NextGatedDeltaNet): in_proj_qkvz
-    (h -> 2 n_k d_k + 2 n_v d_v), in_proj_ba (h -> 2 n_v) and out_proj (n_v d_v -> h); measured with peft 0.21.2."""
+    """all-linear on a Gated DeltaNet layer adapts its nn.Linear modules (transformers v5.24.0): Qwen3-Next's
+    `Qwen3NextGatedDeltaNet` fuses them into in_proj_qkvz (h -> 2 n_k d_k + 2 n_v d_v) and in_proj_ba (h -> 2 n_v);
+    Qwen3.5's `Qwen3_5GatedDeltaNet` (models/qwen3_5/modeling_qwen3_5.py) has in_proj_qkv (h -> 2 n_k d_k + n_v d_v),
+    in_proj_z (h -> n_v d_v), in_proj_b and in_proj_a (h -> n_v each), one adapter each; both end in out_proj
+    (n_v d_v -> h). Measured with peft 0.21.2 (validation/FINDINGS.md 44)."""
     key, value = a.linear_key_heads * a.linear_key_head_dim, a.linear_value_heads * a.linear_value_head_dim
-    h = a.hidden_size
-    return [(rank, h, 1), (2 * key + 2 * value, rank, 1), (rank, h, 1), (2 * a.linear_value_heads, rank, 1),
-            (rank, value, 1), (h, rank, 1)]
+    h, heads = a.hidden_size, a.linear_value_heads
+    outputs = (2 * key + value, value, heads, heads) if a.model_type in SPLIT_DELTANET_TYPES else \
+        (2 * key + 2 * value, 2 * heads)
+    inputs = [shape for width in outputs for shape in ((rank, h, 1), (width, rank, 1))]
+    return inputs + [(rank, value, 1), (h, rank, 1)]  # out_proj
 
 
 def lora_adapter_shapes(a: Architecture, targets: tuple[str, ...], rank: int) -> list[tuple[int, int, int]]:
@@ -256,6 +267,8 @@ def lora_adapter_shapes(a: Architecture, targets: tuple[str, ...], rank: int) ->
         shapes += _linear_attention_adapter_shapes(a, rank) * len(a.linear_layers)
     if all_linear:  # the other nn.Linear modules of newer families: Mamba's projections, latent MoE, per-layer inputs
         skip = {"ssm_out"} if a.model_type in PEFT_MAMBA_TYPES else set()
+        if a.model_type in UNTRAINED_DT_PROJ_TYPES:
+            skip.add("ssm_dt")
         shapes += [shape for t in tensors(a) if t.role in ALL_LINEAR_OTHER_ROLES - skip
                    for shape in ((rank, t.cols, t.copies), (t.rows, rank, t.copies))]
     if "experts" in targets:

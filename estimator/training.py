@@ -198,7 +198,8 @@ FUSED_MODULE_ROLES = {"qkv_proj": ("attn_q", "attn_k", "attn_v"),
 # experts, nn.Linear modules of the same names, without adapters. The "mixtral" pattern (w1/w2/w3) has no dense
 # MLPs to lose. Model types absent from its `_MODEL_TO_CONVERSION_PATTERN` (qwen2_moe itself, gpt_oss) are not
 # converted: all-linear adapts only nn.Linear modules, so neither the 3-D experts nor the custom router module.
-PEFT_QWEN2_MOE_PATTERN = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "qwen3_moe", "qwen3_next")
+# ERNIE 4.5 MoE follows the qwen2_moe pattern too (measured: validation/FINDINGS.md 34).
+PEFT_QWEN2_MOE_PATTERN = ("deepseek_v2", "deepseek_v3", "deepseek_v32", "qwen3_moe", "qwen3_next", "ernie4_5_moe")
 PEFT_UNCONVERTED_MOE = ("qwen2_moe", "gpt_oss", "qwen3_5_moe_text")
 
 

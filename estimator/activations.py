@@ -81,6 +81,9 @@ def _cohere_norm_extra(t: int, w: int, A: int, frozen: bool) -> int:
 # src/transformers/models/minimax_m2/modeling_minimax_m2.py; MixtralTopKRouter: softmax(..., dtype=torch.float)):
 # the experts' `proj_out * sample_weights` (src/transformers/integrations/moe.py) is then an fp32 (S, h) tensor.
 FP32_ROUTING_WEIGHTS = ("minimax_m2", "mixtral")
+# fp32 routers whose routing weights are cast back to the activations' dtype before the experts use them
+# (transformers v5.24.0 models/ernie4_5_moe/modeling_ernie4_5_moe.py L356, `routing_weights.to(hidden_states.dtype)`)
+ROUTING_WEIGHTS_CAST_BACK = ("ernie4_5_moe",)
 FALCON_TYPES = ("falcon", "RefinedWebModel", "RefinedWeb")
 # MoE blocks that transformers runs densely: Llama4TextMoe repeats the hidden states for all E experts and
 # Llama4TextExperts multiplies every one of them (a bmm over (E, t, h); transformers v5.24.0
@@ -161,7 +164,8 @@ def inference_layer_peak(a: Architecture, batch: int, query_len: int, context: i
             routed = a.experts_per_token * t
             # the down phase: gathered input, down output, its product with the routing weights and that product
             # unpermuted, both in the routing weights' dtype (fp32 for the families below)
-            weight_bytes = FP32_BYTES if a.router_fp32 or a.model_type in FP32_ROUTING_WEIGHTS else A
+            weight_bytes = FP32_BYTES if (a.router_fp32 and a.model_type not in ROUTING_WEIGHTS_CAST_BACK) \
+                or a.model_type in FP32_ROUTING_WEIGHTS else A
             work = max(A * routed * (h + 4 * a.moe_intermediate_size // tp),
                        A * routed * 2 * h + 2 * weight_bytes * routed * h)
             work += 3 * A * t * a.shared_expert_intermediate_size // tp

@@ -282,12 +282,13 @@ def sdpa_kernel(a: Architecture, flash_attention: bool) -> str:
 def _family_attention_extra(a: Architecture, t: int, A: int, frozen: bool) -> int:
     """Copies a family's attention code makes next to q, k, v and the output (validation/FINDINGS.md 6, 19):
     GPT-2's q is a view of the fused c_attn output, so the whole (q_w + 2 kv_w)-wide storage stays saved (+2 kv_w);
-    Phi-3 copies the q slice of qkv_proj (+q_w); Phi builds q with torch.cat (partial RoPE), the kernel's output
-    follows q's (b, heads, s, d) layout and `transpose(1, 2).contiguous()` copies it for `dense` (+q_w). With a
-    frozen base neither copy is kept (measured: phi3-lora-qv-sdpa, phi-lora-qv-sdpa)."""
+    Phi-3 copies the q slice of qkv_proj (+q_w); Phi and GPT-NeoX build q with torch.cat (partial RoPE), the
+    kernel's output follows q's (b, heads, s, d) layout and `transpose(1, 2).contiguous()` copies it for `dense`
+    (+q_w, FINDINGS 35). With a frozen base neither copy is kept (measured: phi3-lora-qv-sdpa, phi-lora-qv-sdpa,
+    gpt_neox-lora-qv-sdpa)."""
     if a.model_type in ("gpt2", "qwen"):
         return A * t * 2 * a.num_kv_heads * a.head_dim
-    if a.model_type in ("phi3", "phi") and not frozen:  # (Phi-3's q copy is not kept with a frozen qkv_proj)
+    if a.model_type in ("phi3", "phi", "gpt_neox") and not frozen:  # (not kept with a frozen qkv_proj / dense)
         return A * t * a.q_width
     return 0
 
@@ -415,6 +416,8 @@ def training_layer_bytes(a: Architecture, batch: int, seq: int, layer: int = 0, 
     """Activations one decoder layer saves for backward (no checkpointing)."""
     A, t, h = act_bytes, batch * seq, a.hidden_size
     norms = a.norms_per_layer * _norm_bytes(t, h, A, frozen_base, a.norm_bias)
+    if parallel_block(a) and a.norm_bias and a.norms_per_layer == 2:
+        norms -= A * t * h  # both LayerNorms read the same residual stream, saved once (GPT-NeoX: FINDINGS 35)
     if (a.fp32_norm_weight or a.model_type in FP32_WEIGHT_NORM_FAMILIES) and not frozen_base:
         norms += 2 * A * t * h  # the fp32 x * w product and the 16-bit casts of the pre-norm outputs
     if a.model_type in COHERE_NORM_FAMILIES:

@@ -26,7 +26,7 @@ from .architecture import Architecture, parameter_counts, tensors
 from .breakdown import Breakdown, make_breakdown
 from .formats import weight_bytes
 from .quick import quick_finetune
-from .scenarios import FinetuneScenario
+from .scenarios import AUTO, FinetuneScenario, gradient_checkpointing
 from .sharding import shard_training_states
 from .training import (LORA_TARGET_PRESETS, PEFT_MAMBA_TYPES, QLORA_BASE_FORMAT, REGIMES, TECHNIQUE_LABELS,
                        TECHNIQUES, lora_adapter_shapes, optimizer,
@@ -146,11 +146,12 @@ def detailed_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
     layer_options = dict(act_bytes=s.activation_bits // 8, flash_attention=s.flash_attention, frozen_base=frozen,
                          lora_targets=parse_lora_targets(s.lora_targets) if frozen else (), lora_rank=s.lora_rank,
                          adapter_bytes=s.adapter_bits // 8)
+    checkpointing = gradient_checkpointing(s.gradient_checkpointing, technique)
     activations = training_activation_bytes(a, s.batch_size, s.seq_len,
-                                            gradient_checkpointing=s.gradient_checkpointing, **layer_options)
+                                            gradient_checkpointing=checkpointing, **layer_options)
     logits = loss_head_bytes(a, s.batch_size, s.seq_len, s.activation_bits // 8)
     step = _step_temporaries(s, model)
-    recompute = recompute_bytes(a, s.batch_size, s.seq_len, **layer_options) if s.gradient_checkpointing else 0
+    recompute = recompute_bytes(a, s.batch_size, s.seq_len, **layer_options) if checkpointing else 0
     persistent = {"weights": sharded["weights"], **_frozen_towers(s),
                   "master_weights": sharded.get("master_weights", 0),
                   "optimizer_states": sharded["optimizer_states"], "overhead": bytes_from_gb(s.overhead_gb)}
@@ -175,7 +176,9 @@ def detailed_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
         f"Activations for b x s = {s.batch_size} x {s.seq_len:,} tokens, "
         + ("FlashAttention/sdpa" if s.flash_attention else "eager attention (s x s scores)")
         + (", gradient checkpointing (layer inputs kept; one layer rebuilt at a time in backward)"
-           if s.gradient_checkpointing else ""),
+           if checkpointing else ", no gradient checkpointing")
+        + (" (auto: on for QLoRA, as peft's prepare_model_for_kbit_training turns it on; off for full "
+           "fine-tuning and LoRA)" if s.gradient_checkpointing == AUTO else ""),
         f"Loss head: fp32 logits buffers 12 B x b x s x vocab ({a.vocab_size:,})",
         f"Optimizer step: {s.optimizer_impl} implementation" + (f", {step:,} B of temporaries" if step else ""),
         f"Peak at {peak_phase}: " + PHASE_NOTES[peak_phase],

@@ -23,38 +23,54 @@ GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 @dataclass(frozen=True)
 class GpuFit:
     gpu: Gpu
-    count: int | None  # GPUs needed, None when no count up to 512 fits
+    count: int | None  # GPUs needed with the scenario's own sharding, None when no count up to 512 fits
     per_gpu_bytes: int  # memory per GPU at that count (at 1 GPU when nothing fits)
     headroom_bytes: int  # capacity left on each GPU (negative when it does not fit)
-    note: str = ""  # e.g. "with ZeRO-3"
+    note: str = ""  # e.g. "ZeRO-2" (the sharding that fits), "ZeRO-3: 4 GPUs" (when it does not: what would)
+    zero3_count: int | None = None  # training that does not fit with its own sharding: the fewest GPUs with ZeRO-3
 
 
-def with_gpus(s: Scenario, count: int) -> Scenario:
-    """The scenario spread over `count` GPUs: tensor parallel for inference, data parallel for training
-    (ZeRO-3 when the scenario itself does not shard, since replicas alone never reduce memory)."""
+def with_gpus(s: Scenario, count: int, zero_stage: int | None = None) -> Scenario:
+    """The scenario spread over `count` GPUs: tensor parallel for inference, data parallel for training with the
+    scenario's own ZeRO stage (or `zero_stage`)."""
     if isinstance(s, InferenceScenario):
         return replace(s, tensor_parallel=count)
-    stage = s.zero_stage if s.zero_stage or count == 1 else 3
-    return replace(s, num_gpus=count, zero_stage=stage)
+    return replace(s, num_gpus=count, zero_stage=s.zero_stage if zero_stage is None else zero_stage)
 
 
-def _valid_counts(s: Scenario) -> Sequence[int]:
+def valid_counts(s: Scenario) -> Sequence[int]:
+    """The GPU counts a fit tries: tensor-parallel sizes that divide the heads; training: one GPU without ZeRO."""
     if isinstance(s, InferenceScenario) and isinstance(s.model, Architecture):
         return [n for n in GPU_COUNTS if s.model.num_heads % n == 0]
+    if isinstance(s, FinetuneScenario) and s.zero_stage == 0:  # replicas hold the same bytes: one GPU or none
+        return GPU_COUNTS[:1]
     return GPU_COUNTS
 
 
-def fit(s: Scenario, row: RowFunction, gpu: Gpu) -> GpuFit:
-    """The smallest number of `gpu` that holds row(s) on every GPU."""
+def _fewest(s: Scenario, row: RowFunction, gpu: Gpu) -> tuple[int | None, int]:
+    """(the fewest GPUs of `_valid_counts` that hold row(s) on each, their bytes per GPU); (None, bytes at 1 GPU)
+    when none does."""
     first = None
-    for count in _valid_counts(s):
-        spread = with_gpus(s, count)
-        per_gpu = row(spread).total
+    for count in valid_counts(s):
+        per_gpu = row(with_gpus(s, count)).total
         first = first or per_gpu
         if per_gpu <= gpu.memory_bytes:
-            note = "with ZeRO-3" if isinstance(s, FinetuneScenario) and count > 1 and not s.zero_stage else ""
-            return GpuFit(gpu, count, per_gpu, gpu.memory_bytes - per_gpu, note)
-    return GpuFit(gpu, None, first, gpu.memory_bytes - first, "does not fit")
+            return count, per_gpu
+    return None, first
+
+
+def fit(s: Scenario, row: RowFunction, gpu: Gpu) -> GpuFit:
+    """The smallest number of `gpu` that holds row(s) on every GPU, with the scenario's own sharding (training
+    with ZeRO 0 holds the same bytes on every replica: one GPU or none). When training does not fit that way,
+    `zero3_count` says how many GPUs would with ZeRO-3 (a suggestion, not the fit)."""
+    count, per_gpu = _fewest(s, row, gpu)
+    training = isinstance(s, FinetuneScenario)
+    if count is not None:
+        note = f"ZeRO-{s.zero_stage}" if training and count > 1 else ""
+        return GpuFit(gpu, count, per_gpu, gpu.memory_bytes - per_gpu, note)
+    zero3 = _fewest(replace(s, zero_stage=3), row, gpu)[0] if training and s.zero_stage < 3 else None
+    note = f"ZeRO-3: {zero3} GPUs" if zero3 else ""
+    return GpuFit(gpu, None, per_gpu, gpu.memory_bytes - per_gpu, note, zero3)
 
 
 def fit_table(s: Scenario, row: RowFunction, gpus: Sequence[Gpu]) -> list[GpuFit]:

@@ -8,6 +8,7 @@ a parameter count (`PARAMS`, `ACTIVE_PARAMS`), a catalog id (`CATALOG_MODEL`) or
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Union
 
@@ -15,7 +16,7 @@ from . import catalog
 from .architecture import Architecture
 from .checks import require_int
 from .formats import CHECKPOINT, WEIGHT_FORMATS
-from .inputs import Input, check_inputs, declare
+from .inputs import INPUT, Input, check_inputs, declare
 from .kv_cache import KV_DTYPE_BYTES
 from .training import LORA_ROLES, OPTIMIZER_IMPLS, OPTIMIZERS, REGIMES, TECHNIQUES, parse_lora_targets
 
@@ -69,6 +70,31 @@ ACTIVATION_BITS = Input("Activation precision (bits)", 16, link="act", flag="--a
 METHOD = Input("Method", "auto", link="method", flag="--method", choices=METHODS,
                help="quick (the reference document's rule of thumb) or detailed (from the architecture); "
                     "auto: detailed when the architecture is known.")
+
+
+AUTO = "auto"  # gradient checkpointing as the usual tool sets it: on for QLoRA, off otherwise
+
+
+@dataclass(frozen=True)
+class _AutoFlag(Input):
+    """A flag that may also be 'auto' (True, False or AUTO); links spell them 1, 0 and auto."""
+
+    def parse(self, text: str) -> object:
+        return AUTO if text == AUTO else super().parse(text)
+
+
+# Its default is what a share link without `gc` means (off: every link made before 'auto' existed omitted it as
+# the default); the scenario's own default, for the API, the CLI and a fresh page, is AUTO (`FinetuneScenario`).
+GRADIENT_CHECKPOINTING = _AutoFlag(
+    "Gradient checkpointing", False, link="gc", flag="--grad-checkpointing", choices=(AUTO, True, False),
+    help="Keep only each layer's input and recompute the rest during backward. Default (auto): on for QLoRA, "
+         "as peft's prepare_model_for_kbit_training turns it on, off for full fine-tuning and LoRA.")
+
+
+def gradient_checkpointing(value: bool | str, technique: str) -> bool:
+    """Whether a row of `technique` checkpoints: AUTO is on for QLoRA (peft's prepare_model_for_kbit_training
+    calls gradient_checkpointing_enable unless told not to), off for full fine-tuning and LoRA."""
+    return technique.startswith("qlora") if value == AUTO else bool(value)
 
 
 @dataclass(frozen=True)
@@ -187,9 +213,7 @@ class FinetuneScenario:
         "LoRA adapter precision (bits)", 32, link="abits", flag="--adapter-bits", choices=(32, 16),
         help="LoRA weights in fp32 (peft's default; they also save an fp32 copy of each adapted layer's input) "
              "or 16-bit."))
-    gradient_checkpointing: bool = declare(Input(
-        "Gradient checkpointing", False, link="gc", flag="--grad-checkpointing",
-        help="Keep only each layer's input and recompute the rest during backward."))
+    gradient_checkpointing: bool | str = dataclasses.field(default=AUTO, metadata={INPUT: GRADIENT_CHECKPOINTING})
     flash_attention: bool = declare(FLASH_ATTENTION, help="Off: eager attention saves the s x s attention "
                                                           "probabilities.")
     num_gpus: int = declare(Input("Number of GPUs", 1, link="gpus", flag="--gpus", low=1, high=MAX_GPUS,

@@ -8,13 +8,15 @@ multi-GPU settings.
 
 import streamlit as st
 
+from estimator.scenarios import AUTO
 from estimator.training import OPTIMIZERS, QUICK_OPTIMIZERS, REGIMES
-from ui import chrome, form, results, state
+from ui import advice, chrome, form, results, state
 
 PAGE = "finetune"
 BITS_LABELS = {32: "32-bit (FP32)", 16: "16-bit (BF16 / FP16)", 8: "8-bit", 4: "4-bit"}
 OPTIMIZER_LABELS = {k: o.label + ("" if k in QUICK_OPTIMIZERS else " (detailed)") for k, o in OPTIMIZERS.items()}
 IMPL_LABELS = {"fused": "fused", "foreach": "foreach (CUDA default)", "single-tensor": "single-tensor"}
+CHECKPOINTING_LABELS = {AUTO: "Auto (on for QLoRA)", True: "On", False: "Off"}
 ZERO_LABELS = {0: "0: none (DDP, FSDP NO_SHARD)", 1: "1: optimizer states", 2: "2: + gradients (FSDP SHARD_GRAD_OP)",
                3: "3: + weights (FSDP FULL_SHARD)"}
 
@@ -46,10 +48,11 @@ with inputs:
         form.lora_targets(PAGE)
         form.choice(PAGE, "zero_stage", ZERO_LABELS)
         form.flag(PAGE, "offload_optimizer")
-        form.flag(PAGE, "gradient_checkpointing")
+        form.choice(PAGE, "gradient_checkpointing", CHECKPOINTING_LABELS, radio=True)
         form.flag(PAGE, "flash_attention")
         form.number(PAGE, "overhead_gb", step=0.5, fmt="%.1f")
         form.choice(PAGE, "activation_bits", {16: "16-bit", 32: "32-bit"}, radio=True)
 with outputs:
+    advice.render(PAGE)  # what would make the selected row fit the target GPU, when it does not
     results.render(PAGE)
 chrome.footer(PAGE, slot)

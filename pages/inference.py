@@ -10,7 +10,7 @@ import streamlit as st
 
 from estimator.formats import CHECKPOINT, WEIGHT_FORMATS
 from estimator.kv_cache import KV_DTYPE_LABELS
-from ui import chrome, engine, form, results, state
+from ui import advice, chrome, engine, form, results, state
 
 PAGE = "inference"
 WEIGHT_LABELS = {None: "None (the three rows only)", **{k: f.label for k, f in WEIGHT_FORMATS.items()},
@@ -43,6 +43,7 @@ with inputs:
                 form.flag(PAGE, "mla_latent_cache")
 with outputs:
     if serving is None:
+        advice.render(PAGE)  # what would make the selected row fit the target GPU, when it does not
         results.render(PAGE)
     else:
         engine.render(PAGE)

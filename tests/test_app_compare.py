@@ -56,7 +56,7 @@ def test_scenarios_added_on_the_estimate_pages_appear_side_by_side():
     assert frame.loc["GPUs needed (RTX 4090)"].tolist() == ["1 x RTX 4090", "1 x RTX 4090"]
     assert len(at.get("plotly_chart")) == 1
     assert at.query_params == {"v": "1", "p": "compare", "c1.p": "inference", "c2.p": "finetune",
-                               "c2.row": "qlora-4bit"}
+                               "c2.row": "qlora-4bit", "c2.gc": "auto"}
 
 
 def test_a_comparison_link_recomputes_every_scenario():
@@ -79,7 +79,8 @@ def test_removing_scenarios():
     at = start(TWO_SCENARIOS)
     at.button(key="compare.remove.1").click().run()
     assert list(compare_table(at).columns) == ["LoRA 7B"]
-    assert at.query_params == {"v": "1", "p": "compare", "c1.p": "finetune", "c1.row": "lora", "c1.name": "LoRA 7B"}
+    assert at.query_params == {"v": "1", "p": "compare", "c1.p": "finetune", "c1.row": "lora", "c1.name": "LoRA 7B",
+                               "c1.gc": "auto"}
     next(b for b in at.button if b.label == "Remove all").click().run()
     assert not at.dataframe and "Add to comparison" in at.info[0].value
 
@@ -115,7 +116,7 @@ def test_exports_hold_the_table_and_the_scenarios_in_bytes(downloads):
     records = json.loads(files["comparison.json"])
     assert [r["name"] for r in records] == ["7B · Inference (16-bit) · 8,192 tok × 1", "LoRA 7B"]
     assert records[1]["total_bytes"] == est.finetune_table(est.FinetuneScenario(SEVEN_B))[1].total
-    assert records[1]["link_params"] == {"v": "1", "p": "finetune", "row": "lora"}
+    assert records[1]["link_params"] == {"v": "1", "p": "finetune", "row": "lora", "gc": "auto"}
     assert records[0]["fit"]["gpu"] == "rtx-4090" and "KV cache" not in records[0]["components"]
     assert records[0]["components"]["kv_cache"] > 0
 

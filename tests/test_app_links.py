@@ -49,7 +49,7 @@ def test_a_finetune_link_opens_its_page_with_its_inputs():
     at = start(query)
     assert at.title[0].value == "Fine-tuning memory"
     assert at.selectbox(key="finetune.optimizer").value == "adamw-8bit"
-    assert at.toggle(key="finetune.gradient_checkpointing").value
+    assert at.radio(key="finetune.gradient_checkpointing").value is True
     s = est.FinetuneScenario(est.model("Qwen/Qwen3-8B").architecture, optimizer="adamw-8bit", num_gpus=4, zero_stage=2,
                              gradient_checkpointing=True)
     assert totals(at) == gb(est.finetune_table(s))

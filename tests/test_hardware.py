@@ -24,11 +24,24 @@ def test_inference_counts_divide_the_attention_heads():
     assert all(c is None or 28 % c == 0 for c in counts)
 
 
-def test_training_without_zero_uses_zero_3_when_it_needs_several_gpus():
-    s = est.FinetuneScenario(est.model("meta-llama/Llama-3.1-8B").architecture)
-    fitted = est.fit(s, estimate_finetune, est.gpu("a100-80gb-sxm"))
-    assert fitted.count == 2 and fitted.note == "with ZeRO-3"
-    assert with_gpus(s, 2).zero_stage == 3
+def test_training_fits_with_its_own_sharding_and_names_zero_3_as_a_suggestion():
+    """Issue 14 item 9: ZeRO 0 on 8 GPUs keeps 98.7 GB on each GPU; the fit does not silently switch to ZeRO-3."""
+    s = est.FinetuneScenario(est.model("meta-llama/Llama-3.1-8B").architecture, num_gpus=8)
+    a100 = est.gpu("a100-80gb-sxm")
+    fitted = est.fit(s, estimate_finetune, a100)
+    assert fitted.count is None and fitted.per_gpu_bytes == estimate_finetune(s).total == 98_685_047_808
+    assert fitted.zero3_count == 2 and fitted.note == "ZeRO-3: 2 GPUs"
+    assert with_gpus(s, 2).zero_stage == 0 and with_gpus(s, 2, zero_stage=3).zero_stage == 3
+    sharded = est.fit(replace(s, zero_stage=3), estimate_finetune, a100)
+    assert (sharded.count, sharded.note, sharded.zero3_count) == (2, "ZeRO-3", None)
+    assert sharded.per_gpu_bytes == estimate_finetune(replace(s, zero_stage=3, num_gpus=2)).total
+    assert est.fit(replace(s, zero_stage=2), estimate_finetune, a100).note == "ZeRO-2"  # the user's own stage
+
+
+def test_training_that_fits_one_gpu_needs_one_whatever_its_sharding():
+    s = est.FinetuneScenario(est.ParamCount.from_billions(7), technique="lora")
+    fitted = est.fit(s, estimate_finetune, est.gpu("rtx-4090"))
+    assert (fitted.count, fitted.per_gpu_bytes, fitted.note) == (1, 18_100_000_000, "")
 
 
 def test_a_model_too_large_for_any_count_reports_none():

@@ -81,7 +81,7 @@ NONSENSE = [
     ("unknown LoRA target", lambda: est.FinetuneScenario(SEVEN_B, lora_targets="q,zz"), "lora_targets", "q_proj"),
     ("empty LoRA targets", lambda: est.FinetuneScenario(SEVEN_B, lora_targets=""), "lora_targets", "all-linear"),
     ("flag as text", lambda: est.FinetuneScenario(SEVEN_B, gradient_checkpointing="yes"), "gradient_checkpointing",
-     "true or false"),
+     "auto, True, False"),
     ("flag as 1", lambda: est.InferenceScenario(SEVEN_B, flash_attention=1), "flash_attention", "true or false"),
     ("no model", lambda: est.InferenceScenario(None), "model", "Architecture or a ParamCount"),
     ("model as text", lambda: est.FinetuneScenario("llama-7b"), "model", "Architecture or a ParamCount"),

@@ -33,7 +33,9 @@ def test_an_extra_weight_format_adds_a_row_computed_by_the_estimator():
     rows = tables.table_rows("inference", s, "q4_k_m")
     assert [row.key for row in rows] == ["16-bit", "8-bit", "4-bit", "custom"]
     assert rows[-1].label == "Inference (GGUF Q4_K_M)"
-    assert [row.short for row in rows] == ["16-bit", "8-bit", "4-bit", "GGUF Q4_K_M"]  # the chart's axis
+    assert [row.short for row in rows] == ["16-bit BF16", "8-bit FP8", "4-bit AWQ", "GGUF Q4_K_M"]  # the chart's axis
+    assert [row.label for row in rows[:3]] == ["Inference (16-bit, BF16)", "Inference (8-bit, FP8)",
+                                               "Inference (4-bit, AWQ)"]  # the formats the detailed rows use
     assert rows[-1].fn(s) == est.estimate_inference(s)
 
 
@@ -56,6 +58,34 @@ def test_gpu_count_cpu_memory_and_peak_columns_appear_only_when_they_say_somethi
     assert not {"GPUs", "Peak phase"} & set(plain.columns)
 
 
+def test_every_training_component_shows_in_every_row_with_zero_where_the_phase_has_none():
+    """Issue 14 item 8: full fine-tuning peaking at backward start still shows its Gradients column (0.00), next to
+    the quick table's gradients, and the phase cell says why."""
+    s = est.FinetuneScenario(est.model("Qwen/Qwen2.5-7B").architecture, batch_size=4)
+    rows = labelled(tables.table_rows("finetune", s), s)
+    assert {b.peak_phase for _, b in rows} == {"backward start"}
+    frame = tables.scenario_frame(rows)
+    assert list(frame.columns) == ["Scenario", "Required GPU Memory (GB)", "Weights", "Activations", "Logits",
+                                   "Gradients", "Optimizer states", "Overhead", "Peak phase"]
+    assert list(frame["Gradients"]) == [0.0, 0.0, 0.0, 0.0]
+    assert list(frame["Optimizer states"]) == [60.92, 0.04, 0.04, 0.04]
+    assert set(frame["Peak phase"]) == {"backward start"}
+    assert tables.phase_line(rows) == "Peak phase: backward start: activations alive, no gradients yet (0)."
+    reference = est.FinetuneScenario(SEVEN_B)
+    quick = tables.scenario_frame(labelled(tables.table_rows("finetune", reference), reference))
+    assert list(quick["Gradients"]) == [14.0, 0.14, 0.14, 0.14]
+
+
+def test_inference_columns_that_round_to_zero_in_every_row_are_left_out():
+    """Issue 14 item 10: the detailed rows' fp32 logits (1 x 128,256 x 4 B = 0.5 MB) read 0.00 on every row."""
+    s = est.InferenceScenario(est.model("meta-llama/Llama-3.1-8B").architecture)
+    rows = labelled(tables.table_rows("inference", s), s)
+    assert all(0 < b.component("logits") < 5_000_000 for _, b in rows)
+    assert "Logits" not in tables.scenario_frame(rows).columns
+    long = est.InferenceScenario(est.model("meta-llama/Llama-3.1-8B").architecture, concurrency=64)
+    assert "Logits" in tables.scenario_frame(labelled(tables.table_rows("inference", long), long)).columns
+
+
 def test_gib_tables():
     frame = tables.scenario_frame([("x", est.inference_table(est.InferenceScenario(SEVEN_B))[0])], "GiB")
     assert frame.loc[0, "Required GPU Memory (GiB)"] == round(18.8e9 / 2**30, 1)
@@ -68,7 +98,7 @@ def test_fit_frame_lists_gpus_smallest_first_with_counts_and_headroom():
     assert len(frame) == len(est.gpus())
     assert list(frame["Usable (GB)"]) == sorted(frame["Usable (GB)"])
     t4 = frame[frame["GPU"].str.contains("T4")].iloc[0]
-    assert (t4["GPUs needed"], t4["Fits on one"]) == (2, False)
+    assert (t4["GPUs needed"], t4["Fits on one"]) == ("2", False)
     h100 = frame[frame["GPU"] == est.gpu("h100-sxm").name].iloc[0]
     assert h100["Headroom (GB)"] == round((est.gpu("h100-sxm").memory_bytes - 18.8e9) / 1e9, 1)
 
@@ -77,7 +107,7 @@ def test_nothing_fits_shows_no_count():
     s = est.InferenceScenario(est.ParamCount.from_billions(20_000))
     fit = est.fit(s, tables.table_rows("inference", s)[0].fn, est.gpu("t4"))
     frame = tables.fit_frame([fit])
-    assert pd.isna(frame.loc[0, "GPUs needed"]) and fit.note == "does not fit"
+    assert frame.loc[0, "GPUs needed"] == "does not fit" and fit.note == ""  # issue 14: no "None" cell
     assert tables.fit_text(fit) == "does not fit on T4"
 
 
@@ -95,15 +125,17 @@ def test_comparison_rows_are_components_totals_and_fit_and_columns_are_unique_na
     assert list(frame.columns) == ["7B", "7B (2)"]
     assert frame.loc["Total per GPU (GB)"].tolist() == ["18.8", "87.4"]
     assert frame.loc["Optimizer states (GB)"].tolist() == ["0.00", "56.00"]
-    assert frame.loc["GPUs needed (RTX 4090)"].tolist() == ["1 x RTX 4090", "4 x RTX 4090 (with ZeRO-3)"]
+    assert frame.loc["GPUs needed (RTX 4090)"].tolist() == ["1 x RTX 4090",
+                                                            "does not fit on RTX 4090 (ZeRO-3: 4 GPUs)"]
 
 
 def test_comparison_records_hold_bytes_fit_assumptions_and_the_link():
     entries = comparison_entries()
     records = tables.comparison_records(entries, [{"v": "1", "p": "inference"}, {"v": "1", "p": "finetune"}])
     assert records[1]["total_bytes"] == entries[1][1].total
-    assert records[1]["fit"] == {"gpu": "rtx-4090", "gpus_needed": 4, "per_gpu_bytes": entries[1][2].per_gpu_bytes,
-                                 "headroom_bytes": entries[1][2].headroom_bytes, "note": "with ZeRO-3"}
+    assert records[1]["fit"] == {"gpu": "rtx-4090", "gpus_needed": None,
+                                 "per_gpu_bytes": entries[1][2].per_gpu_bytes,
+                                 "headroom_bytes": entries[1][2].headroom_bytes, "note": "ZeRO-3: 4 GPUs"}
     assert records[0]["link_params"] == {"v": "1", "p": "inference"} and records[0]["assumptions"]
 
 

@@ -4,7 +4,9 @@ A link such as `?v=1&p=inference&params=70&conc=8&seq=8192` reproduces the same 
 numbers, in a fresh browser. Its keys are the `link` keys of the estimator's input declarations
 (`estimator/scenarios.py`, `estimator/inputs.py`), read with the same parser as the CLI options; a value equal
 to its default is left out so links stay short, which is safe because the defaults are pinned per link version
-(`VERSION`): changing a default means a new version. Compared scenarios ride along as `c1.*`, `c2.*`, ... with
+(`VERSION`): changing a default means a new version, or keeping the link default and giving the scenario field
+its own (gradient checkpointing: a link without `gc` means off, a fresh page is 'auto', written `gc=auto`).
+Compared scenarios ride along as `c1.*`, `c2.*`, ... with
 the same keys, and a pasted config.json travels as `cfg` (zlib-compressed, base64url).
 
 Decoding never raises. An unknown key, a malformed or out-of-range value, or a combination the estimator
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import functools
 import zlib
 from collections.abc import Mapping
@@ -33,7 +36,7 @@ from estimator.architecture import Architecture
 from estimator.checks import printable_text
 from estimator.engines import MODULES, ServeScenario
 from estimator.hf_config import architecture_from_config, parse_config_text
-from estimator.inputs import Input, inputs
+from estimator.inputs import INPUT, Input, inputs
 from estimator.scenarios import (ACTIVE_PARAMS, CATALOG_MODEL, PARAMS, TARGET_GPU, FinetuneScenario, InferenceScenario,
                                  ParamCount)
 
@@ -123,9 +126,22 @@ def page_default(spec: Input) -> object:
     return None if spec.optional else spec.default
 
 
+def link_defaults(page: str) -> dict:
+    """What a link without a page's keys means: every input at its link default (`page_default`)."""
+    return {"src": "params", **{name: page_default(spec) for name, spec in FIELDS[page].items()}}
+
+
+def _fresh(page: str) -> dict:
+    """The scenario fields whose own default differs from what a link without their key means: gradient
+    checkpointing is 'auto' on a fresh page, while a link without `gc` keeps meaning off, as it always did (links
+    made now spell `gc=auto`)."""
+    return {f.name: f.default for f in dataclasses.fields(SCENARIOS[page])
+            if INPUT in f.metadata and f.default != f.metadata[INPUT].default}
+
+
 def defaults(page: str) -> dict:
     """A fresh page state with every input at its default (a bare 7 B parameter count, quick method)."""
-    return {"src": "params", **{name: page_default(spec) for name, spec in FIELDS[page].items()}}
+    return {**link_defaults(page), **_fresh(page)}
 
 
 def view_defaults() -> dict:
@@ -211,14 +227,15 @@ class Link:
     warnings: list[str] = field(default_factory=list)
 
 
-def _state_with(page: str, given: Mapping) -> dict:
-    state = {**defaults(page), **given}
+def _state_with(page: str, given: Mapping, fresh: bool = False) -> dict:
+    state = {**(defaults(page) if fresh else link_defaults(page)), **given}
     state["src"] = "config" if "cfg" in given else "catalog" if "model" in given else "params"
     return state
 
 
-def _decode_state(page: str, query: dict, prefix: str, warnings: list[str]) -> dict:
-    """Read `page`'s inputs (keys `prefix` + link key) out of `query`, consuming them."""
+def _decode_state(page: str, query: dict, prefix: str, warnings: list[str], fresh: bool = False) -> dict:
+    """Read `page`'s inputs (keys `prefix` + link key) out of `query`, consuming them; the inputs it does not
+    name at their link defaults, or at a fresh page's defaults when `fresh` (an address without `v`)."""
     given = {}
     for name, spec in FIELDS[page].items():
         raw = query.pop(prefix + spec.link, None)
@@ -229,12 +246,12 @@ def _decode_state(page: str, query: dict, prefix: str, warnings: list[str]) -> d
         except ValueError as err:
             warnings.append(_ignored(prefix + spec.link, raw, err, fallback_text(name, spec)))
     try:
-        _check_state(page, _state_with(page, given))
+        _check_state(page, _state_with(page, given, fresh))
     except ValueError as err:
         for name in reversed(list(given)):  # the inputs that come later depend on the earlier ones
             fewer = {k: v for k, v in given.items() if k != name}
             try:
-                _check_state(page, _state_with(page, fewer))
+                _check_state(page, _state_with(page, fewer, fresh))
             except ValueError:
                 continue
             spec = FIELDS[page][name]
@@ -246,7 +263,7 @@ def _decode_state(page: str, query: dict, prefix: str, warnings: list[str]) -> d
             warnings.append(f"Link inputs{' of comparison ' + prefix[1:-1] if prefix else ''} ignored: {err}. "
                             "Using the defaults.")
             given = {}
-    return _state_with(page, given)
+    return _state_with(page, given, fresh)
 
 
 def _ignored(key: str, raw: str, err: Exception, instead: str) -> str:
@@ -265,6 +282,7 @@ def decode(query: Mapping[str, str | list[str]], landing_page: str) -> Link:
     """Read a query string (as st.query_params gives it). `landing_page` is used when the link names none."""
     query = {str(k): _text(query, k) for k in query}
     warnings: list[str] = []
+    fresh = "v" not in query  # not a link the app made (a bare address): a fresh page's defaults
     version = query.pop("v", VERSION)
     if version != VERSION:
         warnings.append(f"Link version v={version[:10]!r} is not supported; read as version {VERSION}.")
@@ -280,7 +298,7 @@ def decode(query: Mapping[str, str | list[str]], landing_page: str) -> Link:
                 view[name] = spec.parse(raw)
             except ValueError as err:
                 warnings.append(_ignored(spec.link, raw, err, fallback_text(name, spec)))
-    state = _decode_state(page, query, "", warnings) if page in ESTIMATE_PAGES else None
+    state = _decode_state(page, query, "", warnings, fresh) if page in ESTIMATE_PAGES else None
     compare = []
     for i in range(1, MAX_COMPARE + 1):
         prefix = f"c{i}."
@@ -293,7 +311,7 @@ def decode(query: Mapping[str, str | list[str]], landing_page: str) -> Link:
             for key in [k for k in query if k.startswith(prefix)]:
                 del query[key]
             continue
-        compare.append(Item(item_page, _decode_state(item_page, query, prefix, warnings), name, uid=i))
+        compare.append(Item(item_page, _decode_state(item_page, query, prefix, warnings, fresh), name, uid=i))
     if query:
         unknown = sorted(query)
         shown = ", ".join(k if len(k) <= 20 else k[:20] + "..." for k in unknown[:8])

@@ -20,7 +20,7 @@ from estimator.breakdown import Breakdown
 from estimator.finetune import finetune_rows
 from estimator.formats import CHECKPOINT, WEIGHT_FORMATS
 from estimator.hardware import GpuFit
-from estimator.inference import estimate_inference, inference_rows
+from estimator.inference import DETAILED_ROWS, estimate_inference, inference_rows
 from estimator.scenarios import FinetuneScenario, InferenceScenario
 from estimator.training import TECHNIQUE_LABELS
 from estimator.units import in_unit
@@ -51,10 +51,19 @@ def table_rows(page: str, s: Scenario, extra_weights: str | None = None) -> tupl
     return rows
 
 
+# The formats of the detailed method's 16/8/4-bit rows (estimator.inference.DETAILED_ROWS), named in their labels
+ROW_FORMAT_NAMES = {"bf16": "BF16", "fp8": "FP8", "awq-4bit": "AWQ"}
+
+
 def _inference_labels(s: Scenario, key: str) -> tuple[str, str]:
-    """(table label, chart label) of an inference row: the checkpoint's row is named by its format."""
+    """(table label, chart label) of an inference row: 'Inference (4-bit, AWQ)' / '4-bit AWQ' in the detailed
+    method, which sizes each row in one format; the quick method's rows are the reference document's bits only;
+    the checkpoint's row is named by its format."""
     if key != CHECKPOINT:
-        return f"Inference ({key})", key
+        fmt = dict(DETAILED_ROWS).get(key) if s.resolved_method == "detailed" else None
+        if fmt is None:
+            return f"Inference ({key})", key
+        return f"Inference ({key}, {ROW_FORMAT_NAMES[fmt]})", f"{key} {ROW_FORMAT_NAMES[fmt]}"
     checkpoint = getattr(s.model, "checkpoint", None)  # its full description is in the assumptions
     stored = checkpoint.format_id if checkpoint is not None and checkpoint.format_id else "16-bit"
     return f"Inference (checkpoint, {stored})", "Checkpoint"
@@ -74,11 +83,33 @@ def total_column(unit: str) -> str:
     return f"Required GPU Memory ({unit})"
 
 
+TRAINING_COMPONENTS = ("weights", "gradients", "optimizer_states", "activations", "overhead")  # always shown
+PHASE_CELLS = {}  # phase -> cell text, when it should differ from the phase's name (kept short: the table is wide)
+PHASE_LINES = {"backward start": "backward start: activations alive, no gradients yet (0)",
+               "optimizer step": "optimizer step: gradients complete, activations freed (0)",
+               "backward end": "backward end: gradients complete, activations freed (0)",
+               "backward recompute": "backward recompute: one layer rebuilt while gradients are nearly complete"}
+
+
+def phase_line(rows: Sequence[tuple[str, Breakdown]]) -> str:
+    """One short line under a training table saying what its peak phases hold ('' for inference)."""
+    phases = list(dict.fromkeys(b.peak_phase for _, b in rows if b.peak_phase))
+    return ("Peak phase: " + "; ".join(PHASE_LINES.get(p, p) for p in phases) + ".") if phases else ""
+
+
 def scenario_frame(rows: Sequence[tuple[str, Breakdown]], unit: str = "GB") -> pd.DataFrame:
     """The reference document's table "Scenario | Required GPU Memory (GB)", then each component in the same
     unit (headers kept short so the table fits a narrow column); GPU count, all-GPU total, CPU memory and peak
-    phase only when some row has them."""
-    present = [name for name in COMPONENT_STYLE if any(b.component(name) for _, b in rows)]
+    phase only when some row has them.
+
+    Training tables show weights, gradients, optimizer states, activations and overhead in every row, 0 where a
+    component is not alive at the row's peak phase (gradients do not exist yet at backward start; activations
+    are freed by the optimizer step), and the phase cell says so. Other components appear when some row has
+    them at the table's precision (0.01): an inference row's fp32 logits of a few MB would read 0.00."""
+    training = any(b.peak_phase for _, b in rows)
+    present = [name for name in COMPONENT_STYLE
+               if (training and name in TRAINING_COMPONENTS) or any(_round(b.component(name), unit, 2)
+                                                                    for _, b in rows)]
     records = []
     for label, b in rows:
         record = {"Scenario": label, total_column(unit): _round(b.total, unit, 1)}
@@ -89,32 +120,32 @@ def scenario_frame(rows: Sequence[tuple[str, Breakdown]], unit: str = "GB") -> p
         if any(other.host_bytes for _, other in rows):
             record[f"CPU memory ({unit})"] = _round(b.host_bytes, unit, 1)
         if any(other.peak_phase for _, other in rows):
-            record["Peak phase"] = b.peak_phase
+            record["Peak phase"] = PHASE_CELLS.get(b.peak_phase, b.peak_phase)
         records.append(record)
     return pd.DataFrame.from_records(records)
 
 
 def fit_frame(fits: Sequence[GpuFit], unit: str = "GB") -> pd.DataFrame:
-    """One line per GPU, smallest memory first: GPUs needed (None when even 512 do not fit), headroom."""
+    """One line per GPU, smallest memory first: GPUs needed with the scenario's own sharding ("does not fit"
+    when even 512 do not; the note then says how many would with ZeRO-3), headroom."""
     records = [{
         "GPU": fit.gpu.name,
         f"Usable ({unit})": _round(fit.gpu.memory_bytes, unit, 1),
-        "GPUs needed": fit.count,
+        "GPUs needed": "does not fit" if fit.count is None else str(fit.count),
         "Fits on one": fit.count == 1,
         f"Per GPU ({unit})": _round(fit.per_gpu_bytes, unit, 1),
         f"Headroom ({unit})": _round(fit.headroom_bytes, unit, 1),
         "Note": fit.note,
     } for fit in sorted(fits, key=lambda fit: (fit.gpu.memory_bytes, fit.gpu.name))]
-    frame = pd.DataFrame.from_records(records)
-    frame["GPUs needed"] = frame["GPUs needed"].astype("Int64")  # missing when nothing fits
-    return frame
+    return pd.DataFrame.from_records(records)
 
 
 def fit_text(fit: GpuFit) -> str:
-    """'1 x H100 SXM', '4 x H100 SXM (with ZeRO-3)' or 'does not fit on H100 SXM'."""
+    """'1 x H100 SXM', '4 x H100 SXM (ZeRO-2)', 'does not fit on H100 SXM' or 'does not fit on RTX 4090 (ZeRO-3:
+    4 GPUs)'."""
     name = short_gpu_name(fit.gpu.name)
     if fit.count is None:
-        return f"does not fit on {name}"
+        return f"does not fit on {name}" + (f" ({fit.note})" if fit.note else "")
     return f"{fit.count} x {name}" + (f" ({fit.note})" if fit.note else "")
 
 

@@ -13,6 +13,7 @@ from tests.e2e.browser import (choose, open_app, radio, set_number, settle, shar
                                wait_for_totals)
 
 REFERENCE_INFERENCE = {"Inference (16-bit)": "18.8", "Inference (8-bit)": "11.8", "Inference (4-bit)": "8.3"}
+DETAILED_INFERENCE = ("Inference (16-bit, BF16)", "Inference (8-bit, FP8)", "Inference (4-bit, AWQ)")  # named formats
 REFERENCE_FINETUNE = {"Full-parameter": "87.4", "LoRA": "18.1", "QLoRA (8-bit)": "11.1", "QLoRA (4-bit)": "7.6"}
 
 
@@ -47,7 +48,8 @@ def test_catalog_model_numbers_follow_context_and_kv_dtype_and_equal_the_cli(pag
     open_app(page, app_url)
     radio(page, "Catalog model")
     choose(page, "Catalog model", "meta-llama/Llama-3.1-8B")
-    first = wait_for_totals(page, dict(zip(REFERENCE_INFERENCE, _cli_totals(capsys, "--model", "meta-llama/Llama-3.1-8B"))))
+    cli = _cli_totals(capsys, "--model", "meta-llama/Llama-3.1-8B")
+    first = wait_for_totals(page, dict(zip(DETAILED_INFERENCE, cli)))
     set_number(page, "Sequence length", 32768)
     second = wait_for_change(page, first)
     page.get_by_text("Advanced", exact=True).click()

@@ -128,7 +128,50 @@ def _gpus_by_id() -> dict[str, Gpu]:
 
 
 def gpu(gpu_id: str) -> Gpu:
-    found = _gpus_by_id().get(str(gpu_id).lower())
+    """A catalog GPU by id, or by words of its name that pick out one GPU ('RTX 4090', 'h100 sxm'); ValueError
+    naming the GPUs the words fit (or all of them) otherwise."""
+    text = str(gpu_id)
+    found = _gpus_by_id().get(text.strip().lower())
     if found is not None:
         return found
-    raise ValueError(f"unknown GPU {str(gpu_id)[:40]!r}; choose one of {', '.join(g.id for g in gpus())}")
+    matches = find_gpus(text) if name_tokens(text) else ()  # no words: no GPU (not all of them)
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise ValueError(f"GPU {text[:40]!r} could be {', '.join(g.id for g in matches)}; give one of these ids")
+    raise ValueError(f"unknown GPU {text[:40]!r}; choose one of {', '.join(g.id for g in gpus())}")
+
+
+TOKEN = re.compile(r"[a-z]+|\d+(?:\.\d+)?")  # words and numbers: 'h100' -> 'h', '100'; 'mi300x' -> 'mi', '300', 'x'
+
+
+def name_tokens(text: str) -> list[str]:
+    """The words and numbers of a GPU's name or of a search: 'NVIDIA A100 SXM4 80GB' -> nvidia a 100 sxm 4 80 gb."""
+    return TOKEN.findall(str(text).lower())
+
+
+@functools.lru_cache(maxsize=1)
+def _gpu_tokens() -> tuple[tuple[Gpu, tuple[str, ...]], ...]:
+    return tuple((g, tuple(name_tokens(g.name)) + tuple(name_tokens(g.id))) for g in gpus())
+
+
+def _token_matches(typed: str, token: str) -> bool:
+    """A typed number matches only the whole number ('20' is not '200'); a typed word, the start of a word
+    ('nvid' is 'nvidia'), so a search can be typed letter by letter."""
+    return typed == token if typed[0].isdigit() else token.startswith(typed)
+
+
+def _follows(typed: list[str], tokens: tuple[str, ...]) -> bool:
+    """Whether the typed tokens occur, in order and each next to the one before, somewhere in `tokens` ('a 100'
+    in 'nvidia a 100 sxm 4 80 gb'), words as word starts and numbers whole ('rtx 40' is not 'rtx 4090')."""
+    n = len(typed)
+    return any(all(_token_matches(t, tokens[i + k]) for k, t in enumerate(typed)) for i in range(len(tokens) - n + 1))
+
+
+def find_gpus(query: str) -> tuple[Gpu, ...]:
+    """The catalog GPUs whose name (or id) has the searched words and numbers, in catalog order. Each typed
+    group of letters and digits ('A100', 'H20', 'rtx 4090') must match the name's tokens in a row: 'A100' finds
+    the A100s only (not the Apple M3 Max), 'H20' finds no H200, 'RTX 4090' the RTX 4090. Empty: every GPU."""
+    groups = [name_tokens(word) for word in re.split(r"[\s,/()·]+", str(query).lower()) if word]
+    groups = [group for group in groups if group]
+    return tuple(g for g, tokens in _gpu_tokens() if all(_follows(group, tokens) for group in groups))

@@ -25,7 +25,8 @@ def require_number(field: str, value: object, low: float, high: float) -> None:
         raise ValueError(f"{field} must be a finite number between {shown_number(low)} and {shown_number(high)}, "
                          f"got {value!r}")
     if not low <= value <= high:
-        raise ValueError(f"{field} must be between {shown_number(low)} and {shown_number(high)}, got {value:g}")
+        raise ValueError(f"{field} must be between {shown_number(low)} and {shown_number(high)}, "
+                         f"got {shown_number(value)}")
 
 
 def shown_number(value: float) -> str:

@@ -60,7 +60,18 @@ def _option(group, dest: str, spec: Input, show_default: bool = True) -> None:
     metavar = "{" + ",".join(map(str, spec.choices)) + "}" if 0 < len(spec.choices) <= 12 else \
         (spec.unit or dest).upper().replace(" ", "_")
     group.add_argument(spec.flag, dest=dest, type=_parser(spec), default=None, metavar=metavar,
-                       help=spec.help + default)
+                       help=spec.help + default + _aliases_help(spec))
+
+
+def _aliases_help(spec: Input) -> str:
+    """' Also accepted: fp16, half = bf16; 4bit, int4 = awq-4bit' (the input's aliases; any case)."""
+    by_choice: dict[str, list[str]] = {}
+    for alias, choice in spec.aliases.items():
+        by_choice.setdefault(choice, []).append(alias)
+    if not by_choice:
+        return ""
+    return " Also accepted (any case): " + "; ".join(f"{', '.join(words)} = {choice}"
+                                                     for choice, words in by_choice.items()) + "."
 
 
 def _parser(spec: Input):
@@ -210,8 +221,10 @@ def _print_table(s, rows: tuple[Breakdown, ...], gpu: dict | None) -> None:
         print(f"\nOn {gpu['name']} ({gpu['memory_bytes'] / GB:.1f} GB usable):")
         for row in gpu["rows"]:
             needed = row["gpus_needed"]
+            longest = row["max_seq_len"]
             print(f"  {row['scenario']}: " + (f"{needed} GPU(s)" if needed else "does not fit") +
-                  f", longest sequence that fits: {row['max_seq_len']:,} tokens")
+                  (f", longest sequence that fits: {longest:,} tokens" if longest else
+                   (", but does not fit at any length" if needed else " at any length")))
     print("\nAssumptions:")
     for note in rows[0].assumptions:
         print(f"  - {note}")
@@ -298,11 +311,13 @@ def _list(args: argparse.Namespace) -> None:
         items = [{"id": m.id, "name": m.name, "total_params": parameter_counts(m.architecture).total,
                   "active_params": parameter_counts(m.architecture).active, "source": m.source}
                  for m in catalog.models()]
-        lines = [f"{m['id']:<48} {m['total_params'] / 1e9:>9.2f} B" for m in items]
+        lines = [f"{'id':<48} {'parameters':>11}"]
+        lines += [f"{m['id']:<48} {m['total_params'] / 1e9:>9.2f} B" for m in items]
     else:
         items = [{"id": g.id, "name": g.name, "memory_bytes": g.memory_bytes, "bandwidth_gb_s": g.bandwidth_gb_s,
                   "bf16_tflops": g.bf16_tflops, "source": g.source} for g in catalog.gpus()]
-        lines = [f"{g['id']:<26} {g['memory_bytes'] / GB:>7.1f} GB  {g['name']}" for g in items]
+        lines = [f"{'id':<26} {'usable':>10}  name"]
+        lines += [f"{g['id']:<26} {g['memory_bytes'] / GB:>7.1f} GB  {g['name']}" for g in items]
     print(json.dumps(items, indent=2) if args.json else "\n".join(lines))
 
 

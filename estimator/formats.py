@@ -158,15 +158,61 @@ WEIGHT_FORMATS = {f.id: f for f in (
 
 CHECKPOINT = "checkpoint"  # --weights: as the model's own quantization_config stores them (estimator/checkpoint.py)
 
+# Words people type for a format, and the format each stands for (the CLI, the API and links accept them; case,
+# '-', '_' and spaces do not matter, so 'Q4_K_M', 'q4-k-m' and 'fp8_block' are the ids too). Only unambiguous words:
+# 'int4' could be GPTQ, AWQ or compressed-tensors, so it means what the tables' 4-bit row means.
+ALIASES = {
+    **dict.fromkeys(("fp16", "float16", "half", "f16", "bfloat16", "16bit"), "bf16"),  # same 2 bytes a weight
+    **dict.fromkeys(("float32", "f32", "32bit", "float"), "fp32"),  # torch.float is float32
+    **dict.fromkeys(("float8", "fp8-e4m3", "e4m3", "8bit"), "fp8"),  # 8bit: the tables' 8-bit row (FP8)
+    **dict.fromkeys(("4bit", "int4"), "awq-4bit"),  # the tables' 4-bit row: int4, group 128 (AWQ)
+    "gptq": "gptq-4bit", "awq": "awq-4bit",  # the only GPTQ / AWQ layouts here
+    "w8a8": "w8a8-int8", "w4a16": "int4-g128",  # compressed-tensors schemes (W4A16's default group is 128)
+    # GGUF by its bits: Ollama's and llama.cpp's usual choice of each size
+    "q8": "q8_0", "q6": "q6_k", "q5": "q5_k_m", "q4": "q4_k_m", "q3": "q3_k_m", "q2": "q2_k",
+}
+
+
+def word_key(text: str) -> str:
+    """How typed words are compared with ids and aliases: lower case, without '-', '_' and spaces."""
+    return "".join(ch for ch in str(text).lower() if ch not in "-_ ")
+
+
+def resolve_word(text: str, choices) -> str | None:
+    """The choice `text` stands for: the choice itself in any case or separators ('Q4_K_M', 'fp8_block'), or an
+    alias of one (`ALIASES`, only when the alias's format is among `choices`); None when it names none."""
+    if not isinstance(text, str):
+        return None
+    key = word_key(text)
+    for choice in choices:
+        if isinstance(choice, str) and word_key(choice) == key:
+            return choice
+    target = _ALIAS_KEYS.get(key)
+    return target if target in choices else None
+
+
+def aliases_of(choices) -> dict[str, str]:
+    """The aliases that apply to an input with these choices (alias -> choice), for help texts."""
+    return {alias: target for alias, target in ALIASES.items() if target in choices}
+
+
+_ALIAS_KEYS = {word_key(alias): target for alias, target in ALIASES.items()}
+assert len(_ALIAS_KEYS) == len(ALIASES) and not set(_ALIAS_KEYS) & {word_key(f) for f in WEIGHT_FORMATS}, \
+    "an alias must not collide with another alias or a format id"
+assert len({word_key(f) for f in WEIGHT_FORMATS}) == len(WEIGHT_FORMATS), "format ids must differ as words"
+
 
 def weight_format(format_id: str | WeightFormat) -> WeightFormat:
-    """Look up a format by id, with an error listing the valid ids. A WeightFormat (a checkpoint's exact
-    layout, estimator/checkpoint.py) is returned as it is."""
+    """Look up a format by id (or an alias: `ALIASES`), with an error listing the valid ids. A WeightFormat (a
+    checkpoint's exact layout, estimator/checkpoint.py) is returned as it is."""
     if isinstance(format_id, WeightFormat):
         return format_id
     try:
         return WEIGHT_FORMATS[format_id]
     except (KeyError, TypeError):
+        resolved = resolve_word(format_id, WEIGHT_FORMATS)
+        if resolved is not None:
+            return WEIGHT_FORMATS[resolved]
         raise ValueError(f"weights must be one of {', '.join(WEIGHT_FORMATS)}; got {format_id!r}") from None
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from .checks import quoted, require_bool, require_choice, require_int, require_number, shown_number
+from .formats import aliases_of, resolve_word
 
 INPUT = "input"  # the metadata key of a declared dataclass field
 
@@ -55,9 +56,12 @@ class Input:
                 raise ValueError(f"{self.label} must be 1 or 0")
             return text in ("1", "true")
         if kind is str:
-            if text not in self.choices:
+            if text in self.choices:
+                return text
+            resolved = resolve_word(text, self.choices)  # 'FP16', 'Q4_K_M', 'half', '4bit' (formats.ALIASES)
+            if resolved is None:
                 raise ValueError(f"{self.label} must be one of {', '.join(self.choices)}")
-            return text
+            return resolved
         try:
             value = int(text) if kind is int else float(text)
         except ValueError:
@@ -66,8 +70,31 @@ class Input:
             raise ValueError(f"{self.label} must be one of {', '.join(map(str, self.choices))}")
         out_of_range = self.low is not None and not self.low <= value <= self.high
         if (kind is float and not math.isfinite(value)) or out_of_range:
-            raise ValueError(f"{self.label} must be between {shown_number(self.low)} and {shown_number(self.high)}")
+            raise ValueError(f"{self.label} must be {self.range_text}")
         return value
+
+    @property
+    def range_text(self) -> str:
+        """The valid range of a number in words, e.g. 'between 0.001 and 20,000' ('' without bounds)."""
+        if self.low is None or self.high is None:
+            return ""
+        return f"between {shown_number(self.low)} and {shown_number(self.high)}"
+
+    def out_of_range(self, value: object) -> str | None:
+        """The message for a number outside the bounds, naming the input and its range ('Total parameters (B)
+        must be between 0.001 and 20,000, got 70,000'); None for a valid value or a non-number input."""
+        if self.low is None or self.high is None or value is None or isinstance(value, bool) \
+                or not isinstance(value, (int, float)):
+            return None
+        if math.isfinite(value) and self.low <= value <= self.high and (self.kind is not int or value == int(value)):
+            return None
+        shown = shown_number(value) if math.isfinite(value) else str(value)
+        return f"{self.label} must be {self.range_text}, got {shown}"
+
+    @property
+    def aliases(self) -> dict[str, str]:
+        """Other words the input accepts for its choices (alias -> choice; `formats.ALIASES`)."""
+        return aliases_of(self.choices) if self.kind is str and self.choices else {}
 
     def format(self, value: object) -> str:
         """The text of a value (the inverse of `parse`)."""
@@ -82,11 +109,12 @@ class Input:
 
     def check(self, name: str, value: object) -> None:
         """ValueError unless `value` is a valid value of field `name` (the messages name the field, as the API
-        reports them)."""
+        reports them). Another spelling of a choice ('FP16', 'half') is valid: see `checker`."""
         self.checker(name)(value)
 
-    def checker(self, name: str) -> Callable[[object], None]:
-        """`check` for field `name`, with its branch chosen once (scenarios are built by the thousand in sweeps)."""
+    def checker(self, name: str) -> Callable[[object], object]:
+        """`check` for field `name`, with its branch chosen once (scenarios are built by the thousand in sweeps).
+        The check returns None, or for another spelling of a text choice the choice it stands for."""
         if self.text is not None:
             parse = self.text
 
@@ -98,12 +126,15 @@ class Input:
         if self.choices:
             allowed, choices = {(type(c), c) for c in self.choices}, self.choices
 
-            def check_choice(value: object) -> None:
+            def check_choice(value: object) -> object:
                 try:
                     if (type(value), value) in allowed:  # of the same type: True is not 1, 16.0 is not 16
-                        return
+                        return None
                 except TypeError:  # unhashable
                     pass
+                resolved = resolve_word(value, choices) if isinstance(value, str) else None
+                if resolved is not None:
+                    return resolved  # another spelling or an alias: the scenario keeps the choice it stands for
                 require_choice(name, value, choices)  # raises, naming the choices
             return check_choice
         if self.kind is bool:
@@ -131,12 +162,15 @@ def _declared(cls: type) -> Iterator[tuple[str, Input]]:
 
 
 def check_inputs(obj: object) -> None:
-    """Validate every declared field of a scenario (called by its __post_init__)."""
+    """Validate every declared field of a scenario (called by its __post_init__); a choice given in another
+    spelling or by an alias (`weights="fp16"`) is replaced by the choice it stands for ("bf16")."""
     for name, check in _checkers(type(obj)):
-        check(getattr(obj, name))
+        resolved = check(getattr(obj, name))
+        if resolved is not None:
+            object.__setattr__(obj, name, resolved)  # the scenarios are frozen; this runs in __post_init__
 
 
 @functools.lru_cache(maxsize=None)
-def _checkers(cls: type) -> tuple[tuple[str, Callable[[object], None]], ...]:
+def _checkers(cls: type) -> tuple[tuple[str, Callable[[object], object]], ...]:
     return tuple((name, spec.checker(name)) for name, spec in _declared(cls))
 

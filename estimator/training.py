@@ -277,6 +277,13 @@ def lora_adapter_shapes(a: Architecture, targets: tuple[str, ...], rank: int) ->
     return shapes
 
 
+def lora_target_text(a: Architecture, targets: tuple[str, ...]) -> str:
+    """The LoRA targets as the assumptions name them: only roles the model has ('all-linear' on a dense model is
+    q_proj ... down_proj, without experts and router)."""
+    own = [name for name in targets if a.is_moe or name not in ("experts", "router")]
+    return ", ".join(own) or "no projection of this model"
+
+
 def moe_targets(a: Architecture, targets: tuple[str, ...]) -> tuple[str, ...]:
     """The targets peft reaches. peft 0.21 remaps all-linear to the fused experts (`gate_up_proj`, `down_proj`
     as target_parameters) and the router only for the model types transformers 5 lists in its weight-conversion

@@ -168,3 +168,25 @@ def test_unknown_model_and_gpu_ids_raise_value_error():
         est.model("nope/nothing")
     with pytest.raises(ValueError, match="unknown GPU"):
         est.gpu("tpu-v9")
+
+
+@pytest.mark.parametrize("typed, found", [
+    ("A100", ["a100-40gb-sxm", "a100-80gb-sxm", "a100-80gb-pcie"]),  # not the Apple M3 Max
+    ("H20", []),  # not the H200
+    ("H200", ["h200"]),
+    ("rtx 4090", ["rtx-4090"]),
+    ("l4", ["l4"]),  # not the L40S
+    ("a100 80gb", ["a100-80gb-sxm", "a100-80gb-pcie"]),
+    ("apple", ["m2-ultra-192gb", "m3-max-128gb", "m4-max-128gb"]),
+    ("MI300", ["mi300x"]),
+])
+def test_gpu_search_matches_the_name_tokens(typed, found):
+    assert [g.id for g in est.catalog.find_gpus(typed)] == found
+
+
+def test_a_gpu_is_found_by_the_words_of_its_name_when_they_name_one():
+    assert est.gpu("NVIDIA GeForce RTX 4090").id == est.gpu("rtx 4090").id == "rtx-4090"
+    with pytest.raises(ValueError, match="could be h100-pcie, h100-sxm, h100-nvl"):
+        est.gpu("H100")
+    with pytest.raises(ValueError, match="unknown GPU 'H20'"):
+        est.gpu("H20")

@@ -156,3 +156,58 @@ def test_validate_summary_reads_the_committed_results(capsys):
 def test_tracing_is_the_validation_packages_command_not_the_estimators(capsys):
     code, _, err = _run(capsys, "trace", "training", "--model", "meta-llama/Llama-3.2-1B")
     assert code == 2 and "invalid choice: 'trace'" in err
+
+
+def test_weight_words_users_type_are_accepted_and_a_wrong_one_lists_the_choices(capsys):
+    """Issue 14 item 7: `--weights fp16` is the 16-bit row; a word naming no format is one line listing the
+    choices on stderr, exit 2 (no usage dump)."""
+    assert main(["inference", "--params", "7", "--weights", "fp16", "--json"]) == 0
+    fp16 = json.loads(capsys.readouterr().out)
+    assert main(["inference", "--params", "7", "--weights", "bf16", "--json"]) == 0
+    assert fp16 == json.loads(capsys.readouterr().out)
+    for word, meant in (("float16", "bf16"), ("half", "bf16"), ("BF16", "bf16"), ("int4", "awq-4bit"),
+                        ("4bit", "awq-4bit"), ("8bit", "fp8"), ("q4", "q4_k_m"), ("Q4_K_M", "q4_k_m")):
+        assert main(["inference", "--params", "7", "--weights", word, "--json"]) == 0, word
+        assert json.loads(capsys.readouterr().out)["inputs"]["weights"] == meant, word
+    assert main(["inference", "--params", "7", "--weights", "fp17"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and "usage:" not in captured.err
+    assert "must be one of fp32, bf16, fp8" in captured.err and "q4_k_m" in captured.err
+
+
+def test_help_documents_the_aliases(capsys):
+    assert main(["inference", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "fp16, float16, half, f16, bfloat16, 16bit = bf16" in text and "4bit, int4, awq = awq-4bit" in text
+
+
+def test_gpus_and_models_lists_have_column_headers(capsys):
+    assert main(["gpus"]) == 0
+    header, first = capsys.readouterr().out.splitlines()[:2]
+    assert header.split() == ["id", "usable", "name"] and first.startswith("rtx-3090")
+    assert main(["models"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].split() == ["id", "parameters"]
+
+
+def test_a_row_that_never_fits_says_so_instead_of_zero_tokens(capsys):
+    assert main(["inference", "--params", "7000", "--gpu", "t4"]) == 0
+    out = capsys.readouterr().out
+    assert "0 tokens" not in out and "16-bit: does not fit at any length" in out
+
+
+def test_gpu_option_takes_the_words_of_a_gpu_name(capsys):
+    assert main(["inference", "--params", "7", "--gpu", "RTX 4090", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["gpu"]["id"] == "rtx-4090"
+    assert main(["inference", "--params", "7", "--gpu", "A100"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "a100-40gb-sxm, a100-80gb-sxm, a100-80gb-pcie" in err
+
+
+def test_lora_target_text_names_only_roles_the_model_has():
+    from estimator.training import lora_target_text, parse_lora_targets
+
+    every = parse_lora_targets("all-linear")
+    dense = est.model("meta-llama/Llama-3.1-8B").architecture
+    moe = est.model("Qwen/Qwen3-30B-A3B").architecture
+    assert lora_target_text(dense, every) == "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj"
+    assert lora_target_text(moe, every).endswith("experts, router")

@@ -120,3 +120,16 @@ def test_an_unquantized_set_keeps_those_roles_in_16_bit(small_llama):
 def test_weight_bytes_takes_an_exact_layout_as_well_as_an_id(small_llama):
     layout = WEIGHT_FORMATS["gptq-4bit"]
     assert weight_bytes(small_llama, layout) == weight_bytes(small_llama, "gptq-4bit")
+
+
+def test_common_words_name_formats():
+    from estimator.formats import ALIASES, resolve_word, weight_format
+
+    for word in ("fp16", "float16", "half", "f16", "bfloat16", "FP16", "Bf16"):
+        assert weight_format(word).id == "bf16", word
+    assert weight_format("int4") is weight_format("4bit") is WEIGHT_FORMATS["awq-4bit"]  # the 4-bit row's format
+    assert weight_format("q4").id == "q4_k_m" and weight_format("Q4_K_M").id == "q4_k_m"
+    assert resolve_word("q4", ("bf16", "q8_0")) is None  # an alias counts only where its format is a choice
+    assert all(target in WEIGHT_FORMATS for target in ALIASES.values())
+    with pytest.raises(ValueError, match="weights must be one of"):
+        weight_format("fp17")

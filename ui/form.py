@@ -13,8 +13,10 @@ from collections.abc import Callable, Mapping
 import streamlit as st
 
 from estimator import catalog, parameter_counts
-from estimator.scenarios import LORA_SHORT_NAMES
-from estimator.training import LORA_ROLES
+from estimator.architecture import Architecture
+from estimator.scenarios import LORA_SHORT_NAMES, canonical_lora_targets
+from estimator.training import LORA_ROLES, LORA_TARGET_PRESETS
+from estimator.units import in_unit
 from ui import links, state
 from ui.text import escape
 
@@ -30,10 +32,10 @@ def catalog_models() -> dict[str, str]:
 
 
 @st.cache_data(show_spinner=False)
-def catalog_gpus() -> dict[str, str]:
-    """GPU id -> 'name · usable GB', smallest first."""
+def catalog_gpus(unit: str = "GB") -> dict[str, str]:
+    """GPU id -> 'name · usable memory' in the unit shown (GB or GiB), smallest first."""
     gpus = sorted(catalog.gpus(), key=lambda g: (g.memory_bytes, g.name))
-    return {g.id: f"{g.name} · {g.memory_bytes / 1e9:.1f} GB" for g in gpus}
+    return {g.id: f"{g.name} · {in_unit(g.memory_bytes, unit):.1f} {unit}" for g in gpus}
 
 
 def _store(page: str, key: str, value: object) -> object:
@@ -42,12 +44,23 @@ def _store(page: str, key: str, value: object) -> object:
 
 
 def number(page: str, name: str, *, step: float, fmt: str | None = None, placeholder: str | None = None) -> object:
-    """A number input with the input's range; floats or whole numbers as the input's default."""
+    """A number input for the input's range; floats or whole numbers as the input's default.
+
+    The widget itself has no bounds: a browser number box refuses an out-of-range value without a word (the field
+    turns red and Enter does nothing, while the results keep the old value). Whatever is typed is kept and used,
+    and a value outside the declared range is named under the field with the range ("Total parameters (B) must
+    be between 0.001 and 20,000, got 70,000"), as the CLI says it; the results then say why there is no estimate
+    instead of showing the previous one. The help gives the range too."""
     spec = links.fields(page)[name]
     kind = spec.kind
     widget_key, now = state.bind(page, name)
-    value = st.number_input(spec.label, min_value=kind(spec.low), max_value=kind(spec.high), value=now,
-                            step=kind(step), format=fmt, help=spec.help, placeholder=placeholder, key=widget_key)
+    shown_range = f" Valid: {spec.range_text}{' ' + spec.unit if spec.unit and spec.unit != 'B' else ''}." \
+        if spec.range_text else ""
+    value = st.number_input(spec.label, value=now, step=kind(step), format=fmt, help=spec.help + shown_range,
+                            placeholder=placeholder, key=widget_key)
+    problem = spec.out_of_range(value)
+    if problem:
+        st.error(problem, icon=":material/error:")
     return _store(page, name, value)
 
 
@@ -67,9 +80,32 @@ def choice(page: str, name: str, labels: Mapping | None = None, *, radio: bool =
 
 
 def flag(page: str, name: str) -> bool:
+    """A toggle. Inputs that apply to some models only (`ONLY_FOR`) show only for those; otherwise the saved
+    value is kept as it is (it changes nothing for this model)."""
     spec = links.fields(page)[name]
+    applies = ONLY_FOR.get(name)
+    if applies is not None and not applies(_architecture(page)):
+        return state.page_state(page)[name]
     widget_key, now = state.bind(page, name)
     return _store(page, name, st.toggle(spec.label, value=now, help=spec.help, key=widget_key))
+
+
+def _architecture(page: str) -> Architecture | None:
+    """The page's model architecture (None for a parameter count or a config.json that does not read)."""
+    inputs = state.page_state(page)
+    if inputs["src"] == "params":
+        return None
+    try:
+        model = links.model_of(inputs)
+    except ValueError:
+        return None
+    return model if isinstance(model, Architecture) else None
+
+
+# toggles that mean something only for some architectures: shown only for those
+ONLY_FOR: dict[str, Callable[[Architecture | None], bool]] = {
+    "mla_latent_cache": lambda a: a is not None and a.is_mla,  # DeepSeek-style multi-head latent attention
+}
 
 
 def unit(page: str) -> str:
@@ -83,24 +119,63 @@ def unit(page: str) -> str:
 
 
 def target_gpu(page: str) -> str:
-    """The GPU the fit numbers and the solid chart line refer to (a view setting shared by all pages)."""
-    gpus = catalog_gpus()
+    """The GPU the fit numbers and the solid chart line refer to (a view setting shared by all pages). Its
+    options give the usable memory in the unit shown; typing searches the names by substring ('A100' lists the
+    A100s, not every name with the letters a, 1, 0, 0 in order, as the default fuzzy search does)."""
+    unit = st.session_state.get(f"{page}.unit", state.view()["unit"])  # the unit toggle may be drawn below
+    gpus = catalog_gpus(unit if unit in ("GB", "GiB") else "GB")
     widget_key, now = state.bind(page, "gpu")
     value = st.selectbox("Target GPU", tuple(gpus), index=tuple(gpus).index(now), format_func=gpus.get, key=widget_key,
-                         help="Drawn as a solid line on the charts. Memory is what frameworks can allocate.")
+                         filter_mode="contains",
+                         help="Drawn as a solid line on the charts. Memory is what frameworks can allocate "
+                              "(an '80GB' H100 has 79.2 GiB usable). Type to search by name.")
     state.view()["gpu"] = value
     return value
 
 
+LORA_PRESET_LABELS = {"q,v": "q, v", "attention": "Attention", "all-linear": "All linear", "custom": "Custom"}
+LORA_PRESETS = {name: canonical_lora_targets(name) for name in LORA_TARGET_PRESETS}  # preset -> 'q,k,v,...'
+MOE_ONLY_TARGETS = ("experts", "router")
+
+
+def lora_preset_of(targets: str) -> str:
+    """The preset a targets value is ('q,v', 'attention', 'all-linear'), else 'custom'."""
+    return next((name for name, value in LORA_PRESETS.items() if value == targets), "custom")
+
+
 def lora_targets(page: str) -> str:
-    """The adapted projections, as a multiselect over q, k, v, o, gate, up, down."""
+    """The adapted projections: a preset (PEFT's q, v default, attention, all-linear) or a custom list of q, k, v,
+    o, gate, up, down (and, for a MoE model, experts and router)."""
     short_to_hf = dict(zip(LORA_SHORT_NAMES, LORA_ROLES))
     spec = links.fields(page)["lora_targets"]
+    saved = state.page_state(page)["lora_targets"]
+    preset_key = f"{page}.lora_preset"
+    if preset_key not in st.session_state:
+        st.session_state[preset_key] = lora_preset_of(saved)
+    preset = st.segmented_control(  # the default is the value, as `state.bind` explains
+        spec.label, tuple(LORA_PRESET_LABELS), format_func=LORA_PRESET_LABELS.get, required=True, key=preset_key,
+        default=st.session_state[preset_key],
+        on_change=_lora_preset_changed, args=(page,),
+        help="Linear layers that get adapters. q, v: PEFT's default for Llama-style models (q_proj, v_proj); "
+             "Attention: q, k, v, o; All linear: PEFT's 'all-linear', every projection (on a MoE model also the "
+             "routed experts and the router); Custom: choose them.")
+    if preset != "custom":
+        return _store(page, "lora_targets", LORA_PRESETS[preset])
+    a = _architecture(page)
+    names = [n for n in LORA_SHORT_NAMES if n not in MOE_ONLY_TARGETS or a is None or a.is_moe]  # roles it has
     widget_key, now = state.bind(page, "lora_targets", lambda text: text.split(",") if text else [])
-    chosen = st.multiselect(spec.label, LORA_SHORT_NAMES, default=now, format_func=short_to_hf.get,
-                            help="Linear layers that get adapters. PEFT's default for Llama-style models is "
-                                 "q_proj, v_proj; 'all-linear' is all of them.", key=widget_key)
+    chosen = st.multiselect("Projections", names, default=[n for n in now if n in names], format_func=short_to_hf.get,
+                            key=widget_key, placeholder="Choose the projections",
+                            help="The projections that get adapters (PEFT's target_modules).")
     return _store(page, "lora_targets", ",".join(name for name in LORA_SHORT_NAMES if name in chosen))
+
+
+def _lora_preset_changed(page: str) -> None:
+    """A preset sets the targets; Custom starts from the targets in use, so they can be edited."""
+    preset = st.session_state[f"{page}.lora_preset"]
+    if preset != "custom":
+        state.page_state(page)["lora_targets"] = LORA_PRESETS[preset]
+    st.session_state[f"{page}.lora_targets"] = [n for n in state.page_state(page)["lora_targets"].split(",") if n]
 
 
 def model_source(page: str) -> None:

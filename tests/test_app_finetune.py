@@ -56,6 +56,7 @@ def test_advanced_training_settings_reach_the_estimate():
     at = start({"model": LLAMA_31_8B}, page="finetune")
     at.selectbox(key="finetune.regime").set_value("mixed")
     at.number_input(key="finetune.lora_rank").set_value(64)
+    segmented(at, "finetune.lora_preset").set_value("custom").run()
     at.multiselect(key="finetune.lora_targets").set_value(["q", "k", "v", "o", "gate", "up", "down"])
     at.toggle(key="finetune.gradient_checkpointing").set_value(True)
     at.number_input(key="finetune.num_gpus").set_value(8)
@@ -87,6 +88,7 @@ def test_a_lora_rank_wider_than_the_model_is_an_error_naming_the_field():
 
 def test_no_lora_target_is_an_error():
     at = start({"model": LLAMA_31_8B}, page="finetune")
+    segmented(at, "finetune.lora_preset").set_value("custom").run()
     at.multiselect(key="finetune.lora_targets").set_value([]).run()
     assert not at.exception and "lora_targets" in errors(at)[0]
 
@@ -128,6 +130,7 @@ def test_every_widget_offers_the_browser_its_current_value_as_default():
     at.selectbox(key="finetune.model").set_value(LLAMA_31_8B).run()
     at.selectbox(key="finetune.optimizer").set_value("sgd").run()
     at.selectbox(key="finetune.gpu").set_value("h100-sxm").run()
+    segmented(at, "finetune.lora_preset").set_value("custom").run()
     at.multiselect(key="finetune.lora_targets").set_value(["q", "k", "v", "o"]).run()
     at.toggle(key="finetune.gradient_checkpointing").set_value(True).run()
     at.number_input(key="finetune.seq_len").set_value(8192).run()
@@ -138,5 +141,6 @@ def test_every_widget_offers_the_browser_its_current_value_as_default():
     for w in [*at.selectbox, *at.radio]:
         assert w.proto.default == w.index, w.key
     assert list(at.multiselect(key="finetune.lora_targets").proto.default) == [0, 1, 2, 3]
+    assert list(segmented(at, "finetune.lora_preset").proto.default) == [3]  # Custom
     assert list(segmented(at, "finetune.src").proto.default) == [1]  # Catalog model
     assert len(at.number_input) >= 5 and len(at.toggle) >= 3 and len(at.selectbox) >= 5  # the whole form drawn

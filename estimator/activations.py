@@ -416,8 +416,9 @@ def training_layer_bytes(a: Architecture, batch: int, seq: int, layer: int = 0, 
     """Activations one decoder layer saves for backward (no checkpointing)."""
     A, t, h = act_bytes, batch * seq, a.hidden_size
     norms = a.norms_per_layer * _norm_bytes(t, h, A, frozen_base, a.norm_bias)
-    if parallel_block(a) and a.norm_bias and a.norms_per_layer == 2:
-        norms -= A * t * h  # both LayerNorms read the same residual stream, saved once (GPT-NeoX: FINDINGS 35)
+    if a.model_type == "gpt_neox" and parallel_block(a):
+        norms -= A * t * h  # both LayerNorms read the same residual stream, saved once (FINDINGS 35; Falcon-40B's
+        # two LayerNorms do too, but its trace keeps another h-wide tensor not yet named: FINDINGS 35)
     if (a.fp32_norm_weight or a.model_type in FP32_WEIGHT_NORM_FAMILIES) and not frozen_base:
         norms += 2 * A * t * h  # the fp32 x * w product and the 16-bit casts of the pre-norm outputs
     if a.model_type in COHERE_NORM_FAMILIES:

@@ -96,7 +96,8 @@ def test_a_catalog_model_switches_to_the_detailed_method():
     s = est.InferenceScenario(est.model("Qwen/Qwen3-8B").architecture)
     assert s.resolved_method == "detailed"
     assert totals(at) == gb(est.inference_table(s))
-    assert "Detailed method" in texts(at) and "Logits" in table(at).columns
+    # one sequence's logits round to 0.00 GB in every row: the column is hidden (issue 14, item 10)
+    assert "Detailed method" in texts(at) and "Logits" not in table(at).columns
 
 
 def test_the_quick_method_stays_available_for_a_catalog_model():
@@ -164,7 +165,7 @@ def test_gpu_fit_on_the_target_gpu_uses_the_estimators_numbers():
     assert metrics["Most concurrent requests"] == f"{est.max_concurrency(s, row, gpu.memory_bytes):,}"
     fits = at.dataframe[0].value
     assert len(fits) == len(est.gpus())
-    assert fits[fits["GPU"] == "NVIDIA T4 16GB"]["GPUs needed"].iloc[0] == 2
+    assert fits[fits["GPU"] == "NVIDIA T4 16GB"]["GPUs needed"].iloc[0] == "2"  # text: "does not fit" elsewhere
 
 
 def test_the_selected_row_drives_gpu_fit():

@@ -64,13 +64,14 @@ def render(page: str) -> None:
         return f"{in_unit(num_bytes, unit):,.1f} {unit}"
 
     top = best(tips)
-    head = (f"**{escape(label)}** does not fit on {escape(name)} with these settings: {size(placed.per_gpu_bytes)} "
+    # plain text: warnings carry no Markdown of their own, so anything left in them is escaped user text
+    head = (f"{escape(label)} does not fit on {escape(name)} with these settings: {size(placed.per_gpu_bytes)} "
             f"per GPU, {size(placed.gpu.memory_bytes)} usable.")
     if top is None:
         st.warning(head + " No change the estimator tries makes it fit.", icon=":material/warning:")
         return
     where = f" on {top.fit.count} GPUs" if top.fit.count > 1 else ""
-    st.warning(f"{head} Mildest change that fits: **{escape(top.change)}**: {size(top.fit.per_gpu_bytes)} per "
+    st.warning(f"{head} Mildest change that fits: {escape(top.change)}: {size(top.fit.per_gpu_bytes)} per "
                f"GPU{where}.", icon=":material/lightbulb:")
     with st.expander(f"What would make it fit ({len(tips)} changes, each computed)", icon=":material/build:"):
         st.markdown("\n".join(f"- {escape(tip.change)}: **{size(tip.fit.per_gpu_bytes)}** per GPU, {_fits_text(tip)}"

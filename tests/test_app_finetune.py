@@ -20,7 +20,7 @@ def test_default_render_is_the_reference_documents_table():
     assert at.title[0].value == "Fine-tuning memory"
     assert list(table(at)["Scenario"]) == ["Full-parameter", "LoRA", "QLoRA (8-bit)", "QLoRA (4-bit)"]
     assert totals(at) == [87.4, 18.1, 11.1, 7.6]
-    assert at.query_params == {"v": "1", "p": "finetune"}
+    assert at.query_params == {"v": "1", "p": "finetune", "gc": "auto"}  # a link without gc means off (older links)
 
 
 @pytest.mark.parametrize("key, value, field", [
@@ -58,7 +58,7 @@ def test_advanced_training_settings_reach_the_estimate():
     at.number_input(key="finetune.lora_rank").set_value(64)
     segmented(at, "finetune.lora_preset").set_value("custom").run()
     at.multiselect(key="finetune.lora_targets").set_value(["q", "k", "v", "o", "gate", "up", "down"])
-    at.toggle(key="finetune.gradient_checkpointing").set_value(True)
+    at.radio(key="finetune.gradient_checkpointing").set_value(True)
     at.number_input(key="finetune.num_gpus").set_value(8)
     at.selectbox(key="finetune.zero_stage").set_value(3)
     at.toggle(key="finetune.offload_optimizer").set_value(True).run()
@@ -109,16 +109,24 @@ def test_a_bad_config_shows_an_error():
     assert not at.exception and "config.json is missing" in errors(at)[0]
 
 
-def test_gpu_fit_shows_the_zero_3_count_and_the_longest_sequence():
+def test_gpu_fit_uses_the_pages_own_sharding_and_offers_zero_3():
+    """Issue 14 item 9: without ZeRO, full fine-tuning of 7B (87.4 GB per GPU) fits no number of RTX 4090; ZeRO-3
+    on 4 is a suggestion, and with ZeRO-3 chosen the fit counts 4 and the longest sequence."""
     at = start(page="finetune")
-    s = est.FinetuneScenario(SEVEN_B)
+    assert {m.label: m.value for m in at.metric}["RTX 4090 needed"] == "does not fit"
+    assert "ZeRO-3: 4 GPUs" in at.dataframe[0].value["Note"].tolist()
+    assert "None" not in at.dataframe[0].value["GPUs needed"].tolist()
+    assert "LoRA instead of Full\\-parameter: 18.1 GB per GPU" in at.warning[0].value  # the mildest change
+    assert "- 4 GPUs with ZeRO-3 (FSDP FULL_SHARD): **24.4 GB** per GPU, fits on 4 GPUs" in texts(at)
+    at = start({"zero": "3"}, page="finetune")
+    s = est.FinetuneScenario(SEVEN_B, zero_stage=3)
     row = est.finetune.finetune_rows(s)[0][1]
     placed = est.fit(s, row, est.gpu("rtx-4090"))
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["RTX 4090 needed"] == f"{placed.count} GPUs"
+    assert metrics["RTX 4090 needed"] == f"{placed.count} GPUs" == "4 GPUs"
     spread = est.hardware.with_gpus(s, placed.count)
     assert metrics["Longest sequence"] == f"{est.max_seq_len(spread, row, est.gpu('rtx-4090').memory_bytes):,} tokens"
-    assert "with ZeRO-3" in texts(at)
+    assert "(ZeRO-3)" in texts(at) and not at.warning
 
 
 def test_every_widget_offers_the_browser_its_current_value_as_default():
@@ -132,7 +140,7 @@ def test_every_widget_offers_the_browser_its_current_value_as_default():
     at.selectbox(key="finetune.gpu").set_value("h100-sxm").run()
     segmented(at, "finetune.lora_preset").set_value("custom").run()
     at.multiselect(key="finetune.lora_targets").set_value(["q", "k", "v", "o"]).run()
-    at.toggle(key="finetune.gradient_checkpointing").set_value(True).run()
+    at.radio(key="finetune.gradient_checkpointing").set_value(True).run()
     at.number_input(key="finetune.seq_len").set_value(8192).run()
     at.radio(key="finetune.adapter_bits").set_value(16).run()
     assert_clean(at)
@@ -143,4 +151,27 @@ def test_every_widget_offers_the_browser_its_current_value_as_default():
     assert list(at.multiselect(key="finetune.lora_targets").proto.default) == [0, 1, 2, 3]
     assert list(segmented(at, "finetune.lora_preset").proto.default) == [3]  # Custom
     assert list(segmented(at, "finetune.src").proto.default) == [1]  # Catalog model
-    assert len(at.number_input) >= 5 and len(at.toggle) >= 3 and len(at.selectbox) >= 5  # the whole form drawn
+    assert len(at.number_input) >= 5 and len(at.toggle) >= 2 and len(at.selectbox) >= 5  # the whole form drawn
+
+
+def test_qlora_checkpoints_by_default_and_a_row_that_does_not_fit_says_what_would():
+    """Issue 14 item 2: Qwen2.5 7B, QLoRA 4-bit, r16, all-linear, batch 4, 2048 tokens was 98.8 GB and 'does not fit
+    on any number of RTX 4090'; gradient checkpointing is now on for QLoRA, and the mildest change that fits the
+    RTX 4090 (micro-batch 1, 14.4 GB) is named with its memory."""
+    at = start({"model": "Qwen/Qwen2.5-7B", "batch": "4", "targets": "q,k,v,o,gate,up,down", "row": "qlora-4bit"},
+               page="finetune")
+    assert at.radio(key="finetune.gradient_checkpointing").value == "auto"
+    assert totals(at)[3] == 27.0
+    [warning] = at.warning
+    shown = warning.value.replace("\\", "")  # Markdown escapes
+    assert "does not fit on RTX 4090" in shown and "27.0 GB per GPU, 25.8 GB usable" in shown
+    assert "Micro-batch 1 with 4 gradient-accumulation steps" in shown and "14.4 GB per GPU" in shown
+    at.number_input(key="finetune.batch_size").set_value(1).run()
+    assert not at.warning and totals(at)[3] == 14.4
+
+
+def test_a_link_without_gc_keeps_its_meaning():
+    at = start({"v": "1", "p": "finetune", "model": "Qwen/Qwen2.5-7B", "batch": "4", "targets": "q,k,v,o,gate,up,down",
+                "row": "qlora-4bit"})
+    assert at.radio(key="finetune.gradient_checkpointing").value is False
+    assert totals(at)[3] == 98.8

@@ -29,7 +29,7 @@ from .quick import quick_finetune
 from .scenarios import AUTO, FinetuneScenario, gradient_checkpointing
 from .sharding import shard_training_states
 from .training import (LORA_TARGET_PRESETS, PEFT_MAMBA_TYPES, QLORA_BASE_FORMAT, REGIMES, TECHNIQUE_LABELS,
-                       TECHNIQUES, lora_adapter_shapes, optimizer,
+                       TECHNIQUES, lora_adapter_shapes, lora_target_text, optimizer,
                        moe_targets, optimizer_notes, optimizer_state_bytes, parse_lora_targets,
                        step_temporary_bytes)
 from .units import BF16_BYTES, FP32_BYTES, bytes_from_gb
@@ -83,8 +83,8 @@ def _model_states(s: FinetuneScenario, technique: str) -> ModelStates:
                      " embeddings, lm_head and norms cast to fp32 by prepare_model_for_kbit_training")
     states = {"weights": base + adapters * adapter_bytes, "gradients": adapters * adapter_bytes,
               "optimizer_states": optimizer_state_bytes(opt, shapes, s.adapter_bits)}
-    notes = [f"{TECHNIQUE_LABELS[technique]}: rank {s.lora_rank} on {', '.join(targets)} = {adapters:,} trainable "
-             f"parameters ({adapters / total:.3%}), {s.adapter_bits}-bit adapters"
+    notes = [f"{TECHNIQUE_LABELS[technique]}: rank {s.lora_rank} on {lora_target_text(a, targets)} = {adapters:,} "
+             f"trainable parameters ({adapters / total:.3%}), {s.adapter_bits}-bit adapters"
              + (" (peft's default)" if s.adapter_bits == 32 else "") + f"; {base_note}; "
              f"{opt.label} states in the adapters' dtype"]
     if a.is_moe:

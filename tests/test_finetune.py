@@ -158,3 +158,12 @@ def test_all_linear_on_moe_adapts_experts_and_router_as_peft_0_21_does():
     per_layer = attention + r * (h + E) + experts
     assert lora_trainable_params(a, parse_lora_targets("all-linear"), r) == 48 * per_layer
     assert lora_trainable_params(a, parse_lora_targets("q,k,v,o,gate,up,down"), r) == 48 * attention
+
+
+def test_lora_assumptions_name_only_roles_the_model_has():
+    """Issue 14 item 3: all-linear on a dense model names q_proj ... down_proj, not experts and router."""
+    dense = est.model("meta-llama/Llama-3.1-8B").architecture
+    moe = est.model("Qwen/Qwen3-30B-A3B").architecture
+    row = lambda a: est.estimate_finetune(est.FinetuneScenario(a, technique="lora", lora_targets="all-linear"))  # noqa: E731
+    assert "on q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj = " in row(dense).assumptions[0]
+    assert "experts, router" in row(moe).assumptions[0]

@@ -32,8 +32,8 @@ from .hf_config import MAX_CONFIG_CHARS, architecture_from_config, parse_config_
 from .inference import estimate_inference, inference_rows
 from .inputs import Input, inputs
 from .kv_cache import kv_bytes_per_token
-from .scenarios import (ACTIVE_PARAMS, CATALOG_MODEL, PARAMS, TARGET_GPU, FinetuneScenario, InferenceScenario, Model,
-                        ParamCount)
+from .scenarios import (ACTIVE_PARAMS, AUTO, CATALOG_MODEL, PARAMS, TARGET_GPU, FinetuneScenario, InferenceScenario,
+                        Model, ParamCount)
 from .units import GB
 
 
@@ -52,7 +52,7 @@ def _option(group, dest: str, spec: Input, show_default: bool = True) -> None:
     """The command-line option of a declared input: its flag, its parser (the one the share links use, so both
     accept the same text) and its help. Unset options stay None: the scenario's own default applies."""
     shown = ("on" if spec.default else "off") if isinstance(spec.default, bool) else spec.format(spec.default)
-    default = f" (default: {shown})" if show_default and not spec.optional else ""
+    default = f" (default: {shown})" if show_default and not spec.optional and AUTO not in spec.choices else ""
     if spec.kind is bool and spec.text is None:
         group.add_argument(spec.flag, dest=dest, action=argparse.BooleanOptionalAction, default=None,
                            help=spec.help + default)

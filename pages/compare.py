@@ -1,6 +1,7 @@
 """Compare: up to six scenarios added from the estimate pages, side by side.
 
-One table (rows = memory components, totals and GPU fit; columns = scenarios) and one stacked bar chart.
+One table (rows = memory components, totals and GPU fit; columns = scenarios) and one stacked bar chart, one
+bar per scenario (same-named scenarios get ' (2)', as in the table).
 Scenarios can be renamed, opened again on their page, removed, and exported as CSV or JSON.
 """
 
@@ -56,9 +57,11 @@ else:
     frame = tables.comparison_frame(entries, unit)
     if entries:
         st.dataframe(frame, height=35 * (len(frame) + 1) + 3)  # every row visible
-        lines = charts.capacity_lines(catalog.gpus(), gpu_id)
-        st.plotly_chart(charts.stacked_bar([(name, b) for name, b, _ in entries], unit, lines),
-                        config={"displaylogo": False}, key="compare.bars")
+        labels = charts.unique_labels([name for name, _, _ in entries])  # as the table's columns: by item
+        results.bar_chart(list(zip(labels, [b for _, b, _ in entries])),
+                          lambda: [(label, *results.compared_spread(item.page, item.state, gpu_id))
+                                   for label, item in zip(labels, valid)],
+                          unit, charts.capacity_lines(catalog.gpus(), gpu_id), "compare.bars", gpu_id)
 
     st.subheader("Scenarios")
     st.caption("Type over a name to rename it (empty: the automatic name). Open loads a scenario's inputs on its "

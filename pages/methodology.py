@@ -33,7 +33,7 @@ def worked_example() -> pd.DataFrame:
 slot = chrome.header(PAGE, "Methodology", "How every number in this app is computed, with its sources. All "
                                           "sizes are bytes per GPU; GB = 10^9 bytes, GiB = 2^30 bytes.")
 
-st.markdown("""
+st.markdown(r"""
 The app has two methods. **Quick** is the reference document's rule of thumb (Alibaba Cloud PAI, *GPU memory
 estimation for LLMs*): it needs only the parameter count. **Detailed** counts every tensor of the architecture,
 read from a catalog model or a pasted Hugging Face `config.json`. A parameter count uses quick; a catalog model or
@@ -103,7 +103,7 @@ AltUp block (`altup_num_inputs` copies of the hidden state) and a LAuReL low-ran
 
 Symbols: $P$ total parameters, $P_a$ active parameters per token (MoE), $b$ batch size, $s$ sequence length,
 $C$ concurrent requests, $h$ hidden size, $L$ layers, $V$ vocabulary, $n_h$ query heads, $n_{kv}$ KV heads,
-$d$ head dimension, $I$ MLP width, $A$ bytes of an activation (2 for 16-bit), $t = b \\cdot s$ tokens in a step,
+$d$ head dimension, $I$ MLP width, $A$ bytes of an activation (2 for 16-bit), $t = b \cdot s$ tokens in a step,
 $tp$ tensor-parallel GPUs, $N$ data-parallel GPUs.
 """)
 
@@ -112,6 +112,8 @@ st.markdown(f"""
 The reference document measured activations and KV cache at about 10% of the 16-bit weights for a 7 B model at
 batch 1 and {REFERENCE_TOKENS:,} tokens; the app scales that reference $R$ linearly with the tokens.
 """)
+with st.container(key=f"{chrome.NARROW_ONLY}-formulas"):
+    st.caption("Formulas wider than the screen scroll sideways: swipe them; a shadow marks the side with more.")
 st.latex(rf"R = {float(REFERENCE_SHARE):g} \times 2\,\text{{B}} \times P_a \times \frac{{b\,s}}{{{REFERENCE_TOKENS}}}")
 st.latex(r"\text{weights} = P \times \tfrac{\text{bits}}{8} \qquad \text{activations} = R \times "
          r"\tfrac{\text{activation bits}}{16} \qquad \text{KV cache} = R \times C \times "

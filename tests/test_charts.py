@@ -3,7 +3,7 @@
 import pytest
 
 import estimator as est
-from ui import charts
+from ui import charts, tables
 from estimator.breakdown import COMPONENTS
 
 SEVEN_B = est.ParamCount.from_billions(7)
@@ -66,13 +66,81 @@ def test_hover_shows_values_in_the_unit():
 
 def test_capacity_lines_are_the_common_24_48_80_141_gb_gpus_plus_the_chosen_one():
     lines = charts.capacity_lines(est.gpus(), "b200")
-    assert [line.label for line in lines] == ["RTX 4090 24 GB", "L40S 48 GB", "H100 SXM 80 GB", "H200 141 GB",
-                                              "B200 180 GB"]
+    assert [line.label for line in lines] == ["RTX 4090", "L40S", "H100 SXM", "H200", "B200"]
     assert [line.chosen for line in lines] == [False] * 4 + [True]
     assert lines[0].bytes == est.gpu("rtx-4090").memory_bytes
     assert len(charts.capacity_lines(est.gpus(), "h200")) == 4  # a common GPU is not drawn twice
     near_h100 = charts.capacity_lines(est.gpus(), "a100-80gb-sxm")  # 85.0 GB next to the H100's 85.5 GB
-    assert [line.label for line in near_h100] == ["RTX 4090 24 GB", "L40S 48 GB", "A100 SXM4 80 GB", "H200 141 GB"]
+    assert [line.label for line in near_h100] == ["RTX 4090", "L40S", "A100 SXM4", "H200"]
+
+
+def line_labels(fig):
+    return [a for a in fig.layout.annotations if a.xref == "x domain"]
+
+
+def test_capacity_labels_say_what_the_line_is_in_the_pages_unit():
+    """Issue 14.4: 'RTX 4090 24 GB' was drawn at 25.8 GB; the label now names the usable memory it sits at."""
+    lines = charts.capacity_lines(est.gpus(), "rtx-4090")
+    texts = [a.text for a in line_labels(charts.stacked_bar(finetune_bars(), "GB", lines))]
+    assert "RTX 4090 (25.8 GB usable)" in texts and "H100 SXM (85.0 GB usable)" in texts
+    texts = [a.text for a in line_labels(charts.stacked_bar(finetune_bars(), "GiB", lines))]
+    assert "RTX 4090 (24.0 GiB usable)" in texts and "H200 (140.4 GiB usable)" in texts
+
+
+def test_close_capacity_labels_do_not_overlap():
+    """L4 (24.2 GB) and RTX 4090 (25.8 GB) printed on top of each other: one now goes below its line."""
+    lines = charts.capacity_lines(est.gpus(), "l4")
+    fig = charts.stacked_bar(inference_bars(), lines=lines)
+    labels = {a.text.split(" (")[0]: a for a in line_labels(fig)}
+    assert {"L4", "RTX 4090"} <= labels.keys()
+    px = charts.PLOT_PX / fig.layout.yaxis.range[1]
+    spans = sorted((a.y * px, a.y * px + charts.LABEL_PX) if a.yanchor == "bottom" else
+                   (a.y * px - charts.LABEL_PX, a.y * px) for a in labels.values())
+    assert all(high <= low for (_, high), (low, _) in zip(spans, spans[1:]))
+    assert labels["L4"].yanchor == "top" and labels["RTX 4090"].yanchor == "bottom"
+
+
+def test_bunched_lines_keep_only_labels_that_fit_and_the_chosen_one():
+    model = est.catalog.model("deepseek-ai/DeepSeek-V3").architecture
+    big = [(b.row, b) for b in est.finetune_table(est.FinetuneScenario(model))]
+    fig = charts.stacked_bar(big, lines=charts.capacity_lines(est.gpus(), "rtx-4090"))
+    assert [a.text for a in line_labels(fig)] == ["RTX 4090 (25.8 GB usable)"]
+    assert len(fig.layout.shapes) == 1  # the H100 / H200 lines, a few pixels above it, are left out
+
+
+def test_same_named_bars_stay_two_bars_named_as_the_comparison_table_names_them():
+    """Issue 14.1: the same LoRA row added twice was drawn as one bar of twice the height."""
+    lora = est.finetune_table(est.FinetuneScenario(SEVEN_B))[1]
+    fig = charts.stacked_bar([("LoRA 7B", lora), ("LoRA 7B", lora)])
+    assert [list(t.x) for t in fig.data] == [["LoRA 7B", "LoRA 7B (2)"]] * len(fig.data)
+    totals = [a for a in fig.layout.annotations if a.xref != "x domain"]
+    assert [(a.x, a.text) for a in totals] == [("LoRA 7B", "18.1 GB"), ("LoRA 7B (2)", "18.1 GB")]
+    fit = est.fit(est.FinetuneScenario(SEVEN_B), lambda s: est.finetune_table(s)[1], est.gpu("rtx-4090"))
+    frame = tables.comparison_frame([("LoRA 7B", lora, fit), ("LoRA 7B", lora, fit)])
+    assert list(frame.columns) == list(fig.data[0].x)
+
+
+def test_charts_keep_the_width_of_a_phone_and_their_labels_level():
+    """Issue 14.5: a 105 px label margin left a 390 px phone 65% of the width, x labels were cut ('LoR...') and
+    rotated into the legend."""
+    bars = [(name, b) for name, (_, b) in zip(("Full-parameter", "LoRA", "QLoRA (8-bit)", "QLoRA (4-bit)"),
+                                               finetune_bars())]
+    fig = charts.stacked_bar(bars, lines=charts.capacity_lines(est.gpus(), "rtx-4090"))
+    assert fig.layout.margin.r <= 10 and fig.layout.margin.l <= 10
+    assert fig.layout.legend.y > 1 and fig.layout.legend.yanchor == "bottom"  # above the plot
+    assert fig.layout.xaxis.tickangle == 0
+    assert list(fig.layout.xaxis.ticktext) == ["Full-parameter", "LoRA", "QLoRA<br>(8-bit)", "QLoRA<br>(4-bit)"]
+    assert charts.wrap("7B · LoRA · b1 × 2,048 tok") == "7B · LoRA<br>b1 × 2,048 tok"
+    assert all(a.x in (0, 1) and a.xanchor in ("left", "right") for a in line_labels(fig))  # inside the plot
+
+
+def test_a_total_that_a_line_would_strike_goes_inside_its_bar():
+    """A bar's total written just under a capacity line was struck through by it."""
+    lora = est.finetune_table(est.FinetuneScenario(est.ParamCount.from_billions(10)))[1]  # 25.0 GB, line 25.8
+    fig = charts.stacked_bar([("LoRA", lora)], lines=charts.capacity_lines(est.gpus(), "rtx-4090"))
+    total = next(a for a in fig.layout.annotations if a.xref != "x domain")
+    assert total.y < est.gpu("rtx-4090").memory_bytes / 1e9 and total.yanchor == "top"
+    assert total.bgcolor == "white"
 
 
 def test_capacity_lines_are_drawn_at_usable_memory_and_the_chosen_one_stands_out():

@@ -8,7 +8,9 @@
   the budget and at the GPU's memory.
 Every page colours a component the same way (`COMPONENT_STYLE`). Capacity lines sit at the memory a
 framework can allocate (`Gpu.memory_bytes`, e.g. 24 GiB = 25.8 GB on an "RTX 4090 24 GB"), as the GPU-fit
-table counts it. Labels may be user text (scenario names): they are HTML-escaped, since plotly renders
+table counts it, and say so in the page's unit ("RTX 4090 (25.8 GB usable)"). Labels sit inside the plot and
+never overlap; legends sit above the plot and x labels are wrapped, so that a chart keeps its width and stays
+readable on a 390 px phone. Labels may be user text (scenario names): they are HTML-escaped, since plotly renders
 a subset of HTML in labels.
 """
 
@@ -42,16 +44,27 @@ ROW_COLOURS = ("#4E79A7", "#F28E2B", "#59A14F", "#E15759", "#B07AA1", "#76B7B2")
 COMMON_GPUS = ("rtx-4090", "l40s", "h100-sxm", "h200")  # the 24, 48, 80 and 141 GB classes
 CHOSEN_COLOUR, LINE_COLOUR = "#1C2430", "#8C8C8C"  # the target GPU solid and dark, the others dotted grey
 HEIGHT = 400
-LABEL_MARGIN = 105  # px right of the plot for the capacity-line labels, so they never sit on a bar
+# Capacity labels sit inside the plot, just above (or below) their line, so the plot keeps the full width on a
+# phone. Two labels closer than LABEL_PX on a plot of PLOT_PX (a 400 px figure with a three-row legend on a
+# 390 px screen; more on a desktop) would overlap: the second goes below its line, else its line is left out.
+PLOT_PX, LABEL_PX = 230, 15
+LABEL_BACKGROUND = "rgba(255,255,255,0.85)"  # a line running through a label stops at its edge
+LEGEND = dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0, title_text="", traceorder="normal",
+              entrywidth=85, font=dict(size=11))  # above the plot, clear of the x labels; two to a row on a phone
+WRAP_CHARS = 14  # x labels are broken into lines of about this many characters, so they stay level and unclipped
 
 
 @dataclass(frozen=True)
 class Capacity:
-    """A horizontal line at a GPU's usable memory."""
+    """A horizontal line at a GPU's usable memory (`Gpu.memory_bytes`); `label` is the GPU's short name."""
 
     label: str
     bytes: int
     chosen: bool = False  # the user's target GPU: drawn solid and dark
+
+    def text(self, unit: str) -> str:
+        """What the line means, in the page's unit: 'RTX 4090 (25.8 GB usable)', 'RTX 4090 (24.0 GiB usable)'."""
+        return f"{self.label} ({in_unit(self.bytes, unit):,.1f} {unit} usable)"
 
 
 def short_gpu_name(name: str) -> str:
@@ -69,10 +82,40 @@ def capacity_lines(gpus: Sequence[Gpu], chosen_id: str | None = None) -> list[Ca
         return g.id in COMMON_GPUS and (chosen is None or
                                         abs(g.memory_bytes - chosen.memory_bytes) > 0.05 * chosen.memory_bytes)
 
-    lines = [Capacity(f"{short_gpu_name(g.name)} {g.memory_gb:g} GB", g.memory_bytes) for g in gpus if common(g)]
+    lines = [Capacity(short_gpu_name(g.name), g.memory_bytes) for g in gpus if common(g)]
     if chosen:
-        lines.append(Capacity(f"{short_gpu_name(chosen.name)} {chosen.memory_gb:g} GB", chosen.memory_bytes, True))
+        lines.append(Capacity(short_gpu_name(chosen.name), chosen.memory_bytes, True))
     return sorted(lines, key=lambda line: line.bytes)
+
+
+def unique_labels(labels: Sequence[str]) -> list[str]:
+    """'a', 'a' -> 'a', 'a (2)', as the comparison table and its CSV name same-named scenarios: a bar chart's
+    categories must differ, or plotly stacks two scenarios into one bar."""
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
+    return out
+
+
+def wrap(label: str, width: int = WRAP_CHARS) -> str:
+    """An x label broken into lines (plotly's <br>) of about `width` characters, at the ' · ' between a
+    scenario's parts first, else at spaces, so that labels stay level and whole on a phone instead of being
+    rotated or cut to 'LoR...'. `label` is already escaped."""
+    lines: list[str] = []
+    for part in label.split(" · "):
+        words = part.split(" ")
+        if lines and len(lines[-1]) + 3 + len(part) <= width:
+            lines[-1] += " · " + part
+            continue
+        lines.append(words[0])
+        for word in words[1:]:  # a table row's name ('QLoRA (8-bit)') breaks sooner than a scenario's part
+            if len(lines[-1]) + 1 + len(word) <= (width if " · " in label else width - 4):
+                lines[-1] += " " + word
+            else:
+                lines.append(word)
+    return "<br>".join(lines)
 
 
 def _y_top(highest: float, lines: Sequence[Capacity], unit: str) -> float:
@@ -83,37 +126,91 @@ def _y_top(highest: float, lines: Sequence[Capacity], unit: str) -> float:
     return 1.1 * max(highest, min(above, default=highest), *chosen)
 
 
-def _capacity_layout(lines: Sequence[Capacity], unit: str) -> tuple[list[dict], list[dict]]:
-    """(shapes, labels): each line across the plot and its label right of it. Built as plain layout dicts and
-    handed to plotly once: `add_hline` and `add_annotation` re-validate the figure on every call, which made
-    the figures most of a page rerun (benchmarks/RESULTS.md)."""
+@dataclass(frozen=True)
+class End:
+    """What a plot holds at its left or right edge, where capacity labels go, in axis units: the end bar's
+    top (0 for curves, which start low) and the span of the total written on it."""
+
+    top: float = 0.0
+    text: tuple[float, float] = (0.0, 0.0)
+
+
+def placed_lines(lines: Sequence[Capacity], unit: str, top: float,
+                 ends: dict[str, End] | None = None) -> list[tuple[Capacity, str, str]]:
+    """(line, side, "above" or "below") for the lines drawn on an axis from 0 to `top`. A label goes at a side
+    ("left" or "right", `ends` in order of preference) above its line (below when another line is just above
+    it, whose label then goes above that line), the chosen GPU's first, then
+    lowest first, choosing in turn a place clear of the labels already placed and of the end bar and its total,
+    then one clear of labels and totals (over a bar, on its white background), then one clear of labels only; a
+    line whose label has none of these is left out, as is its label (the chosen GPU's keeps its line and goes
+    above it). Lines above the axis keep their label above (they show on zooming out)."""
+    ends = ends or {"left": End()}
+    px = PLOT_PX / top if top > 0 else 0.0
+    taken: list[tuple[float, float, str]] = []
+
+    def clear(low: float, high: float, side: str, level: int) -> bool:
+        end = ends[side]
+        if any(not (high <= a or low >= b) for a, b, _ in taken):  # labels at opposite sides meet on a phone
+            return False
+        if level < 2 and not (high <= end.text[0] * px or low >= end.text[1] * px):
+            return False
+        return level > 0 or low >= end.top * px
+
+    out = []
+    for line in sorted(lines, key=lambda line: (not line.chosen, line.bytes)):
+        y = in_unit(line.bytes, unit) * px
+        if y > PLOT_PX:
+            out.append((line, next(iter(ends)), "above"))
+            continue
+        near_above = any(0 < (in_unit(other.bytes, unit) * px) - y < LABEL_PX for other in lines)
+        order = (("below", (y - LABEL_PX, y)), ("above", (y, y + LABEL_PX)))  # below when a line is just above
+        spots = [(side, where, span) for side in ends for where, span in (order if near_above else order[::-1])
+                 if span[0] >= 0 and span[1] <= PLOT_PX + LABEL_PX]
+        spot = next(((side, where, span) for level in range(3) for side, where, span in spots
+                     if clear(*span, side, level)), None)
+        if spot:
+            taken.append((*spot[2], spot[0]))
+            out.append((line, spot[0], spot[1]))
+        elif line.chosen:
+            out.append((line, next(iter(ends)), "above"))
+    return sorted(out, key=lambda placed: placed[0].bytes)
+
+
+def _capacity_layout(lines: Sequence[Capacity], unit: str, top: float,
+                     ends: dict[str, End] | None) -> tuple[list[dict], list[dict]]:
+    """(shapes, labels): each line across the plot and its label inside the plot (`placed_lines`). Built as
+    plain layout dicts and handed to plotly once: `add_hline` and `add_annotation` re-validate the figure on
+    every call, which made the figures most of a page rerun (benchmarks/RESULTS.md)."""
     shapes, labels = [], []
-    for line in lines:
+    for line, side, where in placed_lines(lines, unit, top, ends):
         y, colour = in_unit(line.bytes, unit), CHOSEN_COLOUR if line.chosen else LINE_COLOUR
         shapes.append(dict(type="line", xref="x domain", x0=0, x1=1, yref="y", y0=y, y1=y,
                            line=dict(color=colour, width=2 if line.chosen else 1,
                                      dash="solid" if line.chosen else "dot")))
-        labels.append(dict(xref="x domain", x=1, xanchor="left", yref="y", y=y, yanchor="middle", showarrow=False,
-                           text=html.escape(line.label), font=dict(size=11, color=colour)))
+        labels.append(dict(xref="x domain", x=0 if side == "left" else 1, xanchor=side, yref="y", y=y,
+                           yanchor="bottom" if where == "above" else "top", showarrow=False, borderpad=1,
+                           text=html.escape(line.text(unit)), bgcolor=LABEL_BACKGROUND,
+                           font=dict(size=11, color=colour)))
     return shapes, labels
 
 
 def _figure(traces: list[dict], lines: Sequence[Capacity], unit: str, top: float, x_title: str = "",
-            annotations: Sequence[dict] = (), xaxis: dict | None = None, **layout) -> go.Figure:
+            annotations: Sequence[dict] = (), xaxis: dict | None = None, ends: dict[str, End] | None = None,
+            **layout) -> go.Figure:
     """One figure from trace dicts, the capacity lines and the shared layout, validated by plotly once."""
-    shapes, labels = _capacity_layout(lines, unit)
+    shapes, labels = _capacity_layout(lines, unit, top, ends)
     return go.Figure(data=traces, layout=dict(
-        height=HEIGHT, margin=dict(l=10, r=LABEL_MARGIN, t=30, b=10), hovermode="closest",
-        legend=dict(orientation="h", yanchor="top", y=-0.22 if x_title else -0.12, xanchor="left", x=0,
-                    title_text="", traceorder="normal"),
+        height=HEIGHT, margin=dict(l=10, r=10, t=10, b=10), hovermode="closest", legend=LEGEND,
         yaxis=dict(title_text=f"Memory per GPU ({unit})", range=[0, top], rangemode="tozero"),
-        xaxis=dict(title_text=x_title, **(xaxis or {})), shapes=shapes, annotations=[*annotations, *labels],
-        **layout))
+        xaxis=dict(title_text=x_title, automargin=True, **(xaxis or {})), shapes=shapes,
+        annotations=[*annotations, *labels], **layout))
 
 
 def stacked_bar(bars: Sequence[tuple[str, Breakdown]], unit: str = "GB", lines: Sequence[Capacity] = ()) -> go.Figure:
-    """One bar per (label, breakdown), stacked by component in the canonical order, totals on top."""
-    labels = [html.escape(label) for label, _ in bars]
+    """One bar per (label, breakdown), stacked by component in the canonical order, totals on top (inside the
+    bar's top where a capacity line would run through them). Bars are keyed by position: same-named bars get
+    ' (2)', ' (3)' as the comparison table does."""
+    labels = unique_labels([html.escape(label) for label, _ in bars])
     traces = []
     for name, (label, colour) in COMPONENT_STYLE.items():
         values = [in_unit(b.component(name), unit) for _, b in bars]
@@ -121,10 +218,20 @@ def stacked_bar(bars: Sequence[tuple[str, Breakdown]], unit: str = "GB", lines: 
             traces.append(dict(type="bar", name=label, x=labels, y=values, marker=dict(color=colour),
                                hovertemplate=f"%{{x}}<br>{label}: %{{y:,.2f}} {unit}<extra></extra>"))
     totals = [in_unit(b.total, unit) for _, b in bars]
-    on_top = [dict(x=label, y=total, text=f"{total:,.1f} {unit}", showarrow=False, yanchor="bottom")
-              for label, total in zip(labels, totals)]
-    return _figure(traces, lines, unit, _y_top(max(totals, default=0), lines, unit), annotations=on_top,
-                   barmode="stack", bargap=0.35)
+    top = _y_top(max(totals, default=0), lines, unit)
+    height = LABEL_PX * top / PLOT_PX if top > 0 else 0.0  # a label's height in axis units
+    levels = [in_unit(line.bytes, unit) for line in lines]
+    inside = [total >= 2 * height and any(total <= level <= total + height for level in levels) for total in totals]
+    on_top = [dict(x=label, y=total, text=f"{total:,.1f} {unit}", showarrow=False, bgcolor="white", borderpad=1,
+                   font=dict(size=11), yanchor="top" if within else "bottom")
+              for label, total, within in zip(labels, totals, inside)]
+    ends = {}
+    if totals:
+        for side, i in sorted((("left", 0), ("right", -1)), key=lambda pair: totals[pair[1]]):  # the lower end first
+            text = (totals[i] - height, totals[i]) if inside[i] else (totals[i], totals[i] + height)
+            ends[side] = End(totals[i], text)
+    return _figure(traces, lines, unit, top, annotations=on_top, ends=ends, barmode="stack", bargap=0.3,
+                   xaxis=dict(tickangle=0, tickvals=labels, ticktext=[wrap(label) for label in labels]))
 
 
 def memory_curve(x: Sequence[int], series: Sequence[tuple[str, Sequence[int]]], x_title: str, unit: str = "GB",
@@ -149,7 +256,7 @@ def memory_curve(x: Sequence[int], series: Sequence[tuple[str, Sequence[int]]], 
                                              "<extra></extra>"))
     chosen = [in_unit(line.bytes, unit) for line in lines if line.chosen]
     shown = min(highest, max(3 * max(chosen, default=0), 1.5 * now)) or highest  # where the lines cross
-    return _figure(traces, lines, unit, _y_top(shown, lines, unit), x_title,
+    return _figure(traces, lines, unit, _y_top(shown, lines, unit), x_title,  # labels left, where curves start low
                    xaxis=dict(type="log", tickvals=list(x), ticktext=[_tick(v) for v in x]))
 
 

@@ -13,7 +13,7 @@ import streamlit as st
 from estimator import catalog, fit, fit_table, max_concurrency, max_seq_len, sweep
 from estimator.hardware import with_gpus
 from estimator.units import in_unit
-from ui import charts, form, links, state, tables
+from ui import charts, chrome, form, links, state, tables
 from ui.text import escape, markdown_table
 
 SEQ_SWEEP_FLOOR = 32_768  # curves reach at least this length (or the model's trained context, if longer)
@@ -65,6 +65,71 @@ def compared(page: str, inputs: dict, gpu_id: str):
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
+def row_fits(page: str, inputs: dict, gpu_id: str) -> dict[str, object]:
+    """GpuFit of every row on the target GPU, by row key."""
+    s, rows = _scenario_rows(page, inputs)
+    gpu = catalog.gpu(gpu_id)
+    return {row.key: fit(s, row.fn, gpu) for row in rows}
+
+
+def spread_over(s, fn, placed) -> tuple[str, object | None]:
+    """(how, Breakdown per GPU) of a row spread over the fewest GPUs that hold it (`placed`, its GpuFit): '8 x
+    H200' with the scenario's own sharding, '16 x RTX 4090, ZeRO-3' when training fits only that way; ('does
+    not fit on ...', None) when no count does."""
+    name = charts.short_gpu_name(placed.gpu.name)
+    if placed.count is not None:
+        return f"{placed.count} x {name}", fn(with_gpus(s, placed.count))
+    zero3 = getattr(placed, "zero3_count", None)
+    if zero3:
+        return f"{zero3} x {name}, ZeRO-3", fn(with_gpus(s, zero3, 3))
+    return f"does not fit on {name}", None
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def spread(page: str, inputs: dict, gpu_id: str) -> list[tuple[str, str, object | None]]:
+    """(row short name, how, Breakdown per GPU or None) of every row on the fewest target GPUs that hold it."""
+    s, rows = _scenario_rows(page, inputs)
+    placed = row_fits(page, inputs, gpu_id)
+    return [(row.short, *spread_over(s, row.fn, placed[row.key])) for row in rows]
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def compared_spread(page: str, inputs: dict, gpu_id: str) -> tuple[str, object | None]:
+    """`spread_over` for a compared scenario's selected row on the target GPU."""
+    s, rows = _scenario_rows(page, inputs)
+    row = tables.selected_row(rows, inputs[links.ROW[page]])
+    return spread_over(s, row.fn, fit(s, row.fn, catalog.gpu(gpu_id)))
+
+
+def out_of_range(totals: list[int], lines: list) -> bool:
+    """True when no GPU drawn on the chart holds any bar: every line would sit flat at the bottom of the axis."""
+    return bool(totals and lines) and min(totals) > max(line.bytes for line in lines)
+
+
+def bar_chart(bars: list[tuple[str, object]], spread_bars, unit: str, lines: list, key: str, gpu_id: str) -> None:
+    """The stacked bar chart of `bars` (label, Breakdown). When no GPU on the chart holds any bar, the bars are
+    one GPU's share on the fewest target GPUs that hold each (`spread_bars()`: (label, how, Breakdown or None)),
+    as the GPU fit computes it, so the chart stays readable; a caption says so."""
+    config = {"displaylogo": False}
+    if not out_of_range([b.total for _, b in bars], lines):
+        st.plotly_chart(charts.stacked_bar(bars, unit, lines), config=config, key=key)
+        return
+    shared, gpu = spread_bars(), escape(charts.short_gpu_name(catalog.gpu(gpu_id).name))
+    held = [(f"{label} · {how}", b) for label, how, b in shared if b is not None]
+    smallest = f"the smallest needs {min(in_unit(b.total, unit) for _, b in bars):,.1f} {unit}"
+    if not held:
+        st.plotly_chart(charts.stacked_bar(bars, unit, lines), config=config, key=key)
+        st.caption(f"No single GPU on the chart holds any of these ({smallest}), and no number of {gpu} does "
+                   "either: a larger target GPU shows how they would be split.")
+        return
+    st.plotly_chart(charts.stacked_bar(held, unit, lines), config=config, key=key)
+    missing = [f"{escape(label)} ({escape(how)})" for label, how, b in shared if b is None]
+    st.caption(f"No single GPU on the chart holds any of these ({smallest}), so each bar is one GPU's share on "
+               f"the fewest {gpu} that hold it, with the same sharding as GPU fit. "
+               + (f"Not drawn: {', '.join(missing)}. " if missing else "") + "The table above is for one GPU.")
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
 def curves(page: str, inputs: dict) -> dict[str, tuple[list[int], list[tuple[str, list[int]]]]]:
     """Totals per row against sequence length and against concurrency (inference) or batch size."""
     s, rows = _scenario_rows(page, inputs)
@@ -110,15 +175,32 @@ def render(page: str) -> None:
     frame = tables.scenario_frame([(row.label, b) for row, b in rows], unit)
     st.markdown(markdown_table(frame, decimals(frame, unit)))  # static: a grid costs ~200 ms a rerun to draw
     selected = _controls(page, inputs, [row for row, _ in rows])
+    _headline(page, inputs, rows, selected, view["gpu"], unit)
     lines = charts.capacity_lines(catalog.gpus(), view["gpu"])
-    st.plotly_chart(charts.stacked_bar([(row.short, b) for row, b in rows], unit, lines),
-                    config={"displaylogo": False}, key=f"{page}.bars")
+    bar_chart([(row.short, b) for row, b in rows], lambda: spread(page, inputs, view["gpu"]), unit, lines,
+              f"{page}.bars", view["gpu"])
     _gpu_tabs(page, inputs, view, selected, unit, lines)
     with st.expander("Assumptions", icon=":material/info:"):
         notes = [*next(b for row, b in rows if row.key == selected).assumptions,
                  "Sizes are per GPU, in GB = 10^9 bytes (GiB = 2^30 bytes when selected)",
                  "GPU capacities are the memory a framework can allocate (e.g. 24 GiB = 25.8 GB on a '24 GB' card)"]
         st.markdown("\n".join(f"- {escape(note)}" for note in notes))
+
+
+def _headline(page: str, inputs: dict, rows: list, selected: str, gpu_id: str, unit: str) -> None:
+    """The answer in three lines at the top of the page (`chrome.headline_slot`), shown on narrow screens only,
+    where the form would otherwise fill the first screen: the selected row's total, whether the target GPU holds
+    it, and every row's total."""
+    slot = chrome.headline_slot()
+    if slot is None:
+        return
+    row, b = next((row, b) for row, b in rows if row.key == selected)
+    placed = row_fits(page, inputs, gpu_id)[selected]
+    with slot.container(key=f"{chrome.HEADLINE_KEY}-{page}", border=True):
+        st.metric(f"{row.label}, per GPU", f"{in_unit(b.total, unit):,.1f} {unit}")
+        fits_on = ("fits on " if placed.count is not None else "") + tables.fit_text(placed)
+        others = " · ".join(f"{escape(r.short)} {in_unit(x.total, unit):,.1f}" for r, x in rows)
+        st.caption(f"{escape(fits_on)}. All rows ({unit}): {others}. Table, charts and GPU fit are below the form.")
 
 
 def _method_note(page: str, inputs: dict, method: str) -> str:

@@ -12,7 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import estimator as est
+from estimator.formats import resolve_word
 from estimator.hardware import max_concurrency, max_seq_len, with_gpus
+from estimator.inputs import inputs
 from estimator.training import OPTIMIZER_IMPLS
 from estimator.scenarios import (MAX_BATCH, MAX_CONCURRENCY, MAX_GPUS, MAX_OVERHEAD_GB, MAX_PARAMS_B,
                                  MAX_SEQ_LEN)
@@ -116,7 +118,7 @@ def bad_values(name: str):
         return st.one_of(garbage.filter(lambda v: not isinstance(v, float) or not 0 <= v <= MAX_OVERHEAD_GB),
                          st.booleans(), st.floats(max_value=-1e-9), st.floats(min_value=MAX_OVERHEAD_GB + 1e-6))
     if name in ("flash_attention", "mla_latent_cache", "gradient_checkpointing", "offload_optimizer"):
-        return st.one_of(garbage, st.integers())
+        return st.one_of(garbage.filter(lambda v: v != "auto"), st.integers())  # 'auto': checkpointing's default
     if name.endswith("_bits"):
         return st.one_of(garbage, st.booleans(), st.integers().filter(lambda v: v not in (4, 8, 16, 32)),
                          st.sampled_from([16.0, 32.0, "16"]))
@@ -125,9 +127,14 @@ def bad_values(name: str):
                          st.text(alphabet="xyz_,", min_size=1, max_size=20).filter(lambda t: t.strip(" ,")))
     if name == "model":
         return st.one_of(garbage, st.integers(), st.builds(dict, name=st.text(max_size=5)))
-    # choices: weights, kv_dtype, method, technique, optimizer, regime
-    return st.one_of(garbage.filter(lambda v: v not in ("auto", "quick", "detailed")), st.integers(),
-                     st.sampled_from(["BF16", "int3", "fp3", "shampoo", "dora", "fast", " bf16"]))
+    # choices: weights, kv_dtype, method, technique, optimizer, regime; words a user may type for a choice ('FP16',
+    # ' bf16', 'half': formats.ALIASES, issue 14) are accepted, so they are not bad values
+    spec = {**inputs(est.InferenceScenario), **inputs(est.FinetuneScenario)}[name]
+
+    def refused(value) -> bool:
+        return not (isinstance(value, str) and resolve_word(value, spec.choices) is not None)
+    return st.one_of(garbage.filter(lambda v: v not in ("auto", "quick", "detailed")).filter(refused), st.integers(),
+                     st.sampled_from(["BF17", "int3", "fp3", "shampoo", "dora", "fast", " bf 17"]))
 
 
 @SETTINGS

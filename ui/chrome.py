@@ -20,22 +20,22 @@ NARROW_PX = 640  # Streamlit stacks columns below this width: the form then fill
 # - Display formulas (Methodology) scroll sideways inside the page, with a shadow at the edge that can be
 #   scrolled (a fading cover over a shadow: the cover scrolls with the formula, the shadow stays), so a
 #   formula cut at the edge of a phone says there is more.
-STYLE = f"""<style>
-[data-testid='stMarkdownContainer'] table {{display: block; overflow-x: auto;}}
-@media (min-width: {NARROW_PX + 1}px) {{
-  [data-testid='stElementContainer']:has(> [class*='st-key-{HEADLINE_KEY}-']),
-  [class*='st-key-{HEADLINE_KEY}-'], [class*='st-key-{NARROW_ONLY}-'] {{display: none;}}
-}}
-@media (max-width: {NARROW_PX}px) {{ .katex-display {{font-size: 0.85em;}} }}
-.katex-display {{
+STYLE = """<style>
+[data-testid='stMarkdownContainer'] table {display: block; overflow-x: auto;}
+@media (min-width: 641px) {
+  [data-testid='stElementContainer']:has(> [class*='st-key-headline-']),
+  [class*='st-key-headline-'], [class*='st-key-narrow-only-'] {display: none;}
+}
+@media (max-width: 640px) { .katex-display {font-size: 0.85em;} }
+.katex-display {
   overflow-x: auto; overflow-y: hidden; padding: 0.2em 0;
   background:
     linear-gradient(to right, white 30%, rgba(255,255,255,0)) left / 2em 100% no-repeat local,
     linear-gradient(to left, white 30%, rgba(255,255,255,0)) right / 2em 100% no-repeat local,
     radial-gradient(farthest-side at 0 50%, rgba(0,0,0,.35), rgba(0,0,0,0)) left / 1.1em 100% no-repeat scroll,
     radial-gradient(farthest-side at 100% 50%, rgba(0,0,0,.35), rgba(0,0,0,0)) right / 1.1em 100% no-repeat scroll;
-}}
-</style>"""
+}
+</style>"""  # a constant (no user text can reach it): 640 / 641 px = NARROW_PX, keys as above
 _run = threading.local()  # this script run's headline slot (each run of a session is one thread at a time)
 
 

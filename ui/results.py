@@ -220,6 +220,8 @@ def _controls(page: str, inputs: dict, rows: list[tables.TableRow]) -> str:
     pick_row, pick_gpu, add = st.columns([2, 2, 1.3], vertical_alignment="bottom")
     with pick_row:
         widget_key, now = state.bind(page, name)
+        if now not in labels:  # the widget kept a row of the previous table (quick rows before a catalog model)
+            now = st.session_state[widget_key] = inputs[name]
         row = st.selectbox("Row for GPU fit and comparison", tuple(labels), index=tuple(labels).index(now),
                            format_func=labels.get, key=widget_key)
         inputs[name] = row

@@ -37,6 +37,17 @@ def _cli_totals(capsys, *argv) -> dict[str, str]:
     return {"LoRA": f"{next(r for r in rows if r['scenario'] == 'lora')['total_bytes'] / 1e9:.1f}"}
 
 
+def _pick(page, group, name: str) -> None:
+    """Click a preset until it is the checked one: a click that lands while the page is still drawing the
+    Advanced section (just opened) can be lost on a loaded machine."""
+    radio = group.get_by_role("radio", name=name, exact=True)
+    for _ in range(3):
+        settle(page, radio.click)
+        if radio.is_checked():
+            return
+    expect(radio).to_be_checked()
+
+
 def test_lora_target_presets_replace_adding_tags_one_by_one(page, app_url, capsys):
     """All linear is one click (the same numbers as the CLI's --lora-targets all-linear); Custom starts from the
     preset's projections, without MoE-only roles for a dense model."""
@@ -44,9 +55,9 @@ def test_lora_target_presets_replace_adding_tags_one_by_one(page, app_url, capsy
     wait_for_totals(page, _cli_totals(capsys))
     page.get_by_text("Advanced", exact=True).click()
     presets = page.locator("[data-testid='stButtonGroup']").filter(has_text="All linear")
-    settle(page, presets.get_by_role("radio", name="All linear", exact=True).click)
+    _pick(page, presets, "All linear")
     wait_for_totals(page, _cli_totals(capsys, "--lora-targets", "all-linear"))
-    settle(page, presets.get_by_role("radio", name="Custom", exact=True).click)
+    _pick(page, presets, "Custom")
     chosen = page.locator("[data-testid='stMultiSelect']").filter(has_text="Projections")
     for name in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"):
         expect(chosen).to_contain_text(name, timeout=TIMEOUT_MS)

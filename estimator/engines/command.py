@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 
 MAX_COMMAND_CHARS = 20_000
@@ -56,6 +57,16 @@ def model_reference(name: str, engine: str = "") -> tuple[str, str | None]:
         except ValueError:
             continue
     return "", kind
+
+
+def choice_of(table: dict, what: str) -> Callable[[str], object]:
+    """The parser of an option whose words map to scenario values (`--kv-cache-dtype fp8_e4m3` -> 'fp8'), any case;
+    ValueError listing the words otherwise."""
+    def parse(text: str) -> object:
+        if text.lower() not in table:
+            raise ValueError(f"{what} {text!r} is not one of {', '.join(table)}")
+        return table[text.lower()]
+    return parse
 
 
 def human_int(text: str) -> int:

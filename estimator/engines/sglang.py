@@ -40,7 +40,7 @@ from ..architecture import Architecture
 from ..kv_cache import indexer_bytes_per_token, kv_dtype_bytes, layer_elements, state_bytes
 from ..units import GiB
 from .base import REFUSAL, ServeReport, ServeScenario, at_least, gib, make_report, model_ref, weight_split
-from .command import human_int
+from .command import choice_of, human_int
 from .vllm import CUDA_CONTEXT_BYTES
 
 MiB = 2**20
@@ -379,14 +379,6 @@ QUANTIZATION_READ = {"fp8": "fp8", "modelopt_fp8": "fp8", "w8a8_fp8": "fp8", "aw
                      "mxfp4": "mxfp4", "modelopt_fp4": "nvfp4", "w8a8_int8": "w8a8-int8"}
 
 
-def _choice(table: dict, what: str):
-    def parse(text: str) -> str:
-        if text.lower() not in table:
-            raise ValueError(f"{what} {text!r} is not one of {', '.join(table)}")
-        return table[text.lower()]
-    return parse
-
-
 def _expert_parallel(text: str) -> bool:
     """--ep-size N: experts split over N of the TP ranks (N > 1 is expert parallelism)."""
     try:
@@ -406,7 +398,7 @@ FLAGS = {
     "--mem-fraction-static": ("mem_fraction_static", float),
     "--context-length": ("max_model_len", human_int), "--max-running-requests": ("max_num_seqs", int),
     "--chunked-prefill-size": ("max_num_batched_tokens", human_int), "--page-size": ("block_size", int),
-    "--kv-cache-dtype": ("kv_dtype", _choice(KV_DTYPES_READ, "--kv-cache-dtype")),
-    "--quantization": ("weights", _choice(QUANTIZATION_READ, "--quantization")),
+    "--kv-cache-dtype": ("kv_dtype", choice_of(KV_DTYPES_READ, "--kv-cache-dtype")),
+    "--quantization": ("weights", choice_of(QUANTIZATION_READ, "--quantization")),
 }
 SWITCHES = {"--disable-cuda-graph": ("enforce_eager", True), "--enable-ep-moe": ("expert_parallel", True)}

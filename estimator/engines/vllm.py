@@ -35,7 +35,7 @@ from ..kv_cache import indexer_bytes_per_token, kv_dtype_bytes, layer_elements, 
 from ..units import BF16_BYTES, GiB
 from .base import (REFUSAL, ServeReport, ServeScenario, at_least, gib, make_report, model_ref, tensor_size,
                    weight_split)
-from .command import human_int
+from .command import choice_of, human_int
 
 # EngineArgs.get_batch_defaults (vllm/engine/arg_utils.py), `vllm serve` (UsageContext.OPENAI_API_SERVER): GPUs
 # with at least 70 GiB that are not A100s (H100, H200, B200, MI300X) get the larger defaults.
@@ -384,14 +384,6 @@ QUANTIZATION_READ = {"fp8": "fp8", "awq": "awq-4bit", "awq_marlin": "awq-4bit", 
                      "gptq_marlin": "gptq-4bit", "bitsandbytes": "nf4", "mxfp4": "mxfp4", "modelopt_fp4": "nvfp4"}
 
 
-def _choice(table: dict, what: str):
-    def parse(text: str) -> str:
-        if text.lower() not in table:
-            raise ValueError(f"{what} {text!r} is not one of {', '.join(table)}")
-        return table[text.lower()]
-    return parse
-
-
 def _speculative(text: str) -> int:
     """--speculative-config's draft tokens when the draft is the checkpoint's MTP (methods mtp, deepseek_mtp,
     qwen3_next_mtp...); 0 for other drafts (EAGLE, n-gram, a separate model), which are not modelled."""
@@ -415,9 +407,9 @@ FLAGS = {
     "--max-model-len": ("max_model_len", human_int), "--max-num-seqs": ("max_num_seqs", int),
     "--max-num-batched-tokens": ("max_num_batched_tokens", human_int), "--block-size": ("block_size", int),
     "--kv-cache-memory": ("kv_cache_memory", human_int), "--kv-cache-memory-bytes": ("kv_cache_memory", human_int),
-    "--kv-cache-dtype": ("kv_dtype", _choice(KV_DTYPES_READ, "--kv-cache-dtype")),
-    "--quantization": ("weights", _choice(QUANTIZATION_READ, "--quantization")),
-    "-q": ("weights", _choice(QUANTIZATION_READ, "--quantization")),
+    "--kv-cache-dtype": ("kv_dtype", choice_of(KV_DTYPES_READ, "--kv-cache-dtype")),
+    "--quantization": ("weights", choice_of(QUANTIZATION_READ, "--quantization")),
+    "-q": ("weights", choice_of(QUANTIZATION_READ, "--quantization")),
     "--speculative-config": ("speculative_tokens", _speculative),
 }
 SWITCHES = {"--enforce-eager": ("enforce_eager", True), "--enable-expert-parallel": ("expert_parallel", True),

@@ -22,6 +22,7 @@ from estimator.formats import CHECKPOINT, WEIGHT_FORMATS
 from estimator.hardware import GpuFit
 from estimator.inference import DETAILED_ROWS, estimate_inference, inference_rows
 from estimator.scenarios import FinetuneScenario, InferenceScenario
+from ui.charts import unique_labels
 from estimator.training import TECHNIQUE_LABELS
 from estimator.units import in_unit
 from ui.charts import COMPONENT_STYLE, short_gpu_name
@@ -152,7 +153,7 @@ def fit_text(fit: GpuFit) -> str:
 def comparison_frame(entries: Sequence[tuple[str, Breakdown, GpuFit]], unit: str = "GB") -> pd.DataFrame:
     """Rows = components, totals and GPU fit; columns = scenarios (names made unique). Cells are text, since
     a column mixes sizes, counts and words."""
-    names = _unique([name for name, _, _ in entries])
+    names = unique_labels([name for name, _, _ in entries])  # DataFrame columns must differ
     present = [name for name in COMPONENT_STYLE if any(b.component(name) for _, b, _ in entries)]
     rows: dict[str, list[str]] = {f"{COMPONENT_STYLE[name][0]} ({unit})": [f"{in_unit(b.component(name), unit):,.2f}"
                                                                          for _, b, _ in entries] for name in present}
@@ -186,16 +187,6 @@ def csv_text(frame: pd.DataFrame) -> str:
     safe.columns = [csv_cell(str(name)) for name in frame.columns]
     safe.index = [csv_cell(str(name)) for name in frame.index]
     return safe.to_csv()
-
-
-def _unique(names: Sequence[str]) -> list[str]:
-    """'a', 'a' -> 'a', 'a (2)': DataFrame columns must differ."""
-    seen: dict[str, int] = {}
-    out = []
-    for name in names:
-        seen[name] = seen.get(name, 0) + 1
-        out.append(name if seen[name] == 1 else f"{name} ({seen[name]})")
-    return out
 
 
 def comparison_records(entries: Sequence[tuple[str, Breakdown, GpuFit]],

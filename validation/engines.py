@@ -50,6 +50,15 @@ GPU_BY_NAME = (("a100", "80", "a100-80gb-sxm"), ("a100", "40", "a100-40gb-sxm"),
                ("l4", "", "l4"), ("4090", "", "rtx-4090"), ("3090", "", "rtx-3090"))
 
 
+def _command_fields(record: dict) -> dict:
+    """The scenario fields of the record's command line, when it has one the engine import reads ({} otherwise);
+    the record's stated settings are applied over them."""
+    try:
+        return dict(import_command(record["command"]).fields) if record.get("command") else {}
+    except ValueError:
+        return {}
+
+
 def _era(record: dict) -> str:
     version = record.get("version") or ""
     if record.get("engine_v1") is False or version.startswith(("0.5", "0.6", "0.7", "0.8", "0.9.")):
@@ -64,12 +73,7 @@ def _vllm_scenario(record: dict) -> tuple[ServeScenario | None, str]:
         model = est.model(name)
     except ValueError:
         return None, f"model {name} not in the catalog"
-    fields: dict = {}
-    if record.get("command"):
-        try:
-            fields.update(import_command(record["command"]).fields)
-        except ValueError:
-            pass
+    fields = _command_fields(record)
     settings = record.get("settings") or {}
     for key, field in (("tensor_parallel_size", "tensor_parallel"), ("pipeline_parallel_size", "pipeline_parallel"),
                        ("data_parallel_size", "data_parallel"), ("gpu_memory_utilization", "gpu_memory_utilization"),
@@ -201,12 +205,7 @@ def _sglang_scenario(record: dict) -> tuple[ServeScenario | None, str, bool]:
     model, why = _catalog_model(record)
     if model is None:
         return None, why, False
-    fields: dict = {}
-    if record.get("command"):
-        try:
-            fields.update(import_command(record["command"]).fields)
-        except ValueError:
-            pass
+    fields = _command_fields(record)
     settings = record.get("settings") or {}
     for key, field, kind in (("tp_size", "tensor_parallel", int), ("dp_size", "data_parallel", int),
                              ("pp_size", "pipeline_parallel", int), ("mem_fraction_static", "mem_fraction_static",
@@ -304,12 +303,7 @@ def _llama_scenario(record: dict, engine: str = "llama.cpp") -> tuple[ServeScena
     model, why = _catalog_model(record)
     if model is None:
         return None, why, False
-    fields: dict = {}
-    if record.get("command"):
-        try:
-            fields.update(import_command(record["command"]).fields)
-        except ValueError:
-            pass
+    fields = _command_fields(record)
     settings, logged = record.get("settings") or {}, record.get("logged") or {}
     for key, field in (("n_gpu_layers", "n_gpu_layers"), ("ctx_size", "max_model_len"),
                        ("num_ctx", "max_model_len"), ("parallel", "max_num_seqs"), ("num_parallel", "max_num_seqs"),

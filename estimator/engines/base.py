@@ -122,7 +122,7 @@ class ServeScenario:
         help="llama.cpp -fa (its compute buffer is smaller with it); the GPU engines always use it."))
     speculative_tokens: int = declare(Input(
         "MTP speculative tokens", 0, link="spec", flag="--num-speculative-tokens", low=0, high=16,
-        help="vLLM / SGLang speculative decoding with the checkpoint's own multi-token-prediction layers "
+        help="vLLM speculative decoding with the checkpoint's own multi-token-prediction layers "
              "(--speculative-config '{\"method\": \"mtp\", ...}'): draft tokens per step; 0 = off."))
     engine_version: str = declare(Input(
         "Engine version", "", link="ver", flag="--engine-version", text=canonical_version,

@@ -37,6 +37,10 @@ class Gpu:
     bf16_tflops: float | None
     kind: str  # datacenter, workstation, consumer, apple
     source: str
+    fp16_tflops: float | None = None  # dense FP16 tensor peak (FP32 accumulate) where BF16 is absent or differs
+    fp8_tflops: float | None = None  # dense FP8 tensor peak; None: no FP8 tensor path (or none published)
+    interconnect: str = ""  # GPU-to-GPU link, e.g. "NVLink 4 (18 links)", "PCIe 4.0 x16"; "" when not recorded
+    interconnect_gb_s: float | None = None  # its bandwidth per GPU, one direction, decimal GB/s
 
 
 def _read(name: str) -> dict:
@@ -118,7 +122,9 @@ def gpus() -> tuple[Gpu, ...]:
         usable = g.get("default_gpu_limit_bytes") or g.get("cuda_visible_bytes") or g["memory_bytes"]
         out.append(Gpu(id=g["id"], name=g["name"], vendor=g["vendor"], memory_gb=g["memory_gb"],
                        memory_bytes=usable, bandwidth_gb_s=g["bandwidth_gb_s"],
-                       bf16_tflops=g.get("bf16_dense_tflops"), kind=g["kind"], source=g["source"]))
+                       bf16_tflops=g.get("bf16_dense_tflops"), kind=g["kind"], source=g["source"],
+                       fp16_tflops=g.get("fp16_dense_tflops"), fp8_tflops=g.get("fp8_dense_tflops"),
+                       interconnect=g.get("interconnect", ""), interconnect_gb_s=g.get("interconnect_gb_s")))
     return tuple(out)
 
 

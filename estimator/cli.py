@@ -16,12 +16,14 @@ import json
 import os
 import stat
 import sys
+from dataclasses import replace
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
 from . import catalog
 from .architecture import Architecture, parameter_counts
+from .advice import Suggestion, best, finetune_advice, inference_advice
 from .breakdown import COMPONENTS, Breakdown
 from .checks import quoted
 from .engines import ServeScenario, import_command, serve
@@ -197,9 +199,22 @@ def _gpu_report(gpu_id: str, s, rows) -> dict:
     for label, row in rows:
         fitted = fit(s, row, g)
         longest = max_seq_len(with_gpus(s, fitted.count), row, g.memory_bytes) if fitted.count else 0
-        report["rows"].append({"scenario": label, "gpus_needed": fitted.count, "per_gpu_bytes": fitted.per_gpu_bytes,
-                               "max_seq_len": longest})
+        entry = {"scenario": label, "gpus_needed": fitted.count, "per_gpu_bytes": fitted.per_gpu_bytes,
+                 "max_seq_len": longest}
+        if fitted.note:
+            entry["note"] = fitted.note
+        tip = None if fitted.count else _mildest_change(s, rows, label, g)
+        if tip is not None:
+            entry["advice"] = {"change": tip.change, "gpus": tip.fit.count, "per_gpu_bytes": tip.fit.per_gpu_bytes}
+        report["rows"].append(entry)
     return report
+
+
+def _mildest_change(s, rows, label: str, g: catalog.Gpu) -> Suggestion | None:
+    """What would make row `label` fit (the page's "mildest change that fits", estimator/advice.py)."""
+    if isinstance(s, InferenceScenario):
+        return best(inference_advice(s, rows, label, g))
+    return best(finetune_advice(replace(s, technique=label), g))
 
 
 def _print_table(s, rows: tuple[Breakdown, ...], gpu: dict | None) -> None:
@@ -223,11 +238,21 @@ def _print_table(s, rows: tuple[Breakdown, ...], gpu: dict | None) -> None:
             needed = row["gpus_needed"]
             longest = row["max_seq_len"]
             print(f"  {row['scenario']}: " + (f"{needed} GPU(s)" if needed else "does not fit") +
+                  (f" ({row['note']})" if row.get("note") and not row.get("advice") else "") +
                   (f", longest sequence that fits: {longest:,} tokens" if longest else
-                   (", but does not fit at any length" if needed else " at any length")))
+                   (", but does not fit at any length" if needed else " at any length")) + _advice_text(row))
     print("\nAssumptions:")
     for note in rows[0].assumptions:
         print(f"  - {note}")
+
+
+def _advice_text(row: dict) -> str:
+    """'; mildest change that fits: AdamW 8-bit: 21.40 GB per GPU' for a row that does not fit, else ''."""
+    tip = row.get("advice")
+    if not tip:
+        return ""
+    where = f" on {tip['gpus']} GPUs" if tip["gpus"] > 1 else ""
+    return f"; mildest change that fits: {tip['change']}: {tip['per_gpu_bytes'] / GB:.2f} GB per GPU{where}"
 
 
 def _estimate(args: argparse.Namespace) -> None:

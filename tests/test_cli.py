@@ -211,3 +211,19 @@ def test_lora_target_text_names_only_roles_the_model_has():
     moe = est.model("Qwen/Qwen3-30B-A3B").architecture
     assert lora_target_text(dense, every) == "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj"
     assert lora_target_text(moe, every).endswith("experts, router")
+
+
+def test_a_row_that_does_not_fit_prints_the_mildest_change_that_fits(capsys):
+    """The page's 'what would make it fit' (issue 14 item 2) in the CLI: the issue's QLoRA example (Qwen2.5 7B,
+    QLoRA 4-bit, r16, all-linear, batch 4, 2048 tokens, checkpointing on) is 27.0 GB on a 25.8 GB RTX 4090;
+    micro-batch 1 with accumulation holds it in 14.4 GB (tests/test_advice.py)."""
+    argv = ["finetune", "--model", "Qwen/Qwen2.5-7B", "--technique", "qlora-4bit", "--lora-targets", "all-linear",
+            "--batch", "4", "--seq-len", "2048", "--gpu", "rtx-4090"]
+    assert main([*argv, "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["gpu"]["rows"][0]
+    assert row["gpus_needed"] is None
+    assert row["advice"]["change"] == "Micro-batch 1 with 4 gradient-accumulation steps (same effective batch)"
+    assert (row["advice"]["gpus"], round(row["advice"]["per_gpu_bytes"] / 1e9, 1)) == (1, 14.4)
+    assert main(argv) == 0
+    assert ("qlora-4bit: does not fit at any length; mildest change that fits: Micro-batch 1 with 4 gradient-"
+            "accumulation steps (same effective batch): 14.4") in capsys.readouterr().out

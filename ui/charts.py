@@ -51,6 +51,7 @@ PLOT_PX, LABEL_PX = 230, 15
 LABEL_BACKGROUND = "rgba(255,255,255,0.85)"  # a line running through a label stops at its edge
 LEGEND = dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0, title_text="", traceorder="normal",
               entrywidth=85, font=dict(size=11))  # above the plot, clear of the x labels; two to a row on a phone
+TOOLBAR_PX = 34  # a band above the legend for plotly's toolbar, which covered the legend's last entries on hover
 WRAP_CHARS = 14  # x labels are broken into lines of about this many characters, so they stay level and unclipped
 
 
@@ -200,7 +201,7 @@ def _figure(traces: list[dict], lines: Sequence[Capacity], unit: str, top: float
     """One figure from trace dicts, the capacity lines and the shared layout, validated by plotly once."""
     shapes, labels = _capacity_layout(lines, unit, top, ends)
     return go.Figure(data=traces, layout=dict(
-        height=HEIGHT, margin=dict(l=10, r=10, t=10, b=10), hovermode="closest", legend=LEGEND,
+        height=HEIGHT, margin=dict(l=10, r=10, t=TOOLBAR_PX, b=10), hovermode="closest", legend=LEGEND,
         yaxis=dict(title_text=f"Memory per GPU ({unit})", range=[0, top], rangemode="tozero"),
         xaxis=dict(title_text=x_title, automargin=True, **(xaxis or {})), shapes=shapes,
         annotations=[*annotations, *labels], **layout))

@@ -166,7 +166,10 @@ def render(page: str) -> None:
     try:
         rows = estimate(page, inputs)
     except ValueError as err:
-        st.error(escape(str(err)), icon=":material/error:")
+        if _field_problem(page, inputs, str(err)):  # the form already names it under the field
+            st.info("No estimate until the field marked in red is in range.", icon=":material/error:")
+        else:
+            st.error(escape(str(err)), icon=":material/error:")
         return
     top_left, top_right = st.columns([4, 1], vertical_alignment="bottom")
     with top_right:
@@ -174,6 +177,9 @@ def render(page: str) -> None:
     top_left.caption(_method_note(page, inputs, rows[0][1].method))
     frame = tables.scenario_frame([(row.label, b) for row, b in rows], unit)
     st.markdown(markdown_table(frame, decimals(frame, unit)))  # static: a grid costs ~200 ms a rerun to draw
+    phases = tables.phase_line([(row.label, b) for row, b in rows])
+    if phases:
+        st.caption(escape(phases))
     selected = _controls(page, inputs, [row for row, _ in rows])
     _headline(page, inputs, rows, selected, view["gpu"], unit)
     lines = charts.capacity_lines(catalog.gpus(), view["gpu"])
@@ -185,6 +191,12 @@ def render(page: str) -> None:
                  "Sizes are per GPU, in GB = 10^9 bytes (GiB = 2^30 bytes when selected)",
                  "GPU capacities are the memory a framework can allocate (e.g. 24 GiB = 25.8 GB on a '24 GB' card)"]
         st.markdown("\n".join(f"- {escape(note)}" for note in notes))
+
+
+def _field_problem(page: str, inputs: dict, error: str) -> bool:
+    """Whether the estimate's error is a form field's out-of-range message (`form.number` shows it there)."""
+    problems = (spec.out_of_range(inputs.get(name)) for name, spec in links.fields(page).items())
+    return error.lower() in {problem.lower() for problem in problems if problem}
 
 
 def _headline(page: str, inputs: dict, rows: list, selected: str, gpu_id: str, unit: str) -> None:

@@ -24,6 +24,8 @@ def test_an_out_of_range_parameter_count_is_named_with_its_range_and_kept(page, 
         message = f"Total parameters (B) must be between 0.001 and 20,000, got {shown}"
         expect(page.get_by_text(message, exact=True)).to_be_visible(timeout=TIMEOUT_MS)
         expect(page.locator(f"{SCENARIO_TABLE} td")).to_have_count(0)  # no numbers for the previous value
+        expect(page.get_by_text("No estimate until the field marked in red is in range.")).to_be_visible()
+        expect(page.get_by_text(message, exact=False)).to_have_count(1)  # said once, under the field
         assert float(box.input_value()) == float(f"{typed:.2f}")  # what was typed stays in the field
     set_number(page, "Total parameters (B)", 13)
     wait_for_totals(page, {"Inference (16-bit)": "33.2"})

@@ -73,7 +73,8 @@ def test_a_tampered_link_warns_names_the_bad_fields_and_uses_their_defaults():
     [warning] = at.warning
     for name in ("seq='lots'", "conc='-3'", "kv='fp3'", "model='acme/none'", "zzz", "gpu='nope'"):
         assert name in warning.value.replace("\\", ""), name
-    assert at.number_input(key="inference.seq_len").value == 2048 and at.number_input(key="inference.params").value == 13
+    assert at.number_input(key="inference.seq_len").value == 2048
+    assert at.number_input(key="inference.params").value == 13
     assert totals(at) == gb(est.inference_table(est.InferenceScenario(est.ParamCount.from_billions(13))))
     assert at.query_params == {"v": "1", "p": "inference", "params": "13"}  # the link is repaired
 

@@ -2,7 +2,8 @@
 
 Runs the fast subset of the validation matrix (small dimensions, about a second per case) once per session
 and asserts the tolerances of the issue: weights, gradients, optimizer states and KV cache within 0.5% of the
-measured bytes; activations and the training peak within 10%; the inference peak within 10%. Skipped when torch, transformers or peft are not installed
+measured bytes; activations and the training peak within 10%; the inference peak within 10%.
+Skipped when torch, transformers or peft are not installed
 (pip install -r requirements-validation.txt).
 """
 

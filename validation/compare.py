@@ -86,7 +86,8 @@ TRAINING_COMPONENTS = (("weights", "weights"), ("gradients", "gradients"), ("opt
 def measured_training(m: Mapping) -> dict:
     """Flatten a trace_training result onto the row components."""
     per_layer = m.get("per_layer_activations") or [0]
-    return {**m, "activations_per_layer": per_layer[max(0, len(per_layer) - 2)], "phase: backward": m["phases"]["backward"],
+    return {**m, "activations_per_layer": per_layer[max(0, len(per_layer) - 2)],
+            "phase: backward": m["phases"]["backward"],
             "phase: optimizer step": m["phases"]["optimizer step"]}
 
 

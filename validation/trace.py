@@ -3,8 +3,8 @@
     trace_inference(config, batch=1, concurrency=1, prefill_len=512, decode_steps=16, attn_impl="sdpa")
     trace_training(config, batch=1, seq=512, technique="full" | "lora", optimizer_impl="fused", ...)
 
-`config` is a config.json dict (a catalog entry's `config`, a user's file), its JSON text, a catalog id ("meta-
-llama/Meta-Llama-3-8B") or an estimator `CatalogModel`. The model is built on the meta device and materialised as
+`config` is a config.json dict (a catalog entry's `config`, a user's file), its JSON text, a catalog id
+("meta-llama/Meta-Llama-3-8B") or an estimator `CatalogModel`. The model is built on the meta device and materialised as
 FakeTensors on the CPU, so a step of a 7B-wide model takes seconds and no memory. Both return plain dicts of
 measured bytes named like the estimator's components (weights, gradients, optimizer_states, activations, logits,
 kv_cache), plus `peak`, `peak_phase` and `phases` (the peak total of each phase).

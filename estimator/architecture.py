@@ -165,6 +165,7 @@ class Architecture:
     # Multimodal models: the towers beside the language model (estimator/vision.py counts them)
     vision_parameters: int = 0  # vision encoder + projector (0 = text-only, or a tower not counted)
     audio_parameters: int = 0  # audio encoder + projector
+    vision_tower: object = None  # its estimator.vision.VisionTower: how many context tokens an image becomes
     # How the published checkpoint stores the weights, from its quantization_config (estimator/checkpoint.py's
     # CheckpointFormat; None = not quantized)
     checkpoint: object = None

@@ -20,7 +20,7 @@ from .breakdown import Breakdown, make_breakdown
 from .formats import CHECKPOINT, WeightBytes, weight_bytes, weight_format
 from .kv_cache import KV_DTYPE_LABELS, kv_bytes_per_token, kv_cache_bytes, state_bytes
 from .quick import quick_inference
-from .scenarios import InferenceScenario
+from .scenarios import InferenceScenario, with_image_tokens
 from .units import BF16_BYTES, bytes_from_gb
 
 QUICK_ROWS = (("16-bit", Fraction(16)), ("8-bit", Fraction(8)), ("4-bit", Fraction(4)))
@@ -38,6 +38,7 @@ def _weights(a: Architecture, format_id: str) -> WeightBytes:
 
 def detailed_inference(s: InferenceScenario, format_id: str, row: str) -> Breakdown:
     """One inference row with weights stored as `format_id` (a WEIGHT_FORMATS id, or CHECKPOINT)."""
+    s, images = with_image_tokens(s)
     a: Architecture = s.model
     tp, sequences = s.tensor_parallel, s.batch_size * s.concurrency
     w = _weights(a, format_id)
@@ -53,7 +54,7 @@ def detailed_inference(s: InferenceScenario, format_id: str, row: str) -> Breakd
         "overhead": bytes_from_gb(s.overhead_gb),
     }
     return make_breakdown(row, "detailed", components, gpus=tp,
-                          assumptions=_assumptions(s, format_id))
+                          assumptions=_assumptions(s, format_id) + ((images,) if images else ()))
 
 
 def _tower_bytes(a: Architecture, tp: int) -> int:

@@ -19,7 +19,7 @@ from fractions import Fraction
 from .architecture import Architecture, parameter_counts
 from .breakdown import Breakdown, make_breakdown
 from .kv_cache import kv_dtype_bytes
-from .scenarios import FinetuneScenario, InferenceScenario, Model
+from .scenarios import FinetuneScenario, InferenceScenario, Model, with_image_tokens
 from .sharding import shard_training_states
 from .training import (QUICK_LORA_TRAINABLE_FRACTION, optimizer, optimizer_notes,
                        quick_optimizer_bytes_per_param)
@@ -49,6 +49,7 @@ def _ceil(value: Fraction) -> int:
 
 def quick_inference(s: InferenceScenario, bits: Fraction, row: str) -> Breakdown:
     """One inference row at `bits` per weight."""
+    s, images = with_image_tokens(s)
     total, active = param_counts(s.model)
     tp = s.tensor_parallel
     act = _reference_bytes(active, s.batch_size * s.seq_len) * Fraction(s.activation_bits, 16)
@@ -61,7 +62,8 @@ def quick_inference(s: InferenceScenario, bits: Fraction, row: str) -> Breakdown
         f"{REFERENCE_TOKENS} tokens (reference document), scaled to b x s = {s.batch_size * s.seq_len:,} tokens"
         f" and x {s.concurrency} concurrent requests for the KV cache",
         f"Runtime overhead: {s.overhead_gb:g} GB per GPU",
-    ) + ((f"Tensor parallel over {tp} GPUs: weights, KV cache and activations divided by {tp}",) if tp > 1 else ())
+    ) + ((f"Tensor parallel over {tp} GPUs: weights, KV cache and activations divided by {tp}",) if tp > 1 else ()) \
+        + ((images,) if images else ())
     return make_breakdown(row, "quick", components, gpus=tp, assumptions=assumptions)
 
 

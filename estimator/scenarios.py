@@ -19,6 +19,7 @@ from .formats import CHECKPOINT, WEIGHT_FORMATS
 from .inputs import INPUT, Input, check_inputs, declare
 from .kv_cache import KV_DTYPE_BYTES
 from .training import LORA_ROLES, OPTIMIZER_IMPLS, OPTIMIZERS, REGIMES, TECHNIQUES, parse_lora_targets
+from .vision import MAX_IMAGE_SIDE, image_tokens
 
 BILLION = 10**9
 MAX_PARAMS_B = 20_000  # 20 trillion parameters: larger than any model, small enough to catch typos
@@ -30,6 +31,7 @@ MAX_TENSOR_PARALLEL = 512
 MAX_GPUS = 4_096
 MAX_LORA_RANK = 65_536  # the model's layer width bounds it further (FinetuneScenario)
 MAX_OVERHEAD_GB = 1_000
+MAX_IMAGES = 1_000  # images in one sequence's prompt
 METHODS = ("auto", "quick", "detailed")
 DEFAULT_OVERHEAD_GB = 2.0  # reference document: "1-2 GB" of framework overhead; we take the upper end
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B"  # the catalog model offered first
@@ -169,6 +171,15 @@ class InferenceScenario:
         "Prefill chunk (tokens)", 0, link="chunk", flag="--prefill-chunk", unit="tokens", low=0, high=MAX_SEQ_LEN,
         help="Tokens per prefill forward (vLLM's max_num_batched_tokens, e.g. 8192); 0 = the whole sequence in "
              "one forward, as HF generate() does."))
+    images: int = declare(Input(  # multimodal prompts: images in each sequence, each a width x height picture
+        "Images per sequence", 0, link="img", flag="--images", low=0, high=MAX_IMAGES,
+        help="Multimodal models: images in each sequence's prompt; each adds the tokens its image processor makes "
+             "of a picture of the size below to the sequence length."))
+    image_width: int = declare(Input("Image width (px)", 1024, link="imgw", flag="--image-width", unit="px", low=1,
+                                     high=MAX_IMAGE_SIDE, help="Width of each image in pixels, before the "
+                                                               "processor resizes it."))
+    image_height: int = declare(Input("Image height (px)", 1024, link="imgh", flag="--image-height", unit="px",
+                                      low=1, high=MAX_IMAGE_SIDE, help="Height of each image in pixels."))
     method: str = declare(METHOD)  # "auto" = detailed when the architecture is known
 
     def __post_init__(self) -> None:
@@ -177,6 +188,32 @@ class InferenceScenario:
     @property
     def resolved_method(self) -> str:
         return resolve_method(self)
+
+    @property
+    def tokens_per_image(self) -> int:
+        """Context tokens one image_width x image_height image becomes (the model's processor, vision.py)."""
+        tower = getattr(self.model, "vision_tower", None)
+        return image_tokens(tower, self.image_width, self.image_height) if tower is not None else 0
+
+
+def with_image_tokens(s: InferenceScenario) -> tuple[InferenceScenario, str]:
+    """The scenario whose sequences also hold their images' tokens (images folded into seq_len), and the
+    assumption that says so ('' without images; images on a text-only model are said to add nothing). The cache and the prefill see image tokens as any other token;
+    the vision tower's own forward over the patches is not counted."""
+    if not s.images:
+        return s, ""
+    if getattr(s.model, "vision_tower", None) is None:  # kept, as the page keeps it when the model changes
+        return s, (f"Images ({s.images} per sequence) add nothing: this model has no vision tower whose image "
+                   "processor the estimator knows (Qwen-VL, Gemma 3/4, Llama 4, Mistral 3, Kimi K2.5, LLaVA)")
+    per_image = s.tokens_per_image
+    extra = s.images * per_image
+    if s.seq_len + extra > MAX_SEQ_LEN:
+        raise ValueError(f"sequence length with the images' tokens ({s.seq_len:,} + {extra:,}) must be at most "
+                         f"{MAX_SEQ_LEN:,} tokens")
+    note = (f"Images: {s.images} per sequence of {s.image_width} x {s.image_height} px, {per_image:,} tokens each "
+            f"(the model's image processor): sequences of {s.seq_len:,} text + {extra:,} image tokens; the vision "
+            "tower's own forward over the image patches is not counted")
+    return dataclasses.replace(s, seq_len=s.seq_len + extra, images=0), note
 
 
 @dataclass(frozen=True)

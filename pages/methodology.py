@@ -90,7 +90,9 @@ Mistral 3 / Pixtral, Kimi K2.5, Phi-4-multimodal, LLaVA with CLIP / SigLIP / Pix
 parallelism as vLLM's default `--mm-encoder-tp-mode weights` does, and frozen when fine-tuning. The parameter
 counts stay those of the language model; the assumptions add the towers' and how many context tokens a
 1024 x 1024 image becomes in the family's processor (Qwen: smart resize to multiples of 28 or 32 px, one token
-per 2 x 2 patches; Gemma 3: 256; Llama 4: 336 px tiles of 144 tokens plus a global view).
+per 2 x 2 patches; Gemma 3: 256; Llama 4: 336 px tiles of 144 tokens plus a global view). **Images per
+sequence** (Inference, with their width and height) add those tokens to every sequence: the KV cache and the
+prefill see them as any other token; the encoder's own forward over the patches is not counted.
 
 **Gemma 4.** Five sliding-window layers to one full-attention layer (`layer_types`); the full layers have their
 own head size (`global_head_dim`, 512) and, with `attention_k_eq_v`, their own KV heads

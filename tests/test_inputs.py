@@ -84,8 +84,14 @@ def test_flags_are_on_off_pairs_on_the_cli_and_1_or_0_in_links():
 @pytest.mark.parametrize("page", links.ESTIMATE_PAGES)
 def test_the_widgets_offer_the_declared_bounds_and_choices(page):
     at = start({"model": "deepseek-ai/DeepSeek-V3"}, page=page)  # a catalog model: every input is drawn
+    multimodal = start({"model": "Qwen/Qwen3-VL-8B-Instruct"}, page=page)  # and the image inputs for this one
     for name, spec in inputs(links.SCENARIOS[page]).items():
         key = f"{page}.{name}"
+        if name.startswith("image"):
+            assert not any(w.key == key for w in at.number_input), name  # a text-only model: not drawn
+            widget = multimodal.number_input(key=key)
+            assert widget.label == spec.label and spec.range_text in widget.help, name
+            continue
         if name == "method":  # drawn as Detailed ("auto": the architecture is known) or Quick
             radio = at.radio(key=key)
             assert [radio.format_func(v) for v in ("auto", "quick")] == radio.options and "quick" in spec.choices

@@ -16,7 +16,8 @@ from estimator.formats import resolve_word
 from estimator.hardware import max_concurrency, max_seq_len, with_gpus
 from estimator.inputs import inputs
 from estimator.training import OPTIMIZER_IMPLS
-from estimator.scenarios import (MAX_BATCH, MAX_CONCURRENCY, MAX_GPUS, MAX_OVERHEAD_GB, MAX_PARAMS_B,
+from estimator.vision import MAX_IMAGE_SIDE
+from estimator.scenarios import (MAX_BATCH, MAX_IMAGES, MAX_CONCURRENCY, MAX_GPUS, MAX_OVERHEAD_GB, MAX_PARAMS_B,
                                  MAX_SEQ_LEN)
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -102,7 +103,8 @@ def test_nonsense_is_a_value_error_naming_the_field_and_the_valid_range(what, bu
 # --- one bad field in an otherwise valid scenario: the message names that field ---
 INT_FIELDS = {"batch_size": (1, MAX_BATCH), "seq_len": (1, MAX_SEQ_LEN), "concurrency": (1, MAX_CONCURRENCY),
               "tensor_parallel": (1, 512), "prefill_chunk": (0, MAX_SEQ_LEN), "lora_rank": (1, 65_536),
-              "num_gpus": (1, MAX_GPUS), "zero_stage": (0, 3)}
+              "num_gpus": (1, MAX_GPUS), "zero_stage": (0, 3), "images": (0, MAX_IMAGES),
+              "image_width": (1, MAX_IMAGE_SIDE), "image_height": (1, MAX_IMAGE_SIDE)}
 garbage = st.one_of(st.none(), st.text(max_size=30), st.lists(st.integers(), max_size=3),
                     st.dictionaries(st.text(max_size=3), st.integers(), max_size=2), st.just(object()),
                     st.floats(allow_nan=True, allow_infinity=True), st.complex_numbers(max_magnitude=10))

@@ -17,6 +17,7 @@ import math
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -498,3 +499,20 @@ def test_fine_tuning_keeps_the_tower_frozen_in_16_bit():
 def test_a_text_only_model_has_no_vision_component():
     b = est.estimate_inference(est.InferenceScenario(est.model("Qwen/Qwen3-8B").architecture))
     assert "vision" not in dict(b.components)
+
+
+def test_images_per_sequence_join_the_context_as_their_processor_counts_them():
+    """Issue 12 (multimodal: "the image tokens' share of the context"): 4 images of 1280 x 720 px per sequence on
+    Qwen3-VL 8B. smart_resize to multiples of patch 16 x merge 2 = 32 px: 1280 x 704 (720 / 32 = 22.5 rounds to
+    22), so (1280/32) x (704/32) = 40 x 22 = 880 tokens each; a 4,096-token prompt becomes 4,096 + 3,520 = 7,616
+    tokens, and the KV cache 147,456 B per token (36 layers x 8 KV heads x 128 x 2 x 2 B) x 7,616."""
+    a = est.model("Qwen/Qwen3-VL-8B-Instruct").architecture
+    s = est.InferenceScenario(a, seq_len=4096, images=4, image_width=1280, image_height=720)
+    assert s.tokens_per_image == 880
+    row = est.estimate_inference(s)
+    assert row.component("kv_cache") == 36 * 8 * 128 * 2 * 2 * (4096 + 4 * 880)
+    assert row.total == est.estimate_inference(replace(s, seq_len=4096 + 3520, images=0)).total
+    assert any("4 per sequence of 1280 x 720 px, 880 tokens each" in note for note in row.assumptions)
+    text_only = est.InferenceScenario(est.model("meta-llama/Llama-3.1-8B").architecture, images=4)
+    assert est.estimate_inference(text_only).total == est.estimate_inference(replace(text_only, images=0)).total
+    assert any("add nothing" in note for note in est.estimate_inference(text_only).assumptions)

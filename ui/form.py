@@ -83,8 +83,7 @@ def flag(page: str, name: str) -> bool:
     """A toggle. Inputs that apply to some models only (`ONLY_FOR`) show only for those; otherwise the saved
     value is kept as it is (it changes nothing for this model)."""
     spec = links.fields(page)[name]
-    applies = ONLY_FOR.get(name)
-    if applies is not None and not applies(_architecture(page)):
+    if not applies(page, name):
         return state.page_state(page)[name]
     widget_key, now = state.bind(page, name)
     return _store(page, name, st.toggle(spec.label, value=now, help=spec.help, key=widget_key))
@@ -102,10 +101,22 @@ def _architecture(page: str) -> Architecture | None:
     return model if isinstance(model, Architecture) else None
 
 
-# toggles that mean something only for some architectures: shown only for those
+def _multimodal(a: Architecture | None) -> bool:
+    return a is not None and a.vision_tower is not None
+
+
+# inputs that mean something only for some architectures: shown only for those
 ONLY_FOR: dict[str, Callable[[Architecture | None], bool]] = {
     "mla_latent_cache": lambda a: a is not None and a.is_mla,  # DeepSeek-style multi-head latent attention
+    "images": _multimodal, "image_width": _multimodal, "image_height": _multimodal,  # an image processor is known
 }
+
+
+def applies(page: str, name: str) -> bool:
+    """Whether an input means something for the page's model (`ONLY_FOR`); the others are not drawn, and keep
+    their saved value."""
+    test = ONLY_FOR.get(name)
+    return test is None or test(_architecture(page))
 
 
 def unit(page: str) -> str:

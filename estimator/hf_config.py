@@ -1096,7 +1096,8 @@ def _with_towers(a: Architecture, config: Config) -> Architecture:
             "loaded with the language model in 16-bit" + (f"; a 1024 x 1024 image takes {size:,} tokens of the "
                                                             "context" if size else ""))
     return dataclasses.replace(a, vision_parameters=tower.parameters, audio_parameters=tower.audio_parameters,
-                               vision_tower=tower if size else None, notes=(*a.notes, note, *(f"Towers: {line}" for line in tower.notes)))
+                               vision_tower=tower if size else None,
+                               notes=(*a.notes, note, *(f"Towers: {line}" for line in tower.notes)))
 
 
 def _default_name(config: Config, model_type: str) -> str:

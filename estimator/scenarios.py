@@ -198,8 +198,9 @@ class InferenceScenario:
 
 def with_image_tokens(s: InferenceScenario) -> tuple[InferenceScenario, str]:
     """The scenario whose sequences also hold their images' tokens (images folded into seq_len), and the
-    assumption that says so ('' without images; images on a text-only model are said to add nothing). The cache and the prefill see image tokens as any other token;
-    the vision tower's own forward over the patches is not counted."""
+    assumption that says so ('' without images; images on a text-only model are said to add nothing). The cache
+    and the prefill see image tokens as any other token; the vision tower's own forward over the patches is not
+    counted."""
     if not s.images:
         return s, ""
     if getattr(s.model, "vision_tower", None) is None:  # kept, as the page keeps it when the model changes

@@ -171,9 +171,9 @@ def test_unknown_model_and_gpu_ids_raise_value_error():
 
 
 @pytest.mark.parametrize("typed, found", [
-    ("A100", ["a100-40gb-sxm", "a100-80gb-sxm", "a100-80gb-pcie"]),  # not the Apple M3 Max
+    ("A100", ["a100-40gb-sxm", "a100-80gb-sxm", "a100-80gb-pcie", "a100-40gb-pcie"]),  # not the Apple M3 Max
     ("H20", []),  # not the H200
-    ("H200", ["h200"]),
+    ("H200", ["h200", "h200-nvl"]),
     ("rtx 4090", ["rtx-4090"]),
     ("l4", ["l4"]),  # not the L40S
     ("a100 80gb", ["a100-80gb-sxm", "a100-80gb-pcie"]),

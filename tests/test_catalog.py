@@ -177,7 +177,7 @@ def test_unknown_model_and_gpu_ids_raise_value_error():
     ("rtx 4090", ["rtx-4090"]),
     ("l4", ["l4"]),  # not the L40S
     ("a100 80gb", ["a100-80gb-sxm", "a100-80gb-pcie"]),
-    ("apple", ["m2-ultra-192gb", "m3-max-128gb", "m4-max-128gb"]),
+    ("apple m2 ultra", ["m2-ultra-60c-64gb", "m2-ultra-76c-128gb", "m2-ultra-192gb"]),
     ("MI300", ["mi300x"]),
 ])
 def test_gpu_search_matches_the_name_tokens(typed, found):

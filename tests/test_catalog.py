@@ -292,3 +292,12 @@ def test_featured_gpus_keep_the_previous_catalog():
     featured = {g.id for g in est.gpus() if g.featured}
     assert {"rtx-4090", "h100-sxm", "mi300x", "m4-max-128gb", "rx-7900-xtx", "dgx-spark"} <= featured
     assert 20 <= len(featured) < len(est.gpus()) // 2
+
+
+@pytest.mark.parametrize("gpu_id, mib", [
+    ("rtx-4060-ti-16gb", 16380),  # nvidia-smi '... / 16380MiB' (public dumps; 4 MiB under 16 GiB)
+    ("rtx-5080", 16303),  # GDDR7 cards show less than 16 GiB: 16303 MiB
+    ("a40", 46068),  # ECC on: 48 GiB less ~1/16, as the L40S
+])
+def test_driver_reported_totals_are_used_where_published(gpu_id, mib):
+    assert est.gpu(gpu_id).memory_bytes == mib * 2**20

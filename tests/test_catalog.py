@@ -301,3 +301,15 @@ def test_featured_gpus_keep_the_previous_catalog():
 ])
 def test_driver_reported_totals_are_used_where_published(gpu_id, mib):
     assert est.gpu(gpu_id).memory_bytes == mib * 2**20
+
+
+@pytest.mark.parametrize("gpu_id, field, published", [
+    ("rtx-2080-ti", "fp16_tflops", 53.8),  # Turing whitepaper, FP16 tensor with FP32 accumulate (reference clock)
+    ("rtx-3080-10gb", "bf16_tflops", 59.5),  # GA102 whitepaper, Appendix A (119 with sparsity)
+    ("rtx-4080", "bf16_tflops", 97.5),  # Ada whitepaper, FP32 accumulate
+    ("rtx-6000-ada", "fp8_tflops", 728.5),  # RTX 6000 Ada datasheet: 1457 TF FP8 with sparsity
+])
+def test_derived_tensor_rates_equal_the_published_ones(gpu_id, field, published):
+    """Cards whose tensor TFLOPs the catalog derives (cores x boost clock x the architecture's ratio) land on the
+    figure NVIDIA publishes for them."""
+    assert getattr(est.gpu(gpu_id), field) == published

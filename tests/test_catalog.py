@@ -179,6 +179,8 @@ def test_unknown_model_and_gpu_ids_raise_value_error():
     ("a100 80gb", ["a100-80gb-sxm", "a100-80gb-pcie"]),
     ("apple m2 ultra", ["m2-ultra-60c-64gb", "m2-ultra-76c-128gb", "m2-ultra-192gb"]),
     ("MI300", ["mi300x"]),
+    ("A100-SXM4-80GB", ["a100-80gb-sxm"]),  # the name nvidia-smi prints is searched too
+    ("rtx 3060", ["rtx-3060-12gb", "rtx-3060-8gb", "rtx-3060-ti"]),
 ])
 def test_gpu_search_matches_the_name_tokens(typed, found):
     assert [g.id for g in est.catalog.find_gpus(typed)] == found

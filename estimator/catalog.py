@@ -41,6 +41,8 @@ class Gpu:
     fp8_tflops: float | None = None  # dense FP8 tensor peak; None: no FP8 tensor path (or none published)
     interconnect: str = ""  # GPU-to-GPU link, e.g. "NVLink 4 (18 links)", "PCIe 4.0 x16"; "" when not recorded
     interconnect_gb_s: float | None = None  # its bandwidth per GPU, one direction, decimal GB/s
+    aliases: tuple[str, ...] = ()  # the names nvidia-smi, rocm-smi or macOS print where they differ from `name`
+    featured: bool = False  # one of the GPUs the fit table shows before "all GPUs" is asked for
 
 
 def _read(name: str) -> dict:
@@ -124,7 +126,8 @@ def gpus() -> tuple[Gpu, ...]:
                        memory_bytes=usable, bandwidth_gb_s=g["bandwidth_gb_s"],
                        bf16_tflops=g.get("bf16_dense_tflops"), kind=g["kind"], source=g["source"],
                        fp16_tflops=g.get("fp16_dense_tflops"), fp8_tflops=g.get("fp8_dense_tflops"),
-                       interconnect=g.get("interconnect", ""), interconnect_gb_s=g.get("interconnect_gb_s")))
+                       interconnect=g.get("interconnect", ""), interconnect_gb_s=g.get("interconnect_gb_s"),
+                       aliases=tuple(g.get("aliases", ())), featured=bool(g.get("featured"))))
     return tuple(out)
 
 
@@ -133,19 +136,50 @@ def _gpus_by_id() -> dict[str, Gpu]:
     return {g.id: g for g in gpus()}
 
 
+VENDOR_WORDS = ("nvidia", "amd")  # older drivers print 'GeForce RTX 2080 Ti', newer 'NVIDIA GeForce RTX 2080 Ti'
+
+
+def name_key(text: str) -> str:
+    """A printed GPU name as the catalog compares it: case, runs of spaces and a leading vendor word do not matter
+    ('NVIDIA GeForce RTX 3070', 'geforce rtx  3070'; 'AMD Radeon RX 7900 XTX', 'Radeon RX 7900 XTX')."""
+    words = str(text).lower().split()
+    return " ".join(words[1:] if words[:1] and words[0] in VENDOR_WORDS else words)
+
+
+@functools.lru_cache(maxsize=1)
+def _gpus_by_name() -> dict[str, tuple[Gpu, ...]]:
+    """name_key of every catalog name and alias -> the GPUs that carry it (several: a card sold in several memory
+    sizes under one printed name, e.g. 'NVIDIA GeForce RTX 4060 Ti')."""
+    names: dict[str, tuple[Gpu, ...]] = {}
+    for g in gpus():
+        for text in dict.fromkeys(name_key(t) for t in (g.name, *g.aliases)):
+            names[text] = names.get(text, ()) + (g,)
+    return names
+
+
 def gpu(gpu_id: str) -> Gpu:
-    """A catalog GPU by id, or by words of its name that pick out one GPU ('RTX 4090', 'h100 sxm'); ValueError
-    naming the GPUs the words fit (or all of them) otherwise."""
+    """A catalog GPU by id; by the name nvidia-smi (--query-gpu=name), rocm-smi (--showproductname card series) or
+    macOS (System Information chipset, 'Apple M2 Ultra (76-core GPU)') print, case-insensitive; or by words of its
+    name that pick out one GPU ('RTX 4090', 'h100 sxm'). ValueError naming the GPUs the text fits (a printed name
+    shared by several memory sizes, or words that fit several), or close names when it fits none."""
     text = str(gpu_id)
     found = _gpus_by_id().get(text.strip().lower())
     if found is not None:
         return found
-    matches = find_gpus(text) if name_tokens(text) else ()  # no words: no GPU (not all of them)
+    named = _gpus_by_name().get(name_key(text), ())
+    matches = named or (find_gpus(text) if name_tokens(text) else ())  # no words: no GPU (not all of them)
     if len(matches) == 1:
         return matches[0]
     if matches:
-        raise ValueError(f"GPU {text[:40]!r} could be {', '.join(g.id for g in matches)}; give one of these ids")
-    raise ValueError(f"unknown GPU {text[:40]!r}; choose one of {', '.join(g.id for g in gpus())}")
+        raise ValueError(f"GPU {text[:60]!r} could be {', '.join(g.id for g in matches)}; give one of these ids"
+                         + (" or add the memory size ('... 16GB')" if named else ""))
+    raise ValueError(f"unknown GPU {text[:40]!r}{_gpu_suggestions(text)}")
+
+
+def _gpu_suggestions(text: str) -> str:
+    close = difflib.get_close_matches(str(text).strip().lower(), list(_gpus_by_id()), n=5, cutoff=0.6)
+    return (f"; did you mean {', '.join(close)}?" if close
+            else "; run `python -m estimator gpus` for the ids, or give the name nvidia-smi, rocm-smi or macOS prints")
 
 
 TOKEN = re.compile(r"[a-z]+|\d+(?:\.\d+)?")  # words and numbers: 'h100' -> 'h', '100'; 'mi300x' -> 'mi', '300', 'x'
@@ -157,8 +191,9 @@ def name_tokens(text: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=1)
-def _gpu_tokens() -> tuple[tuple[Gpu, tuple[str, ...]], ...]:
-    return tuple((g, tuple(name_tokens(g.name)) + tuple(name_tokens(g.id))) for g in gpus())
+def _gpu_tokens() -> tuple[tuple[Gpu, tuple[tuple[str, ...], ...]], ...]:
+    """Each GPU with the tokens of its name, its id and each alias, kept apart (a search matches within one)."""
+    return tuple((g, tuple(tuple(name_tokens(t)) for t in (g.name, g.id, *g.aliases))) for g in gpus())
 
 
 def _token_matches(typed: str, token: str) -> bool:
@@ -175,9 +210,11 @@ def _follows(typed: list[str], tokens: tuple[str, ...]) -> bool:
 
 
 def find_gpus(query: str) -> tuple[Gpu, ...]:
-    """The catalog GPUs whose name (or id) has the searched words and numbers, in catalog order. Each typed
-    group of letters and digits ('A100', 'H20', 'rtx 4090') must match the name's tokens in a row: 'A100' finds
-    the A100s only (not the Apple M3 Max), 'H20' finds no H200, 'RTX 4090' the RTX 4090. Empty: every GPU."""
+    """The catalog GPUs whose name (or id, or a printed alias) has the searched words and numbers, in catalog
+    order. Each typed group of letters and digits ('A100', 'H20', 'rtx 4090') must match the tokens of one of those
+    names in a row: 'A100' finds the A100s only (not the Apple M3 Max), 'H20' finds no H200, 'RTX 4090' the
+    RTX 4090. Empty: every GPU."""
     groups = [name_tokens(word) for word in re.split(r"[\s,/()·]+", str(query).lower()) if word]
     groups = [group for group in groups if group]
-    return tuple(g for g, tokens in _gpu_tokens() if all(_follows(group, tokens) for group in groups))
+    return tuple(g for g, names in _gpu_tokens()
+                 if all(any(_follows(group, tokens) for tokens in names) for group in groups))

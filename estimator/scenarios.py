@@ -55,7 +55,8 @@ CATALOG_MODEL = Input("Catalog model", DEFAULT_MODEL, link="model", flag="--mode
                       text=lambda text: catalog.model(text).id,
                       help="A catalog model id (case-insensitive); values are read from its published config.json.")
 TARGET_GPU = Input("Target GPU", "rtx-4090", link="gpu", flag="--gpu", text=lambda text: catalog.gpu(text).id,
-                   help="The catalog GPU the fit is computed for; memory is what frameworks can allocate.")
+                   help="The catalog GPU the fit is computed for: its id, or the name nvidia-smi, rocm-smi or macOS "
+                        "prints (case-insensitive); memory is what frameworks can allocate.")
 
 # Inputs both kinds of scenario have
 SEQ_LEN = Input("Sequence length", 2048, link="seq", flag="--seq-len", unit="tokens", low=1, high=MAX_SEQ_LEN,

@@ -284,9 +284,14 @@ vLLM requires), ZeRO-3 for training when the scenario does not shard by itself. 
 70 B model at 16-bit does not fit 2 x 80 GB just because 140 < 160. *Longest sequence* and *most concurrent
 requests* are the largest values whose estimate still fits the target GPU at that count (binary search; memory
 never decreases as they grow).
+
+On Apple silicon the GPU shares the Mac's memory and may wire only macOS's default share of it: about 2/3 of RAM
+up to 36 GB and 3/4 above (96 GB of a 128 GB Mac), which is the usable memory here. `sudo sysctl
+iogpu.wired_limit_mb=<MB>` raises it until the next restart; leave several GB to macOS.
 """)
 st.dataframe(pd.DataFrame([{"GPU": g.name, "Marketed (GB)": g.memory_gb,
                             "Usable (GB)": round(g.memory_bytes / est.GB, 2), "Bandwidth (GB/s)": g.bandwidth_gb_s,
+                            "GPU-to-GPU link": g.interconnect, "Link (GB/s each way)": g.interconnect_gb_s,
                             "Source": g.source} for g in est.gpus()]), hide_index=True)
 
 st.header("When quick and detailed differ")

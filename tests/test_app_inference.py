@@ -164,8 +164,17 @@ def test_gpu_fit_on_the_target_gpu_uses_the_estimators_numbers():
     assert metrics["Longest sequence"] == f"{est.max_seq_len(s, row, gpu.memory_bytes):,} tokens"
     assert metrics["Most concurrent requests"] == f"{est.max_concurrency(s, row, gpu.memory_bytes):,}"
     fits = at.dataframe[0].value
-    assert len(fits) == len(est.gpus())
+    assert len(fits) == sum(g.featured for g in est.gpus())  # the featured GPUs (the H100 SXM is one)
     assert fits[fits["GPU"] == "NVIDIA T4 16GB"]["GPUs needed"].iloc[0] == "2"  # text: "does not fit" elsewhere
+    at.toggle(key="inference.all_gpus").set_value(True).run()
+    every = at.dataframe[0].value
+    assert len(every) == len(est.gpus()) and "NVIDIA GeForce RTX 3070" in set(every["GPU"])
+
+
+def test_the_gpu_fit_table_lists_a_target_gpu_that_is_not_featured():
+    at = start({"gpu": "rtx-3070"})
+    assert not est.gpu("rtx-3070").featured
+    assert "NVIDIA GeForce RTX 3070" in set(at.dataframe[0].value["GPU"])
 
 
 def test_the_selected_row_drives_gpu_fit():

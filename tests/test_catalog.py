@@ -171,14 +171,16 @@ def test_unknown_model_and_gpu_ids_raise_value_error():
 
 
 @pytest.mark.parametrize("typed, found", [
-    ("A100", ["a100-40gb-sxm", "a100-80gb-sxm", "a100-80gb-pcie"]),  # not the Apple M3 Max
+    ("A100", ["a100-40gb-sxm", "a100-80gb-sxm", "a100-80gb-pcie", "a100-40gb-pcie"]),  # not the Apple M3 Max
     ("H20", []),  # not the H200
-    ("H200", ["h200"]),
+    ("H200", ["h200", "h200-nvl"]),
     ("rtx 4090", ["rtx-4090"]),
     ("l4", ["l4"]),  # not the L40S
     ("a100 80gb", ["a100-80gb-sxm", "a100-80gb-pcie"]),
-    ("apple", ["m2-ultra-192gb", "m3-max-128gb", "m4-max-128gb"]),
+    ("apple m2 ultra", ["m2-ultra-60c-64gb", "m2-ultra-76c-128gb", "m2-ultra-192gb"]),
     ("MI300", ["mi300x"]),
+    ("A100-SXM4-80GB", ["a100-80gb-sxm"]),  # the name nvidia-smi prints is searched too
+    ("rtx 3060", ["rtx-3060-12gb", "rtx-3060-8gb", "rtx-3060-ti"]),
 ])
 def test_gpu_search_matches_the_name_tokens(typed, found):
     assert [g.id for g in est.catalog.find_gpus(typed)] == found
@@ -190,3 +192,126 @@ def test_a_gpu_is_found_by_the_words_of_its_name_when_they_name_one():
         est.gpu("H100")
     with pytest.raises(ValueError, match="unknown GPU 'H20'"):
         est.gpu("H20")
+
+
+RAW_GPUS = json.loads(resources.files("estimator").joinpath("data", "gpus.json").read_text())["gpus"]
+
+
+@pytest.mark.parametrize("raw", RAW_GPUS, ids=[g["id"] for g in RAW_GPUS])
+def test_every_gpu_entry_is_complete(raw):
+    """Positive sizes, a source for the numbers and for the link, the link fields on every entry (null bandwidth
+    only where there is no GPU-to-GPU link: Apple silicon)."""
+    assert raw["memory_gb"] > 0 and raw["memory_bytes"] > 0 and raw["bandwidth_gb_s"] > 0
+    assert raw["source"].strip() and raw["memory_bytes_source"].strip() and raw["interconnect_source"].strip()
+    assert raw["interconnect"].strip() and "interconnect_gb_s" in raw and isinstance(raw["featured"], bool)
+    assert (raw["interconnect_gb_s"] is None) == (raw["vendor"] == "Apple")
+    assert raw["interconnect_gb_s"] is None or raw["interconnect_gb_s"] > 0
+    if not raw["memory_bytes_measured"]:
+        assert raw["memory_bytes"] % 2**20 == 0  # marketed GiB (or an assumed MiB total), never a guess in bytes
+    for tflops in ("bf16_dense_tflops", "fp16_dense_tflops", "fp8_dense_tflops"):
+        assert raw.get(tflops) is None or raw[tflops] > 0
+    assert all(alias.strip() for alias in raw.get("aliases", []))
+
+
+def test_gpu_ids_are_unique_and_the_catalog_covers_the_asked_for_chips():
+    ids = [g.id for g in est.gpus()]
+    assert len(ids) == len(set(ids)) >= 100
+    for required in ("tesla-p40", "v100-16gb", "t4", "a40", "l40s", "dgx-spark", "rtx-2080-ti", "rtx-3060-12gb",
+                     "rtx-3060-8gb", "rtx-4060-ti-8gb", "rtx-4060-ti-16gb", "rtx-5080", "rtx-a5000", "rtx-6000-ada",
+                     "rtx-pro-6000-blackwell", "rx-6800-xt", "rx-7900-xtx", "rx-9070-xt", "mi300x", "m1-8c-16gb",
+                     "m2-ultra-192gb", "m3-ultra-80c-512gb", "m4-max-32c-36gb", "m4-max-40c-48gb", "m4-max-40c-64gb",
+                     "m4-max-128gb", "m5-10c-32gb"):
+        assert required in ids
+
+
+def test_apple_gpu_limit_follows_the_macos_default():
+    """2/3 of RAM up to 36 GB, 3/4 above (the default wired limit; sysctl iogpu.wired_limit_mb raises it)."""
+    assert est.gpu("m4-max-32c-36gb").memory_bytes == 36 * 2**30 * 2 // 3 == 24 * 2**30
+    assert est.gpu("m4-max-40c-48gb").memory_bytes == 48 * 2**30 * 3 // 4 == 36 * 2**30
+    assert est.gpu("m4-max-128gb").memory_bytes == 96 * 2**30
+    assert est.gpu("m3-ultra-80c-512gb").memory_bytes == 384 * 2**30
+    assert all("iogpu.wired_limit_mb" in raw["note"] for raw in RAW_GPUS if raw["vendor"] == "Apple")
+
+
+@pytest.mark.parametrize("gpu_id, gb_s", [
+    ("rtx-3070", 448),  # NVIDIA specs: 256-bit GDDR6 at 14 Gbps -> 256 x 14 / 8
+    ("rtx-4060-ti-16gb", 288),  # 128-bit at 18 Gbps
+    ("rx-7900-xtx", 960),  # AMD specs: 384-bit at 20 Gbps, 'up to 960 GB/s'
+    ("m4-max-40c-48gb", 546),  # Apple newsroom, M4 Max with 40-core GPU
+    ("m4-max-32c-36gb", 410),  # same, 32-core GPU
+    ("dgx-spark", 273),  # NVIDIA DGX Spark page
+    ("h100-sxm", 3350),  # H100 datasheet, 3.35 TB/s
+])
+def test_bandwidth_is_the_vendor_figure(gpu_id, gb_s):
+    assert est.gpu(gpu_id).bandwidth_gb_s == gb_s
+
+
+@pytest.mark.parametrize("gpu_id, link, gb_s", [
+    ("h100-sxm", "NVLink 4", 450),  # 900 GB/s total NVLink (datasheet), one direction
+    ("b200", "NVLink 5", 900),  # 1.8 TB/s total
+    ("a100-80gb-pcie", "PCIe 4.0 x16", 32),  # 64 GB/s bidirectional
+    ("rtx-4060", "PCIe 4.0 x8", 16),
+    ("rtx-5090", "PCIe 5.0 x16", 64),
+    ("mi300x", "Infinity Fabric", 448),  # 896 GB/s aggregate
+])
+def test_interconnect_is_recorded_per_direction(gpu_id, link, gb_s):
+    g = est.gpu(gpu_id)
+    assert g.interconnect.startswith(link) and g.interconnect_gb_s == gb_s
+
+
+@pytest.mark.parametrize("printed, gpu_id", [
+    ("NVIDIA GeForce RTX 3070", "rtx-3070"),  # nvidia-smi --query-gpu=name
+    ("nvidia geforce rtx 3070", "rtx-3070"),
+    ("GeForce RTX 2080 Ti", "rtx-2080-ti"),  # older drivers, no vendor word
+    ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+    ("NVIDIA A100-SXM4-80GB", "a100-80gb-sxm"),
+    ("Tesla T4", "t4"),
+    ("NVIDIA GB10", "dgx-spark"),
+    ("AMD Instinct MI300X", "mi300x"),  # rocm-smi --showproductname card series
+    ("amd instinct mi300x", "mi300x"),
+    ("AMD Radeon RX 7900 XTX", "rx-7900-xtx"),
+    ("Apple M1 (7-core GPU)", "m1-7c-8gb"),  # macOS chipset + GPU cores, one memory size sold
+    ("apple m4 max (32-core gpu)", "m4-max-32c-36gb"),
+    ("Apple M2 Ultra (76-core GPU) 192GB", "m2-ultra-192gb"),  # the printed name with the size
+    ("m2-ultra-192gb", "m2-ultra-192gb"),  # the catalog id
+])
+def test_a_gpu_is_found_by_the_name_the_tools_print(printed, gpu_id):
+    assert est.gpu(printed).id == gpu_id
+
+
+@pytest.mark.parametrize("printed, candidates", [
+    ("NVIDIA GeForce RTX 4060 Ti", "rtx-4060-ti-8gb, rtx-4060-ti-16gb"),  # nvidia-smi prints no size
+    ("NVIDIA GeForce RTX 3060", "rtx-3060-12gb, rtx-3060-8gb"),
+    ("Apple M2 Ultra (76-core GPU)", "m2-ultra-76c-128gb, m2-ultra-192gb"),
+    ("AMD Radeon RX 9060 XT", "rx-9060-xt-8gb, rx-9060-xt-16gb"),
+])
+def test_a_printed_name_shared_by_memory_sizes_names_the_candidates(printed, candidates):
+    with pytest.raises(ValueError, match=re.escape(f"could be {candidates}; give one of these ids or add the memory")):
+        est.gpu(printed)
+
+
+def test_featured_gpus_keep_the_previous_catalog():
+    featured = {g.id for g in est.gpus() if g.featured}
+    assert {"rtx-4090", "h100-sxm", "mi300x", "m4-max-128gb", "rx-7900-xtx", "dgx-spark"} <= featured
+    assert 20 <= len(featured) < len(est.gpus()) // 2
+
+
+@pytest.mark.parametrize("gpu_id, mib", [
+    ("rtx-4060-ti-16gb", 16380),  # nvidia-smi '... / 16380MiB' (public dumps; 4 MiB under 16 GiB)
+    ("rtx-5080", 16303),  # GDDR7 cards show less than 16 GiB: 16303 MiB
+    ("a40", 46068),  # ECC on: 48 GiB less ~1/16, as the L40S
+])
+def test_driver_reported_totals_are_used_where_published(gpu_id, mib):
+    assert est.gpu(gpu_id).memory_bytes == mib * 2**20
+
+
+@pytest.mark.parametrize("gpu_id, field, published", [
+    ("rtx-2080-ti", "fp16_tflops", 53.8),  # Turing whitepaper, FP16 tensor with FP32 accumulate (reference clock)
+    ("rtx-3080-10gb", "bf16_tflops", 59.5),  # GA102 whitepaper, Appendix A (119 with sparsity)
+    ("rtx-4080", "bf16_tflops", 97.5),  # Ada whitepaper, FP32 accumulate
+    ("rtx-6000-ada", "fp8_tflops", 728.5),  # RTX 6000 Ada datasheet: 1457 TF FP8 with sparsity
+])
+def test_derived_tensor_rates_equal_the_published_ones(gpu_id, field, published):
+    """Cards whose tensor TFLOPs the catalog derives (cores x boost clock x the architecture's ratio) land on the
+    figure NVIDIA publishes for them."""
+    assert getattr(est.gpu(gpu_id), field) == published

@@ -31,10 +31,18 @@ def catalog_models() -> dict[str, str]:
     return {m.id: f"{m.name} ({m.id})" for m in catalog.models()}
 
 
+GPU_GROUPS = ("consumer", "workstation", "datacenter", "apple")  # the order of the GPU picker's groups
+GPU_VENDORS = ("NVIDIA", "AMD", "Apple")  # and of the vendors within a group
+
+
 @st.cache_data(show_spinner=False)
 def catalog_gpus(unit: str = "GB") -> dict[str, str]:
-    """GPU id -> 'name · usable memory' in the unit shown (GB or GiB), smallest first."""
-    gpus = sorted(catalog.gpus(), key=lambda g: (g.memory_bytes, g.name))
+    """GPU id -> 'name · usable memory' in the unit shown (GB or GiB): grouped by kind (consumer cards, workstation
+    cards, datacenter, Apple silicon) and vendor, smallest first within a group."""
+    def rank(value: str, order: tuple[str, ...]) -> int:
+        return order.index(value) if value in order else len(order)
+    gpus = sorted(catalog.gpus(), key=lambda g: (rank(g.kind, GPU_GROUPS), rank(g.vendor, GPU_VENDORS),
+                                                 g.memory_bytes, g.name))
     return {g.id: f"{g.name} · {in_unit(g.memory_bytes, unit):.1f} {unit}" for g in gpus}
 
 

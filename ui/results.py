@@ -35,10 +35,18 @@ def estimate(page: str, inputs: dict) -> list[tuple[tables.TableRow, object]]:
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
-def fits(page: str, inputs: dict, row_key: str) -> list:
-    """GpuFit of the row on every catalog GPU."""
+def fits(page: str, inputs: dict, row_key: str, gpu_ids: tuple[str, ...]) -> list:
+    """GpuFit of the row on each of the GPUs `gpu_ids`."""
     s, rows = _scenario_rows(page, inputs)
-    return fit_table(s, tables.selected_row(rows, row_key).fn, catalog.gpus())
+    return fit_table(s, tables.selected_row(rows, row_key).fn, [catalog.gpu(gpu_id) for gpu_id in gpu_ids])
+
+
+def fit_gpu_ids(page: str, target: str) -> tuple[str, ...]:
+    """The GPUs of the fit table: the featured ones and the target, or all of them when the toggle asks."""
+    every = st.toggle(f"All {len(catalog.gpus())} GPUs", key=f"{page}.all_gpus",
+                      help="By default the table lists the common GPUs and the target GPU; this lists every "
+                           "catalog GPU (consumer, workstation, datacenter and Apple silicon).")
+    return tuple(g.id for g in catalog.gpus() if every or g.featured or g.id == target)
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
@@ -290,7 +298,7 @@ def _gpu_tabs(page: str, inputs: dict, view: dict, row: str, unit: str, lines: l
         with fit_tab:
             placed, longest, most = limits(page, inputs, row, view["gpu"])
             _fit_summary(page, inputs, placed, longest, most, unit)
-            frame = tables.fit_frame(fits(page, inputs, row), unit)
+            frame = tables.fit_frame(fits(page, inputs, row, fit_gpu_ids(page, view["gpu"])), unit)
             st.dataframe(frame, hide_index=True, column_config=number_columns(frame, unit), height=300)
     for tab, name, title, current in ((seq_tab, "seq_len", "Sequence length", inputs["seq_len"]),
                                       (load_tab, field, load_title, inputs[field])):

@@ -191,8 +191,9 @@ class FinetuneScenario:
     # Post-training objective and its inputs (estimator/objectives.py; defaults are TRL's config defaults)
     objective: str = declare(Input(
         "Objective", "sft", link="obj", flag="--objective", choices=OBJECTIVES,
-        help="sft (supervised), dpo (chosen + rejected in one forward, a reference model), orpo (pairs, no "
-             "reference), kto (a reference model), grpo (generation, then training on prompt + completion)."))
+        help="Detailed method, as TRL runs it: sft (supervised), dpo (chosen + rejected in one forward, a reference "
+             "model), orpo (pairs, no reference), kto (a reference model), grpo (generation, then training on prompt "
+             "+ completion)."))
     precompute_ref_log_probs: bool = declare(Input(
         "Precompute reference log-probs", False, link="precref", flag="--precompute-ref-log-probs",
         help="DPO / KTO: score the data set with the reference model once before training (TRL's "

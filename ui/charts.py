@@ -31,7 +31,7 @@ COMPONENT_STYLE = {  # name -> (label, colour); colour-blind-safe Tableau 10 hue
     "weights": ("Weights", "#4E79A7"),
     "vision": ("Vision tower", "#76B7B2"),
     "reference_model": ("Reference model", "#9C755F"),
-    "generation_engine": ("vLLM engine (colocated)", "#D4A6C8"),
+    "generation_engine": ("vLLM engine", "#D4A6C8"),
     "master_weights": ("Master weights (fp32)", "#A0CBE8"),
     "kv_cache": ("KV cache", "#F28E2B"),
     "state": ("Recurrent state", "#EDC948"),

@@ -151,3 +151,28 @@ def test_dpo_estimate_matches_its_trace():
         assert abs(rows[(case, "logits_saved")]["error_pct"]) < 0.2
         assert abs(rows[(case, "reference_logits")]["error_pct"]) < 0.2
         assert abs(rows[(case, "peak")]["error_pct"]) < 4
+
+
+def test_published_records_have_sources_quotes_and_settings():
+    from validation import objectives
+
+    records = objectives.load_published()
+    assert len(records) >= 6
+    for r in records:
+        assert r["source"].startswith("https://") and r["quote"] and r["settings_note"], r["id"]
+        assert r["objective"] in est.objectives.OBJECTIVES and r["kind"] in ("measured", "claim", "oom", "fits")
+
+
+def test_published_comparison_reports_each_record_and_the_median(capsys):
+    """Unsloth's GRPO loss memory for TRL (78.3 GB: 8 completions of 20K tokens of Llama 3.1 8B) against 2 x 2 B x
+    8 x 19,488 x 128,256 = 79.98 GB; the issue's fp32 quick-start DPO must exceed 80 GB, its bf16 run fit."""
+    from validation.__main__ import main
+
+    assert main(["objectives"]) == 0
+    out = capsys.readouterr().out
+    assert "median |error| over 4 numbers" in out and "OOM / fit records consistent: 2 of 2" in out
+    from validation import objectives
+
+    rows = {r["id"]: r for r in objectives.compare_published()}
+    assert rows["unsloth-grpo-trl-fa2-logits"]["estimate_gb"] == round(2 * 2 * 8 * 19_488 * V / 1e9, 2)
+    assert rows["unsloth-grpo-trl-fa2-kv"]["estimate_gb"] == round(20_000 * KV_PER_TOKEN / 1e9, 2)

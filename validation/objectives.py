@@ -170,3 +170,67 @@ def dpo_rows(case, estimate: dict, measured: dict) -> list[dict]:
     return [{"case": case.name, "family": case.family, "scenario": case.scenario, "component": name,
              "estimate_bytes": int(estimate[name]), "measured_bytes": int(flat.get(name, 0)),
              "error_pct": round(error_pct(int(estimate[name]), int(flat.get(name, 0))), 3)} for name in DPO_COMPONENTS]
+
+
+def load_published(path: Path = PUBLISHED_CSV) -> list[dict]:
+    """The published records of validation/published/objectives.csv (one per compared number)."""
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def estimate_record(record: dict):
+    """(scenario, the estimator's detailed breakdown) for a published record's settings (its own technique row)."""
+    import estimator as est
+    from estimator.finetune import detailed_finetune
+
+    completion = int(record["max_completion_length"]) or est.objectives.GRPO_MAX_COMPLETION_LENGTH
+    s = est.FinetuneScenario(
+        est.catalog.model(record["model"]).architecture, objective=record["objective"],
+        technique=record["technique"], regime=record["regime"], activation_bits=int(record["activation_bits"]),
+        batch_size=int(record["batch"]), seq_len=int(record["seq_len"]),
+        max_completion_length=completion if record["objective"] == "grpo" else est.objectives.GRPO_MAX_COMPLETION_LENGTH,
+        beta=float(record["beta"]), vllm_gpu_memory_utilization=float(record["vllm_share"]),
+        gradient_checkpointing=record["gradient_checkpointing"] == "1", overhead_gb=float(record["overhead_gb"]))
+    return s, detailed_finetune(s, s.technique)
+
+
+def compare_published(records: list[dict] | None = None) -> list[dict]:
+    """Each record with the estimate: error_pct for a number, `consistent` for an OOM / fit record."""
+    from estimator.objectives import objective_step
+
+    out = []
+    for record in records if records is not None else load_published():
+        s, b = estimate_record(record)
+        if record["component"] in ("total", "oom", "fits"):
+            gb = b.total / 1e9
+        elif record["component"] == "rollout_cache":  # a phase of its own (generation), not in the peak's components
+            gb = objective_step(s, s.technique, 0).phases["generation"]["rollout_cache"] / 1e9
+        else:
+            gb = b.component(record["component"]) / 1e9
+        published = float(record["published_gb"])
+        row = {"id": record["id"], "kind": record["kind"], "component": record["component"], "published_gb": published,
+               "estimate_gb": round(gb, 2)}
+        if record["kind"] == "oom":
+            row["consistent"] = gb > published
+        elif record["kind"] == "fits":
+            row["consistent"] = gb <= published
+        else:
+            row["error_pct"] = round(100 * (gb - published) / published, 1)
+        out.append(row)
+    return out
+
+
+def published_summary(rows: list[dict]) -> str:
+    """One line per record and the median absolute error of the numeric records."""
+    lines = [f"{'record':<34}{'kind':<8}{'component':<15}{'published GB':>13}{'estimate GB':>13}  error"]
+    for r in rows:
+        verdict = f"{r['error_pct']:+.1f}%" if "error_pct" in r else \
+            ("consistent" if r["consistent"] else "INCONSISTENT") + f" ({r['kind']})"
+        lines.append(f"{r['id']:<34}{r['kind']:<8}{r['component']:<15}{r['published_gb']:>13.1f}"
+                     f"{r['estimate_gb']:>13.2f}  {verdict}")
+    errors = [abs(r["error_pct"]) for r in rows if "error_pct" in r]
+    checks = [r["consistent"] for r in rows if "consistent" in r]
+    if errors:
+        lines.append(f"\nmedian |error| over {len(errors)} numbers: {statistics.median(errors):.1f}%; "
+                     f"OOM / fit records consistent: {sum(checks)} of {len(checks)}")
+    return "\n".join(lines)

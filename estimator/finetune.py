@@ -25,7 +25,7 @@ from .activations import loss_head_bytes, recompute_bytes, training_activation_b
 from .architecture import Architecture, parameter_counts, tensors
 from .breakdown import Breakdown, make_breakdown
 from .formats import weight_bytes
-from .objectives import OBJECTIVE_PHASE_NOTES, objective_step
+from .objectives import OBJECTIVE_PHASE_NOTES, objective_checkpointing, objective_step
 from .quick import quick_finetune
 from .scenarios import AUTO, FinetuneScenario, gradient_checkpointing
 from .sharding import shard_training_states
@@ -147,7 +147,7 @@ def detailed_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
     layer_options = dict(act_bytes=s.activation_bits // 8, flash_attention=s.flash_attention, frozen_base=frozen,
                          lora_targets=parse_lora_targets(s.lora_targets) if frozen else (), lora_rank=s.lora_rank,
                          adapter_bytes=s.adapter_bits // 8)
-    checkpointing = gradient_checkpointing(s.gradient_checkpointing, technique)
+    checkpointing = gradient_checkpointing(s.gradient_checkpointing, technique) or objective_checkpointing(s)
     # the objective (objectives.py): the trained forward's sequences and loss head, a reference model, generation
     shape = objective_step(s, technique, loss_head_bytes(a, s.batch_size, s.seq_len, s.activation_bits // 8))
     activations = training_activation_bytes(a, shape.sequences, shape.seq_len,

@@ -114,6 +114,8 @@ def objective_step(s, technique: str, sft_loss_head: int) -> ObjectiveStep:
     scored = s.max_completion_length if s.objective == "grpo" else seq  # tokens whose logits exist
     loss_head = TRL_LOGPS_LOGIT_COPIES * A * sequences * scored * V
     notes = []
+    if objective_checkpointing(s):
+        notes.append(f"Gradient checkpointing on (auto): TRL's {s.objective.upper()}Config defaults it to True")
     if s.objective in PAIRED:
         notes.append(f"{s.objective.upper()}: chosen and rejected concatenated into one forward of 2b = {sequences} "
                      f"sequences of {seq:,} tokens")
@@ -150,6 +152,14 @@ def objective_step(s, technique: str, sft_loss_head: int) -> ObjectiveStep:
                  f"{sequences} x {scored:,} x vocab ({V:,})" + (" + the chosen half's cross-entropy"
                                                                 if s.objective == "orpo" else ""))
     return ObjectiveStep(sequences, seq, loss_head, persistent, phases, alive, tuple(notes), loss_note)
+
+
+def objective_checkpointing(s) -> bool:
+    """Gradient checkpointing left on auto is on for DPO, ORPO, KTO and GRPO: TRL's DPOConfig, ORPOConfig, KTOConfig
+    and GRPOConfig default `gradient_checkpointing` to True. (SFT keeps the estimator's own auto: on for QLoRA.)"""
+    from .scenarios import AUTO  # scenarios imports this module for its inputs' defaults
+
+    return s.gradient_checkpointing == AUTO and s.objective != "sft"
 
 
 def check_objective(s) -> None:

@@ -74,7 +74,7 @@ METHOD = Input("Method", "auto", link="method", flag="--method", choices=METHODS
                     "auto: detailed when the architecture is known.")
 
 
-AUTO = "auto"  # gradient checkpointing as the usual tool sets it: on for QLoRA, off otherwise
+AUTO = "auto"  # gradient checkpointing as the usual tool sets it: on for QLoRA (and TRL's DPO/ORPO/KTO/GRPO), off otherwise
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,8 @@ class _AutoFlag(Input):
 GRADIENT_CHECKPOINTING = _AutoFlag(
     "Gradient checkpointing", False, link="gc", flag="--grad-checkpointing", choices=(AUTO, True, False),
     help="Keep only each layer's input and recompute the rest during backward. Default (auto): on for QLoRA, "
-         "as peft's prepare_model_for_kbit_training turns it on, off for full fine-tuning and LoRA.")
+         "as peft's prepare_model_for_kbit_training turns it on, off for full fine-tuning and LoRA; on for the "
+         "DPO, ORPO, KTO and GRPO objectives, as TRL's configs default it.")
 
 
 def gradient_checkpointing(value: bool | str, technique: str) -> bool:

@@ -17,7 +17,7 @@ PAGE = "finetune"
 BITS_LABELS = {32: "32-bit (FP32)", 16: "16-bit (BF16 / FP16)", 8: "8-bit", 4: "4-bit"}
 OPTIMIZER_LABELS = {k: o.label + ("" if k in QUICK_OPTIMIZERS else " (detailed)") for k, o in OPTIMIZERS.items()}
 IMPL_LABELS = {"fused": "fused", "foreach": "foreach (CUDA default)", "single-tensor": "single-tensor"}
-CHECKPOINTING_LABELS = {AUTO: "Auto (on for QLoRA)", True: "On", False: "Off"}
+CHECKPOINTING_LABELS = {AUTO: "Auto (on for QLoRA, DPO, GRPO...)", True: "On", False: "Off"}
 OBJECTIVE_CHOICES = {**OBJECTIVE_LABELS, "dpo": "DPO (reference model)", "orpo": "ORPO (pairs, no reference)",
                      "kto": "KTO (reference model)", "grpo": "GRPO (generation + training)"}
 ZERO_LABELS = {0: "0: none (DDP, FSDP NO_SHARD)", 1: "1: optimizer states", 2: "2: + gradients (FSDP SHARD_GRAD_OP)",

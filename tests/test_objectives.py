@@ -20,8 +20,21 @@ LLAMA3_8B = est.catalog.model("meta-llama/Meta-Llama-3-8B").architecture  # for 
 
 
 def row(a, technique="full", **changes):
-    s = est.FinetuneScenario(a, technique=technique, batch_size=2, seq_len=1024, overhead_gb=0, **changes)
+    """One row, gradient checkpointing off unless told (auto is on for TRL's objectives)."""
+    s = est.FinetuneScenario(a, technique=technique, batch_size=2, seq_len=1024, overhead_gb=0,
+                             **{"gradient_checkpointing": False, **changes})
     return detailed_finetune(s, technique)
+
+
+def test_auto_checkpointing_follows_trls_configs(llama3_8b):
+    """TRL's DPOConfig / GRPOConfig default gradient_checkpointing to True: auto keeps only each layer's input,
+    32 layers x 4 sequences x 1,024 tokens x 4,096 x 2 B (+ the embedding output kept outside the layers)."""
+    auto = row(llama3_8b, "lora", objective="dpo", gradient_checkpointing="auto")
+    off = row(llama3_8b, "lora", objective="dpo")
+    assert auto.component("activations") < off.component("activations") / 10
+    assert auto.component("activations") >= 32 * 4 * 1024 * 4096 * 2
+    sft = row(llama3_8b, "lora", gradient_checkpointing="auto")  # SFT: auto stays off for LoRA
+    assert (sft.components, sft.phases) == (row(llama3_8b, "lora").components, row(llama3_8b, "lora").phases)
 
 
 def test_dpo_full_keeps_a_second_16_bit_copy_and_scores_2b_sequences(llama3_8b):

@@ -135,7 +135,8 @@ def estimate_dpo(config, batch: int = 1, seq: int = 512, technique: str = "full"
 
     s = est.FinetuneScenario(architecture(config, num_layers), technique=technique, objective="dpo",
                              optimizer_state_bits=16, batch_size=batch, seq_len=seq, lora_rank=lora_rank,
-                             lora_targets=lora_targets, flash_attention=attn_impl != "eager", overhead_gb=0)
+                             lora_targets=lora_targets, gradient_checkpointing=False,  # the trace checkpoints nothing
+                             flash_attention=attn_impl != "eager", overhead_gb=0)
     b = detailed_finetune(s, technique)
     phases = dict(b.phases)
     shape = objective_step(s, technique, 0)

@@ -183,7 +183,7 @@ def detailed_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
         + (", gradient checkpointing (layer inputs kept; one layer rebuilt at a time in backward)"
            if checkpointing else ", no gradient checkpointing")
         + (" (auto: on for QLoRA, as peft's prepare_model_for_kbit_training turns it on; off for full "
-           "fine-tuning and LoRA)" if s.gradient_checkpointing == AUTO else ""),
+           "fine-tuning and LoRA)" if s.gradient_checkpointing == AUTO and not objective_checkpointing(s) else ""),
         shape.loss_note or f"Loss head: fp32 logits buffers 12 B x b x s x vocab ({a.vocab_size:,})",
         f"Optimizer step: {s.optimizer_impl} implementation" + (f", {step:,} B of temporaries" if step else ""),
         f"Peak at {peak_phase}: " + PHASE_NOTES[peak_phase],

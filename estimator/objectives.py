@@ -147,7 +147,8 @@ def objective_step(s, technique: str, sft_loss_head: int) -> ObjectiveStep:
                          f"{s.vllm_gpu_gb:g} GB for its weights copy and KV cache")
         else:
             phases["generation"] = {"rollout_cache": kv_cache_bytes(a, seq, b)}
-            notes.append(f"Generation: transformers generate in the trainer, KV cache of {b} x {seq:,} tokens")
+            notes.append(f"Generation: transformers generate in the trainer, KV cache of {b} x {seq:,} tokens (one "
+                         "generation batch per step: steps_per_generation = gradient_accumulation_steps = 1)")
     loss_note = (f"Loss head: TRL's selective_log_softmax on {8 * A}-bit logits, {TRL_LOGPS_LOGIT_COPIES} x {A} B x "
                  f"{sequences} x {scored:,} x vocab ({V:,})" + (" + the chosen half's cross-entropy"
                                                                 if s.objective == "orpo" else ""))

@@ -74,7 +74,7 @@ METHOD = Input("Method", "auto", link="method", flag="--method", choices=METHODS
                     "auto: detailed when the architecture is known.")
 
 
-AUTO = "auto"  # gradient checkpointing as the usual tool sets it: on for QLoRA (and TRL's DPO/ORPO/KTO/GRPO), off otherwise
+AUTO = "auto"  # gradient checkpointing as the usual tool sets it: on for QLoRA (and TRL's objectives), off otherwise
 
 
 @dataclass(frozen=True)

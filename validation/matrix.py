@@ -199,9 +199,10 @@ class Case:
     def scenario(self) -> str:
         p = self.params
         if self.kind == "dpo":
-            text = (f"DPO {'LoRA r=%d on %s' % (p.get('lora_rank', 16), p.get('lora_targets', 'q,v')) if p.get('technique') == 'lora' else 'full'}"
-                    f" b={p.get('batch', 1)} pairs (2b sequences) s={p.get('seq', 512)}, sdpa, reference "
-                    f"{'= adapter disabled' if p.get('technique') == 'lora' else 'copy'}, AdamW fused")
+            lora = p.get("technique") == "lora"
+            technique = f"LoRA r={p.get('lora_rank', 16)} on {p.get('lora_targets', 'q,v')}" if lora else "full"
+            text = (f"DPO {technique} b={p.get('batch', 1)} pairs (2b sequences) s={p.get('seq', 512)}, sdpa, "
+                    f"reference {'= adapter disabled' if lora else 'copy'}, AdamW fused")
         elif self.kind == "inference":
             text = (f"inference b={p.get('batch', 1)} C={p.get('concurrency', 1)} prefill {p.get('prefill_len', 512)}"
                     f" + {p.get('decode_steps', 16)} decode, {p.get('attn_impl', 'sdpa')}")

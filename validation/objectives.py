@@ -184,12 +184,13 @@ def estimate_record(record: dict):
     import estimator as est
     from estimator.finetune import detailed_finetune
 
-    completion = int(record["max_completion_length"]) or est.objectives.GRPO_MAX_COMPLETION_LENGTH
+    grpo = record["objective"] == "grpo"  # other objectives keep the input's default (unused)
+    completion = int(record["max_completion_length"]) if grpo else est.objectives.GRPO_MAX_COMPLETION_LENGTH
     s = est.FinetuneScenario(
         est.catalog.model(record["model"]).architecture, objective=record["objective"],
         technique=record["technique"], regime=record["regime"], activation_bits=int(record["activation_bits"]),
         batch_size=int(record["batch"]), seq_len=int(record["seq_len"]),
-        max_completion_length=completion if record["objective"] == "grpo" else est.objectives.GRPO_MAX_COMPLETION_LENGTH,
+        max_completion_length=completion,
         beta=float(record["beta"]), vllm_gpu_memory_utilization=float(record["vllm_share"]),
         gradient_checkpointing=record["gradient_checkpointing"] == "1", overhead_gb=float(record["overhead_gb"]))
     return s, detailed_finetune(s, s.technique)

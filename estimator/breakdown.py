@@ -8,11 +8,16 @@ from dataclasses import dataclass
 COMPONENTS = {
     "weights": "Model weights, in the chosen precision or format",
     "vision": "Vision (and audio) tower of a multimodal model: encoder and projector, 16-bit",
+    "reference_model": "Frozen reference model (DPO, KTO, GRPO with beta > 0): a second 16-bit copy of the weights; "
+                       "none with LoRA / QLoRA, whose reference is the base with the adapter disabled",
+    "generation_engine": "Colocated vLLM engine of GRPO: its gpu_memory_utilization share of the GPU",
     "master_weights": "fp32 master copy of the trainable weights (mixed precision)",
     "kv_cache": "Key/value cache of every running sequence",
     "state": "Recurrent state of linear-attention layers: a fixed size per running sequence, whatever its length",
     "activations": "Activations: the transient peak of a layer (inference) or tensors saved for backward",
     "logits": "Logits: fp32 buffers of the loss head (training) or of sampling (inference)",
+    "rollout_cache": "KV cache of the completions GRPO generates in the trainer (transformers generate)",
+    "reference_logits": "Reference model's forward under no_grad: its 16-bit logits and one row's log-softmax",
     "gradients": "Gradients of the trainable parameters",
     "optimizer_states": "Optimizer states (e.g. Adam's two moments)",
     "optimizer_step": "Temporaries of the optimizer step (foreach / single-tensor implementations)",

@@ -25,6 +25,7 @@ from .activations import loss_head_bytes, recompute_bytes, training_activation_b
 from .architecture import Architecture, parameter_counts, tensors
 from .breakdown import Breakdown, make_breakdown
 from .formats import weight_bytes
+from .objectives import OBJECTIVE_PHASE_NOTES, objective_checkpointing, objective_step
 from .quick import quick_finetune
 from .scenarios import AUTO, FinetuneScenario, gradient_checkpointing
 from .sharding import shard_training_states
@@ -146,16 +147,20 @@ def detailed_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
     layer_options = dict(act_bytes=s.activation_bits // 8, flash_attention=s.flash_attention, frozen_base=frozen,
                          lora_targets=parse_lora_targets(s.lora_targets) if frozen else (), lora_rank=s.lora_rank,
                          adapter_bytes=s.adapter_bits // 8)
-    checkpointing = gradient_checkpointing(s.gradient_checkpointing, technique)
-    activations = training_activation_bytes(a, s.batch_size, s.seq_len,
+    checkpointing = gradient_checkpointing(s.gradient_checkpointing, technique) or objective_checkpointing(s)
+    # the objective (objectives.py): the trained forward's sequences and loss head, a reference model, generation
+    shape = objective_step(s, technique, loss_head_bytes(a, s.batch_size, s.seq_len, s.activation_bits // 8))
+    activations = training_activation_bytes(a, shape.sequences, shape.seq_len,
                                             gradient_checkpointing=checkpointing, **layer_options)
-    logits = loss_head_bytes(a, s.batch_size, s.seq_len, s.activation_bits // 8)
+    logits = shape.loss_head
     step = _step_temporaries(s, model)
-    recompute = recompute_bytes(a, s.batch_size, s.seq_len, **layer_options) if checkpointing else 0
-    persistent = {"weights": sharded["weights"], **_frozen_towers(s),
+    recompute = recompute_bytes(a, shape.sequences, shape.seq_len, **layer_options) if checkpointing else 0
+    persistent = {"weights": sharded["weights"], **_frozen_towers(s), **shape.persistent,
                   "master_weights": sharded.get("master_weights", 0),
                   "optimizer_states": sharded["optimizer_states"], "overhead": bytes_from_gb(s.overhead_gb)}
     at_phase = {  # the components alive at each phase
+        **{name: {**persistent, **({"activations": activations} if name in shape.with_activations else {}), **parts}
+           for name, parts in shape.phases.items()},
         "backward start": {**persistent, "activations": activations, "logits": logits},
         "optimizer step": {**persistent, "gradients": sharded["gradients"], "optimizer_step": step},
     }
@@ -172,14 +177,14 @@ def detailed_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
         del components["master_weights"]
     if s.optimizer_impl == "fused" and not components["optimizer_step"]:
         del components["optimizer_step"]
-    notes = model.notes + [
+    notes = model.notes + [*shape.notes,
         f"Activations for b x s = {s.batch_size} x {s.seq_len:,} tokens, "
         + ("FlashAttention/sdpa" if s.flash_attention else "eager attention (s x s scores)")
         + (", gradient checkpointing (layer inputs kept; one layer rebuilt at a time in backward)"
            if checkpointing else ", no gradient checkpointing")
         + (" (auto: on for QLoRA, as peft's prepare_model_for_kbit_training turns it on; off for full "
-           "fine-tuning and LoRA)" if s.gradient_checkpointing == AUTO else ""),
-        f"Loss head: fp32 logits buffers 12 B x b x s x vocab ({a.vocab_size:,})",
+           "fine-tuning and LoRA)" if s.gradient_checkpointing == AUTO and not objective_checkpointing(s) else ""),
+        shape.loss_note or f"Loss head: fp32 logits buffers 12 B x b x s x vocab ({a.vocab_size:,})",
         f"Optimizer step: {s.optimizer_impl} implementation" + (f", {step:,} B of temporaries" if step else ""),
         f"Peak at {peak_phase}: " + PHASE_NOTES[peak_phase],
         f"Runtime overhead: {s.overhead_gb:g} GB per GPU",
@@ -194,6 +199,7 @@ PHASE_NOTES = {
     "optimizer step": "activations are freed and every gradient exists",
     "backward end": "every gradient exists, plus the tied embedding's gradient being summed into lm_head's",
     "backward recompute": "gradient checkpointing rebuilds a layer while the gradients are nearly complete",
+    **OBJECTIVE_PHASE_NOTES,
 }
 
 

@@ -88,5 +88,7 @@ def quick_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
         f"scaled to b x s = {s.batch_size * s.seq_len:,} tokens",
         f"Runtime overhead: {s.overhead_gb:g} GB per GPU",
         *notes, *optimizer_notes(opt),
+        *((f"Objective {s.objective}: not modelled by the quick method (one SFT step); the detailed method adds its "
+           "reference model, paired forward or generation",) if s.objective != "sft" else ()),
     )
     return make_breakdown(technique, "quick", components, gpus=s.num_gpus, host_bytes=host, assumptions=assumptions)

@@ -18,6 +18,8 @@ from .checks import require_int
 from .formats import CHECKPOINT, WEIGHT_FORMATS
 from .inputs import INPUT, Input, check_inputs, declare
 from .kv_cache import KV_DTYPE_BYTES
+from .objectives import (GRPO_BETA, GRPO_MAX_COMPLETION_LENGTH, GRPO_NUM_GENERATIONS, OBJECTIVES,
+                         VLLM_GPU_MEMORY_UTILIZATION, check_objective)
 from .training import LORA_ROLES, OPTIMIZER_IMPLS, OPTIMIZERS, REGIMES, TECHNIQUES, parse_lora_targets
 from .vision import MAX_IMAGE_SIDE, image_tokens
 
@@ -75,7 +77,7 @@ METHOD = Input("Method", "auto", link="method", flag="--method", choices=METHODS
                     "auto: detailed when the architecture is known.")
 
 
-AUTO = "auto"  # gradient checkpointing as the usual tool sets it: on for QLoRA, off otherwise
+AUTO = "auto"  # gradient checkpointing as the usual tool sets it: on for QLoRA (and TRL's objectives), off otherwise
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,8 @@ class _AutoFlag(Input):
 GRADIENT_CHECKPOINTING = _AutoFlag(
     "Gradient checkpointing", False, link="gc", flag="--grad-checkpointing", choices=(AUTO, True, False),
     help="Keep only each layer's input and recompute the rest during backward. Default (auto): on for QLoRA, "
-         "as peft's prepare_model_for_kbit_training turns it on, off for full fine-tuning and LoRA.")
+         "as peft's prepare_model_for_kbit_training turns it on, off for full fine-tuning and LoRA; on for the "
+         "DPO, ORPO, KTO and GRPO objectives, as TRL's configs default it.")
 
 
 def gradient_checkpointing(value: bool | str, technique: str) -> bool:
@@ -225,6 +228,35 @@ class FinetuneScenario:
     model: Model
     technique: str = declare(Input("Technique", "full", link="row", flag="--technique", choices=TECHNIQUES,
                                    help="full, lora, qlora-8bit or qlora-4bit: one row instead of the table."))
+    # Post-training objective and its inputs (estimator/objectives.py; defaults are TRL's config defaults)
+    objective: str = declare(Input(
+        "Objective", "sft", link="obj", flag="--objective", choices=OBJECTIVES,
+        help="Detailed method, as TRL runs it: sft (supervised), dpo (chosen + rejected in one forward, a reference "
+             "model), orpo (pairs, no reference), kto (a reference model), grpo (generation, then training on prompt "
+             "+ completion)."))
+    precompute_ref_log_probs: bool = declare(Input(
+        "Precompute reference log-probs", False, link="precref", flag="--precompute-ref-log-probs",
+        help="DPO / KTO: score the data set with the reference model once before training (TRL's "
+             "precompute_ref_log_probs): no reference model and no reference forward in the step."))
+    num_generations: int = declare(Input(
+        "Generations per prompt", GRPO_NUM_GENERATIONS, link="ngen", flag="--num-generations", low=1, high=MAX_BATCH,
+        help="GRPO's num_generations (G). The batch size counts completions, so G sets the prompts per batch, "
+             "not the memory of a step."))
+    max_completion_length: int = declare(Input(
+        "Max completion length", GRPO_MAX_COMPLETION_LENGTH, link="clen", flag="--max-completion-length",
+        unit="tokens", low=1, high=MAX_SEQ_LEN,
+        help="GRPO: tokens generated per completion; the sequence length is prompt + completion, and only the "
+             "completion's logits are computed."))
+    beta: float = declare(Input(
+        "KL coefficient (beta)", GRPO_BETA, link="beta", flag="--beta", low=0, high=1_000,
+        help="GRPO: above 0 a reference model scores the completions (TRL's default 0.0 loads none)."))
+    vllm_gpu_memory_utilization: float = declare(Input(
+        "Colocated vLLM share", 0.0, link="vllm", flag="--vllm-gpu-memory-utilization", low=0, high=1,
+        help=f"GRPO with use_vllm and vllm_mode='colocate': the share of GPU memory vLLM reserves (TRL's default "
+             f"{VLLM_GPU_MEMORY_UTILIZATION}); 0 = generate with transformers in the trainer."))
+    vllm_gpu_gb: float = declare(Input(
+        "GPU memory for the vLLM share (GB)", 80.0, link="vllmgb", flag="--vllm-gpu-gb", unit="GB", low=1,
+        high=MAX_OVERHEAD_GB, help="GRPO with colocated vLLM: the GPU memory the share is taken of."))
     optimizer: str = declare(Input("Optimizer", "adamw", link="opt", flag="--optimizer", choices=tuple(OPTIMIZERS),
                                    help="States per parameter: SGD 0, momentum and RMSProp 1, Adam/AdamW 2."))
     param_bits: int = declare(Input(  # precision of the trained weights (quick method; 16 = bf16)
@@ -269,6 +301,7 @@ class FinetuneScenario:
 
     def __post_init__(self) -> None:
         _check_model(self)
+        check_objective(self)
         if isinstance(self.model, Architecture):  # whatever the technique: the table always has LoRA rows
             largest = max(self.model.hidden_size, self.model.q_width)
             if self.lora_rank > largest:

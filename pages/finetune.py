@@ -8,6 +8,7 @@ multi-GPU settings.
 
 import streamlit as st
 
+from estimator.objectives import OBJECTIVE_LABELS
 from estimator.scenarios import AUTO
 from estimator.training import OPTIMIZERS, QUICK_OPTIMIZERS, REGIMES
 from ui import advice, chrome, form, results, state
@@ -16,7 +17,9 @@ PAGE = "finetune"
 BITS_LABELS = {32: "32-bit (FP32)", 16: "16-bit (BF16 / FP16)", 8: "8-bit", 4: "4-bit"}
 OPTIMIZER_LABELS = {k: o.label + ("" if k in QUICK_OPTIMIZERS else " (detailed)") for k, o in OPTIMIZERS.items()}
 IMPL_LABELS = {"fused": "fused", "foreach": "foreach (CUDA default)", "single-tensor": "single-tensor"}
-CHECKPOINTING_LABELS = {AUTO: "Auto (on for QLoRA)", True: "On", False: "Off"}
+CHECKPOINTING_LABELS = {AUTO: "Auto (on for QLoRA, DPO, GRPO...)", True: "On", False: "Off"}
+OBJECTIVE_CHOICES = {**OBJECTIVE_LABELS, "dpo": "DPO (reference model)", "orpo": "ORPO (pairs, no reference)",
+                     "kto": "KTO (reference model)", "grpo": "GRPO (generation + training)"}
 ZERO_LABELS = {0: "0: none (DDP, FSDP NO_SHARD)", 1: "1: optimizer states", 2: "2: + gradients (FSDP SHARD_GRAD_OP)",
                3: "3: + weights (FSDP FULL_SHARD)"}
 
@@ -34,6 +37,18 @@ with inputs:
     with right:
         form.choice(PAGE, "optimizer", OPTIMIZER_LABELS)
         form.number(PAGE, "seq_len", step=512)
+    objective = form.choice(PAGE, "objective", OBJECTIVE_CHOICES, disabled=quick)
+    if form.objective_shows(objective, "precompute_ref_log_probs"):
+        form.flag(PAGE, "precompute_ref_log_probs")
+    if form.objective_shows(objective, "num_generations"):  # GRPO
+        left, right = st.columns(2)
+        with left:
+            form.number(PAGE, "max_completion_length", step=256)
+            form.number(PAGE, "beta", step=0.01, fmt="%.3f")
+        with right:
+            form.number(PAGE, "num_generations", step=1)
+            form.number(PAGE, "vllm_gpu_memory_utilization", step=0.05, fmt="%.2f")
+        form.number(PAGE, "vllm_gpu_gb", step=8.0, fmt="%.0f")
     with st.expander("Advanced", icon=":material/tune:"):
         form.choice(PAGE, "regime", {k: r.label for k, r in REGIMES.items()}, disabled=quick)
         form.choice(PAGE, "optimizer_state_bits", {32: "32-bit (fp32)", 16: "16-bit (torch AdamW on bf16 weights)"},

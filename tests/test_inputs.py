@@ -12,7 +12,7 @@ import estimator as est
 from estimator.cli import build_parser
 from estimator.inputs import Input, inputs
 from estimator.scenarios import ACTIVE_PARAMS, CATALOG_MODEL, LORA_SHORT_NAMES, PARAMS, TARGET_GPU
-from ui import links
+from ui import form, links
 
 SCENARIO_INPUTS = [(page, name, spec) for page, cls in links.SCENARIOS.items() for name, spec in inputs(cls).items()]
 COMMAND = {"inference": "inference", "finetune": "finetune"}
@@ -83,10 +83,17 @@ def test_flags_are_on_off_pairs_on_the_cli_and_1_or_0_in_links():
 
 @pytest.mark.parametrize("page", links.ESTIMATE_PAGES)
 def test_the_widgets_offer_the_declared_bounds_and_choices(page):
-    at = start({"model": "deepseek-ai/DeepSeek-V3"}, page=page)  # a catalog model: every input is drawn
+    apps = {}  # a catalog model: every input is drawn (an objective's own inputs with that objective)
+
+    def app(objective: str = "sft"):
+        if objective not in apps:
+            apps[objective] = start({"model": "deepseek-ai/DeepSeek-V3", **({"obj": objective} if page == "finetune"
+                                                                           else {})}, page=page)
+        return apps[objective]
     multimodal = start({"model": "Qwen/Qwen3-VL-8B-Instruct"}, page=page)  # and the image inputs for this one
     for name, spec in inputs(links.SCENARIOS[page]).items():
         key = f"{page}.{name}"
+        at = app(form.OBJECTIVE_INPUTS[name][0] if name in form.OBJECTIVE_INPUTS else "sft")
         if name.startswith("image"):
             assert not any(w.key == key for w in at.number_input), name  # a text-only model: not drawn
             widget = multimodal.number_input(key=key)

@@ -129,9 +129,16 @@ def bad_values(name: str):
                          st.text(alphabet="xyz_,", min_size=1, max_size=20).filter(lambda t: t.strip(" ,")))
     if name == "model":
         return st.one_of(garbage, st.integers(), st.builds(dict, name=st.text(max_size=5)))
+    spec = {**inputs(est.InferenceScenario), **inputs(est.FinetuneScenario)}[name]
+    if spec.low is not None and not spec.choices:  # any other bounded number: outside its declared range
+        low, high = spec.low, spec.high
+        if spec.kind is int:
+            return st.one_of(garbage, st.booleans(), st.integers(max_value=int(low) - 1),
+                             st.integers(min_value=int(high) + 1), st.integers(int(low), int(high)).map(float))
+        return st.one_of(garbage.filter(lambda v: not isinstance(v, float) or not low <= v <= high), st.booleans(),
+                         st.floats(max_value=low - 1e-9), st.floats(min_value=high + 1e-6))
     # choices: weights, kv_dtype, method, technique, optimizer, regime; words a user may type for a choice ('FP16',
     # ' bf16', 'half': formats.ALIASES, issue 14) are accepted, so they are not bad values
-    spec = {**inputs(est.InferenceScenario), **inputs(est.FinetuneScenario)}[name]
 
     def refused(value) -> bool:
         return not (isinstance(value, str) and resolve_word(value, spec.choices) is not None)

@@ -127,6 +127,17 @@ def applies(page: str, name: str) -> bool:
     return test is None or test(_architecture(page))
 
 
+# The objective's own inputs (estimator/objectives.py) and the objectives they apply to: the page shows them only then
+OBJECTIVE_INPUTS = {"precompute_ref_log_probs": ("dpo", "kto"), "num_generations": ("grpo",),
+                    "max_completion_length": ("grpo",), "beta": ("grpo",), "vllm_gpu_memory_utilization": ("grpo",),
+                    "vllm_gpu_gb": ("grpo",)}
+
+
+def objective_shows(objective: str, name: str) -> bool:
+    """Whether the objective's input `name` applies to `objective` (the page keeps the others' values as they are)."""
+    return objective in OBJECTIVE_INPUTS[name]
+
+
 def unit(page: str) -> str:
     """GB / GiB toggle (a view setting shared by all pages)."""
     widget_key, now = state.bind(page, "unit")

@@ -1,6 +1,7 @@
 """python -m validation [--fast] [--only CASE ...] [--out PATH] [--summary]
 python -m validation trace inference|training (--model ID | --config PATH) [options]
 python -m validation engines          (the engine estimates vs published start-up logs: engine_results.csv)
+python -m validation objectives       (DPO / ORPO / KTO / GRPO estimates vs published records: published/objectives.csv)
 
 The first form runs the validation matrix (or its fast CI subset), writes the rows (the full matrix:
 validation/results.csv) and prints the summary: median and worst error per component; --summary prints the
@@ -118,9 +119,18 @@ def validate_engines(argv: list[str]) -> int:
     return 0
 
 
+def validate_objectives(argv: list[str]) -> int:
+    """Compare the post-training objectives' estimates with validation/published/objectives.csv (no torch)."""
+    Parser(prog="python -m validation objectives", description=validate_objectives.__doc__).parse_args(argv)
+    from . import objectives
+
+    print(objectives.published_summary(objectives.compare_published()))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    commands = {"trace": trace, "engines": validate_engines}
+    commands = {"trace": trace, "engines": validate_engines, "objectives": validate_objectives}
     return commands[argv[0]](argv[1:]) if argv[:1] and argv[0] in commands else run(argv)
 
 

@@ -198,7 +198,12 @@ class Case:
     @property
     def scenario(self) -> str:
         p = self.params
-        if self.kind == "inference":
+        if self.kind == "dpo":
+            lora = p.get("technique") == "lora"
+            technique = f"LoRA r={p.get('lora_rank', 16)} on {p.get('lora_targets', 'q,v')}" if lora else "full"
+            text = (f"DPO {technique} b={p.get('batch', 1)} pairs (2b sequences) s={p.get('seq', 512)}, sdpa, "
+                    f"reference {'= adapter disabled' if lora else 'copy'}, AdamW fused")
+        elif self.kind == "inference":
             text = (f"inference b={p.get('batch', 1)} C={p.get('concurrency', 1)} prefill {p.get('prefill_len', 512)}"
                     f" + {p.get('decode_steps', 16)} decode, {p.get('attn_impl', 'sdpa')}")
         else:
@@ -370,17 +375,26 @@ def _real_cases() -> list[Case]:
     ]
 
 
+# Issue 15: TRL's DPO step (validation/objectives.py trace_dpo): a reference copy (full) or the adapter disabled (LoRA)
+DPO_CASES = [
+    Case("llama-dpo-full", "llama", "dpo", dict(batch=2, seq=512)),
+    Case("llama-dpo-lora", "llama", "dpo", dict(batch=2, seq=512, technique="lora")),
+    Case("llama3-8b-dpo-lora", "llama", "dpo", dict(batch=1, seq=1024, technique="lora"),
+         model="meta-llama/Meta-Llama-3-8B", layers=(2, 3)),
+]
+
+
 def cases(fast: bool = False) -> list[Case]:
     """The whole matrix, or its CI subset."""
-    small = _small_cases()
-    return [c for c in small if c.fast] if fast else small + _real_cases()
+    small = _small_cases() + [c for c in DPO_CASES if not c.model]
+    return [c for c in small if c.fast] if fast else small + _real_cases() + [c for c in DPO_CASES if c.model]
 
 
 def measure(case: Case) -> dict:
     """Trace one case (needs torch, transformers, peft)."""
-    from . import trace
+    from . import objectives, trace
 
-    fn = trace.trace_inference if case.kind == "inference" else trace.trace_training
+    fn = {"inference": trace.trace_inference, "dpo": objectives.trace_dpo}.get(case.kind, trace.trace_training)
     if case.layers:
         return trace.trace_scaled(fn, case.config, case.layers, **case.params)
     return fn(case.config, **case.params)
@@ -388,6 +402,10 @@ def measure(case: Case) -> dict:
 
 def estimate(case: Case) -> dict:
     """The estimator's detailed estimate for one case (the estimator's own inputs: no variant)."""
+    if case.kind == "dpo":
+        from .objectives import estimate_dpo
+
+        return estimate_dpo(case.config, **case.params)
     keys = {"inference": ("batch", "concurrency", "prefill_len", "decode_steps", "attn_impl"),
             "training": ("batch", "seq", "technique", "lora_rank", "lora_targets", "gradient_checkpointing",
                          "attn_impl")}[case.kind]
@@ -399,6 +417,10 @@ def estimate(case: Case) -> dict:
 def run_case(case: Case) -> tuple[list[dict], dict]:
     """(rows, measurement) of one case."""
     measured = measure(case)
+    if case.kind == "dpo":
+        from .objectives import dpo_rows
+
+        return dpo_rows(case, estimate(case), measured), measured
     return compare.rows(case.name, case.family, case.scenario, case.kind, estimate(case), measured), measured
 
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from . import catalog
+from . import catalog, hub
 from .architecture import Architecture, parameter_counts
 from .breakdown import COMPONENTS, Breakdown
 from .checks import quoted
@@ -161,7 +161,7 @@ def _model(args: argparse.Namespace) -> Model:
     if args.config is not None:
         return _read_config(args.config)
     if args.model is not None:
-        return catalog.model(args.model).architecture
+        return hub.resolve(args.model).architecture
     return ParamCount.from_billions(args.params, args.active_params)
 
 
@@ -259,7 +259,7 @@ def _serve(args: argparse.Namespace) -> None:
         raise UsageError("give exactly one of --model or --config (or a --command naming a catalog model)")
     if args.gpu is None:
         raise UsageError("--gpu is required: an engine's budget is a fraction of a real GPU (see `gpus`)")
-    model_id = catalog.model(args.model).id if args.model is not None else ""
+    model_id = hub.model_id(args.model) if args.model is not None else ""
     if imported:
         fields["engine"] = imported.engine
     fields.update({name: getattr(args, name) for name in inputs(ServeScenario) if getattr(args, name) is not None})
@@ -295,15 +295,21 @@ def _serve(args: argparse.Namespace) -> None:
 def _params(args: argparse.Namespace) -> None:
     if (args.model is None) == (args.config is None):
         raise UsageError("give exactly one of --model or --config")
-    a = _read_config(args.config) if args.config is not None else catalog.model(args.model).architecture
+    resolved = hub.resolve(args.model) if args.model is not None else None
+    a = resolved.architecture if resolved else _read_config(args.config)
     counts = parameter_counts(a)
     out = {"total_params": counts.total, "active_params": counts.active,
            "kv_cache_bytes_per_token": kv_bytes_per_token(a)}
+    if resolved and resolved.source != hub.CATALOG:  # where the numbers come from, and what the checkpoint stores
+        out.update(source=resolved.source, id=str(resolved.ref), commit=resolved.commit,
+                   stored_bytes=dict(resolved.stored_bytes))
     if args.json:
         print(json.dumps(out))
     else:
         for key, value in out.items():
-            print(f"{key}: {value:,}")
+            shown = ", ".join(f"{size:,} {dtype}" for dtype, size in value.items()) if isinstance(value, dict) \
+                else f"{value:,}" if isinstance(value, int) else value
+            print(f"{key}: {shown}")
 
 
 def _list(args: argparse.Namespace) -> None:

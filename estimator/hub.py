@@ -1,0 +1,289 @@
+"""Any model on the Hugging Face Hub by its id: `org/name`, `org/name@revision`, `org/repo:Q4_K_M` (a GGUF quant).
+
+A model id resolves from the catalog first (estimator/catalog.py), then from the Hub through `huggingface_hub`
+(imported here only when the Hub is asked, so the core stays standard library only), which honours `HF_ENDPOINT`,
+`HF_TOKEN`, `HF_HUB_OFFLINE` and its cache (`HF_HOME` / `HF_HUB_CACHE`). What is read:
+    /api/models/{id}[/revision/{rev}]   the commit the revision points at, and the Hub's `safetensors` metadata:
+                                        stored elements per dtype, so the exact stored bytes are known (tied
+                                        embeddings, MTP modules, vision towers and packed quantized tensors
+                                        included) -- huggingface_hub `HfApi.model_info`, `ModelInfo.safetensors`
+    /{id}/resolve/{commit}/config.json  the config, read by the same reader as a pasted one (hf_config.py)
+    GGUF repos: the header of the chosen `.gguf` file by range requests (estimator/gguf.py), never the file.
+Everything the Hub returns is untrusted input, exactly like an upload: the same size limits, no
+`trust_remote_code`, no code run. Requests go only to the configured endpoint, with timeouts, and what was fetched
+once is read back from huggingface_hub's cache (keyed by id and commit) when the Hub cannot be reached.
+Nothing but the model id is ever put in a message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import catalog
+from .architecture import Architecture
+from .hf_config import MAX_CONFIG_CHARS, architecture_from_config, parse_config_text
+
+DEFAULT_ENDPOINT = "https://huggingface.co"  # huggingface_hub constants._HF_DEFAULT_ENDPOINT
+HUB_TIMEOUT_S = 5.0  # seconds to wait for the Hub to answer one request (huggingface_hub's default is 10)
+MAX_REPO_ID_CHARS = 96  # huggingface_hub utils/_validators.py: "Repo id must be ... max length is 96"
+MAX_REVISION_CHARS = 200
+# A repo id as huggingface_hub validates it (utils/_validators.py REPO_ID_REGEX: letters, digits, "-", "_", "."),
+# with a namespace; then an optional @revision (branch, tag or commit) and an optional :quant tag (llama.cpp `-hf`,
+# Ollama `hf.co/org/repo:Q4_K_M`)
+MODEL_REF = re.compile(r"(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+?)(?:@(?P<rev>[\w./-]+?))?(?::(?P<quant>[\w.-]+))?",
+                       re.ASCII)
+INSTALL_HINT = "pip install huggingface_hub (or give --config PATH, a catalog id, or --params)"
+TOKEN_HINT = ("set HF_TOKEN to a token of an account that accepted its terms (https://huggingface.co/settings/tokens;"
+              " in a deployed app: an HF_TOKEN secret)")
+
+
+class HubError(ValueError):
+    """A model id the Hub could not answer for: one line for the user (CLI: stderr, exit 2; page: a message)."""
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A Hub model reference: `repo_id`, `revision` ("" = the default branch), `quant` ("" = none)."""
+
+    repo_id: str
+    revision: str = ""
+    quant: str = ""
+
+    def __str__(self) -> str:
+        return self.repo_id + (f"@{self.revision}" if self.revision else "") + (f":{self.quant}" if self.quant else "")
+
+
+def parse_ref(text: str) -> ModelRef | None:
+    """`org/name[@revision][:QUANT]` as a ModelRef; None when the text is not shaped like a Hub id."""
+    text = str(text).strip()
+    found = MODEL_REF.fullmatch(text)
+    if found is None or len(found["repo"]) > MAX_REPO_ID_CHARS or len(found["rev"] or "") > MAX_REVISION_CHARS:
+        return None
+    repo = found["repo"]
+    if ".." in repo or "--" in repo or repo.endswith((".", "-")) or ".." in (found["rev"] or ""):
+        return None  # huggingface_hub refuses these ids; ".." in a revision would walk the URL path
+    return ModelRef(repo, found["rev"] or "", found["quant"] or "")
+
+
+CATALOG, HUB, HUB_CACHE, GGUF_FILE = "catalog", "Hub", "Hub cache (offline)", "GGUF file"  # ResolvedModel.source
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A model by id: its architecture and where it came from (the catalog, the Hub, a GGUF file)."""
+
+    architecture: Architecture
+    ref: ModelRef  # the id as resolved: a catalog model's id, or the Hub id with its revision and quant
+    commit: str  # the commit the revision resolved to ("" for the catalog, or when read from the cache offline)
+    source: str  # CATALOG, HUB, HUB_CACHE or GGUF_FILE
+    stored_bytes: tuple[tuple[str, int], ...] = ()  # (dtype, bytes) of the checkpoint's tensors, when known
+
+    @property
+    def stored_total(self) -> int:
+        return sum(size for _, size in self.stored_bytes)
+
+    @property
+    def label(self) -> str:
+        """'Qwen/Qwen3-8B @ 1a2b3c4' : the id and the commit the numbers come from."""
+        return f"{self.ref} @ {self.commit[:7]}" if self.commit else f"{self.ref} ({self.source})"
+
+
+def model_id(text: str) -> str:
+    """The id a user typed, checked: a catalog id as the catalog spells it, else a Hub id (`org/name[@rev][:QUANT]`);
+    ValueError with the catalog's suggestions when it is neither. Nothing is downloaded."""
+    ref = parse_ref(text)
+    if ref is not None and (ref.revision or ref.quant):
+        return str(ref)
+    try:
+        return catalog.model(text).id
+    except ValueError:
+        if ref is None:
+            raise
+        return str(ref)
+
+
+def resolve(text: str, token: str | None = None) -> ResolvedModel:
+    """A model by id: the catalog first, then the Hub (`fetch`). HubError / ValueError in one line otherwise."""
+    found = model_id(text)
+    ref = parse_ref(found)
+    if ref is not None and not (ref.revision or ref.quant):
+        try:
+            entry = catalog.model(found)
+            return ResolvedModel(architecture=entry.architecture, ref=ModelRef(entry.id), commit="", source=CATALOG)
+        except ValueError:
+            pass
+    return fetch(ref, token)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """huggingface_hub's settings, read from the environment at each call (its constants are read at import)."""
+
+    endpoint: str
+    cache_dir: str
+    offline: bool
+    token: str | None
+
+
+def settings(token: str | None = None) -> Settings:
+    env = os.environ
+    home = env.get("HF_HOME") or str(Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "huggingface")
+    offline = (env.get("HF_HUB_OFFLINE") or env.get("TRANSFORMERS_OFFLINE") or "").upper() in ("1", "ON", "YES", "TRUE")
+    return Settings(endpoint=(env.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/"),
+                    cache_dir=env.get("HF_HUB_CACHE") or str(Path(home) / "hub"), offline=offline,
+                    token=token or env.get("HF_TOKEN") or None)
+
+
+def _library():
+    try:
+        import huggingface_hub
+        import huggingface_hub.errors  # noqa: F401  (huggingface_hub.errors is not loaded by the package)
+    except ImportError:
+        raise HubError(f"reading a model from the Hugging Face Hub needs huggingface_hub: {INSTALL_HINT}") from None
+    return huggingface_hub
+
+
+def _transport_errors(hf) -> tuple[type[BaseException], ...]:
+    """Errors meaning 'the Hub could not be reached' (no answer, timeout, offline mode)."""
+    errors: list[type[BaseException]] = [hf.errors.OfflineModeIsEnabled, ConnectionError, TimeoutError]
+    for name in ("httpx2", "httpx"):  # huggingface_hub 2.x talks through httpx2, 1.x through httpx
+        try:
+            module = __import__(name)
+            errors.append(module.TransportError)
+        except (ImportError, AttributeError):
+            pass
+    return tuple(errors)
+
+
+def _hub_error(err: BaseException, ref: ModelRef, hf, what: str = "") -> HubError:
+    """One line for a Hub answer that is not the file: gated, not found, bad revision, other status."""
+    e = hf.errors
+    if isinstance(err, e.GatedRepoError):
+        return HubError(f"{ref.repo_id} is a gated model on the Hub: {TOKEN_HINT}")
+    if isinstance(err, e.RevisionNotFoundError):
+        return HubError(f"{ref.repo_id} has no revision {ref.revision!r} on the Hub")
+    if isinstance(err, e.RepositoryNotFoundError):
+        return HubError(f"{ref.repo_id} is not a model on the Hub (or it is private: set HF_TOKEN); "
+                        "check the id, or run `python -m estimator models` for the catalog")
+    if isinstance(err, e.RemoteEntryNotFoundError):
+        return HubError(f"{ref.repo_id} has no {what or 'such file'} on the Hub; give --config PATH instead")
+    status = getattr(getattr(err, "response", None), "status_code", "?")
+    return HubError(f"the Hub answered {status} for {ref.repo_id}; try again later or give --config PATH")
+
+
+def fetch(text: str | ModelRef, token: str | None = None) -> ResolvedModel:
+    """Read a model from the Hub: its config.json (and the stored bytes per dtype) at the requested revision.
+    Offline or unreachable: the cached config of that id and revision, else HubError in one line."""
+    ref = text if isinstance(text, ModelRef) else parse_ref(text)
+    if ref is None:
+        raise HubError(f"{str(text)[:80]!r} is not a Hub model id (org/name, org/name@revision, org/repo:QUANT)")
+    if ref.quant:
+        from .gguf import fetch_gguf  # a GGUF repo: the header of the file of that quant
+        return fetch_gguf(ref, token)
+    hf, conf = _library(), settings(token)
+    unreachable = _transport_errors(hf)
+    info = None
+    if not conf.offline:
+        try:
+            info = hf.HfApi(endpoint=conf.endpoint, token=conf.token or False).model_info(
+                ref.repo_id, revision=ref.revision or None, timeout=HUB_TIMEOUT_S)
+        except unreachable:
+            info = None
+        except hf.errors.HfHubHTTPError as err:
+            raise _hub_error(err, ref, hf) from None
+    commit = getattr(info, "sha", None) or ""
+    path = download(ref, "config.json", conf, limit=MAX_CONFIG_CHARS, cached_only=info is None)
+    config = parse_config_text(_read_capped(path, MAX_CONFIG_CHARS, ref, "config.json"))
+    a = architecture_from_config(config, ref.repo_id)
+    stored = stored_bytes(getattr(info, "safetensors", None))
+    source = HUB if info is not None else HUB_CACHE
+    where = f"{ref.repo_id} at commit {commit[:7]}" if commit else f"{ref} from the local Hub cache (offline)"
+    note = f"Model: config.json of {where} (Hugging Face Hub)"
+    if stored:
+        note += "; its safetensors store " + ", ".join(f"{size:,} bytes {dtype}" for dtype, size in stored)
+    a = dataclasses.replace(a, notes=(note, *a.notes))
+    return ResolvedModel(architecture=a, ref=ref, commit=commit, source=source, stored_bytes=stored)
+
+
+def download(ref: ModelRef, filename: str, conf: Settings, *, limit: int, cached_only: bool = False) -> str:
+    """A small file of the repo through huggingface_hub's cache (keyed by id, and by commit with the revision's
+    ref recorded, so the same id and revision is found offline), refused before it is downloaded when the Hub
+    says it is larger than `limit`. `cached_only`: the Hub did not answer; the cache only."""
+    hf = _library()
+    unreachable = _transport_errors(hf)
+    where = dict(repo_id=ref.repo_id, filename=filename, revision=ref.revision or None,
+                 cache_dir=conf.cache_dir, endpoint=conf.endpoint, token=conf.token or False,
+                 etag_timeout=HUB_TIMEOUT_S)
+    if cached_only or conf.offline:
+        try:
+            return hf.hf_hub_download(**where, local_files_only=True)
+        except (hf.errors.LocalEntryNotFoundError, *unreachable):
+            raise HubError(f"cannot reach the Hub ({conf.endpoint}) and {ref} is not in the local cache; "
+                           "connect, or give --config PATH or a catalog id") from None
+    try:
+        planned = hf.hf_hub_download(**where, dry_run=True)
+        if planned.file_size is not None and planned.file_size > limit:
+            raise HubError(f"{ref.repo_id}: {filename} is too large ({planned.file_size:,} bytes; the limit is "
+                           f"{limit:,})")
+        return hf.hf_hub_download(**where)
+    except unreachable:
+        return download(ref, filename, conf, limit=limit, cached_only=True)
+    except hf.errors.HfHubHTTPError as err:
+        raise _hub_error(err, ref, hf, filename) from None
+
+
+def _read_capped(path: str, limit: int, ref: ModelRef, filename: str) -> bytes:
+    """The cached file's bytes, at most `limit` (a server may send more than it announced)."""
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise HubError(f"{ref.repo_id}: {filename} is too large (over {limit:,} bytes)")
+    return data
+
+
+# Bytes per element of the safetensors dtypes (huggingface/safetensors `safetensors/src/tensor.rs` Dtype::bitsize;
+# F4 / F6 types are counted in bytes of their packed U8 storage, which is how checkpoints store them)
+SAFETENSORS_DTYPE_BYTES = {"F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2,
+                           "U16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "I8": 1, "U8": 1, "BOOL": 1}
+MAX_STORED_ELEMENTS = 10**14  # 100 T elements: larger than any checkpoint; a bigger count is refused
+
+
+def stored_bytes(safetensors: object) -> tuple[tuple[str, int], ...]:
+    """(dtype, bytes) pairs from the Hub's safetensors metadata (`parameters`: stored elements per dtype),
+    largest first; () when absent, or when a dtype or count is not one this table knows (then nothing is claimed)."""
+    parameters = getattr(safetensors, "parameters", None)
+    if not isinstance(parameters, dict) or not parameters:
+        return ()
+    out = []
+    for dtype, count in parameters.items():
+        size = SAFETENSORS_DTYPE_BYTES.get(str(dtype).upper())
+        if size is None or isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= \
+                MAX_STORED_ELEMENTS:
+            return ()
+        out.append((str(dtype).upper(), count * size))
+    return tuple(sorted(out, key=lambda item: (-item[1], item[0])))
+
+
+def search(query: str, limit: int = 10, token: str | None = None) -> tuple[str, ...]:
+    """Model ids on the Hub whose name contains `query` (HfApi.list_models(search=...)), most downloaded first;
+    () when the Hub cannot be reached or huggingface_hub is missing (the catalog still answers)."""
+    query = str(query).strip()[:MAX_REPO_ID_CHARS]
+    if len(query) < 2:
+        return ()
+    try:
+        hf = _library()
+    except HubError:
+        return ()
+    conf = settings(token)
+    if conf.offline:
+        return ()
+    try:
+        found = hf.HfApi(endpoint=conf.endpoint, token=conf.token or False).list_models(
+            search=query, limit=limit, sort="downloads")
+        return tuple(str(m.id) for m in found if parse_ref(str(m.id)))
+    except (hf.errors.HfHubHTTPError, *_transport_errors(hf)):
+        return ()

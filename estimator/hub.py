@@ -167,7 +167,7 @@ def _hub_error(err: BaseException, ref: ModelRef, hf, what: str = "") -> HubErro
     if isinstance(err, e.RevisionNotFoundError):
         return HubError(f"{ref.repo_id} has no revision {ref.revision!r} on the Hub")
     if isinstance(err, e.RepositoryNotFoundError):
-        return HubError(f"{ref.repo_id} is not a model on the Hub (or it is private: set HF_TOKEN); "
+        return HubError(f"{ref.repo_id} is not in the catalog nor a model on the Hub (a private one needs HF_TOKEN); "
                         "check the id, or run `python -m estimator models` for the catalog")
     if isinstance(err, e.RemoteEntryNotFoundError):
         return HubError(f"{ref.repo_id} has no {what or 'such file'} on the Hub; give --config PATH instead")
@@ -222,8 +222,9 @@ def download(ref: ModelRef, filename: str, conf: Settings, *, limit: int, cached
         try:
             return hf.hf_hub_download(**where, local_files_only=True)
         except (hf.errors.LocalEntryNotFoundError, *unreachable):
-            raise HubError(f"cannot reach the Hub ({conf.endpoint}) and {ref} is not in the local cache; "
-                           "connect, or give --config PATH or a catalog id") from None
+            why = "HF_HUB_OFFLINE is set" if conf.offline else f"the Hub ({conf.endpoint}) cannot be reached"
+            raise HubError(f"{ref} is not in the catalog nor in the local Hub cache, and {why}; connect, or give "
+                           "--config PATH or a catalog id") from None
     try:
         planned = hf.hf_hub_download(**where, dry_run=True)
         if planned.file_size is not None and planned.file_size > limit:

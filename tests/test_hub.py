@@ -104,7 +104,7 @@ def test_a_gated_model_needs_a_token_and_says_how_to_give_one(standin, monkeypat
 
 
 def test_a_missing_model_is_one_line(standin):
-    with pytest.raises(hub.HubError, match="^nobody/nothing is not a model on the Hub"):
+    with pytest.raises(hub.HubError, match="^nobody/nothing is not in the catalog nor a model on the Hub"):
         hub.resolve("nobody/nothing")
 
 
@@ -115,7 +115,7 @@ def test_offline_the_cached_config_answers_and_an_uncached_id_is_one_fast_line(s
     assert cached.source == hub.HUB_CACHE
     assert parameter_counts(cached.architecture) == parameter_counts(online.architecture)
     start = time.monotonic()
-    with pytest.raises(hub.HubError, match="cannot reach the Hub .* acme/Layers is not in the local cache"):
+    with pytest.raises(hub.HubError, match="^acme/Layers is not in the catalog nor in the local Hub cache, and the Hub .* cannot be reached"):
         hub.resolve("acme/Layers")
     assert time.monotonic() - start < 5
     monkeypatch.setenv("HF_ENDPOINT", standin.url)
@@ -171,8 +171,8 @@ def test_cli_inference_of_a_hub_id_equals_the_catalog_entry(standin):
 
 @pytest.mark.parametrize("model, message", [
     ("acme/Gated-8B", "error: acme/Gated-8B is a gated model on the Hub"),
-    ("nobody/nothing", "error: nobody/nothing is not a model on the Hub"),
-    ("acme/Layers", "error: cannot reach the Hub"),
+    ("nobody/nothing", "error: nobody/nothing is not in the catalog nor a model on the Hub"),
+    ("acme/Layers", "error: acme/Layers is not in the catalog nor in the local Hub cache"),
 ])
 def test_cli_gated_missing_and_unreachable_exit_2_with_one_line(standin, model, message):
     env = dict(os.environ)

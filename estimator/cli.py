@@ -90,6 +90,8 @@ def _model_options(p: argparse.ArgumentParser, counts: bool = True) -> None:
         _option(src, "active_params", ACTIVE_PARAMS)
     _option(src, "model", CATALOG_MODEL, show_default=False)
     src.add_argument("--config", metavar="PATH", help="a Hugging Face config.json")
+    src.add_argument("--gguf", metavar="PATH", help="a .gguf file, read from its header only: the architecture and "
+                                                   "every tensor's type, so the weights are exact for any quant mix")
 
 
 def _scenario_options(p: argparse.ArgumentParser, scenario: type) -> None:
@@ -154,10 +156,12 @@ def read_config_file(path: str) -> dict:
 
 def _model(args: argparse.Namespace) -> Model:
     given = [flag for flag, value in (("--params", getattr(args, "params", None)), ("--model", args.model),
-                                      ("--config", args.config)) if value is not None]
+                                      ("--config", args.config), ("--gguf", args.gguf)) if value is not None]
     if len(given) != 1:
-        raise UsageError("give exactly one of --params, --model or --config" if given or hasattr(args, "params")
-                         else "give --model or --config")
+        raise UsageError("give exactly one of --params, --model, --config or --gguf" if given or
+                         hasattr(args, "params") else "give --model, --config or --gguf")
+    if args.gguf is not None:
+        return hub.read_gguf_file(args.gguf).architecture
     if args.config is not None:
         return _read_config(args.config)
     if args.model is not None:
@@ -248,15 +252,15 @@ def _serve(args: argparse.Namespace) -> None:
     the warnings, with the numbers that explain it."""
     imported = import_command(args.engine_command) if args.engine_command is not None else None
     fields = dict(imported.fields) if imported else {}
-    if args.model is None and args.config is None and imported is not None and imported.model:
+    if args.model is None and args.config is None and args.gguf is None and imported is not None and imported.model:
         args.model, kind = model_reference(imported.model, imported.engine)
         if not args.model:
             raise UsageError(f"the command's model {imported.model[:80]!r} is not in the catalog: give --model ID "
                              "or --config PATH")
         if kind:  # a GGUF file's or an Ollama tag's type
             fields.setdefault("weights", kind)
-    if (args.model is None) == (args.config is None):
-        raise UsageError("give exactly one of --model or --config (or a --command naming a catalog model)")
+    if [args.model, args.config, args.gguf].count(None) != 2:
+        raise UsageError("give exactly one of --model, --config or --gguf (or a --command naming a catalog model)")
     if args.gpu is None:
         raise UsageError("--gpu is required: an engine's budget is a fraction of a real GPU (see `gpus`)")
     model_id = hub.model_id(args.model) if args.model is not None else ""
@@ -293,9 +297,10 @@ def _serve(args: argparse.Namespace) -> None:
 
 
 def _params(args: argparse.Namespace) -> None:
-    if (args.model is None) == (args.config is None):
-        raise UsageError("give exactly one of --model or --config")
-    resolved = hub.resolve(args.model) if args.model is not None else None
+    if [args.model, args.config, args.gguf].count(None) != 2:
+        raise UsageError("give exactly one of --model, --config or --gguf")
+    resolved = hub.resolve(args.model) if args.model is not None else \
+        hub.read_gguf_file(args.gguf) if args.gguf is not None else None
     a = resolved.architecture if resolved else _read_config(args.config)
     counts = parameter_counts(a)
     out = {"total_params": counts.total, "active_params": counts.active,

@@ -182,7 +182,6 @@ def fetch(text: str | ModelRef, token: str | None = None) -> ResolvedModel:
     if ref is None:
         raise HubError(f"{str(text)[:80]!r} is not a Hub model id (org/name, org/name@revision, org/repo:QUANT)")
     if ref.quant:
-        from .gguf import fetch_gguf  # a GGUF repo: the header of the file of that quant
         return fetch_gguf(ref, token)
     hf, conf = _library(), settings(token)
     unreachable = _transport_errors(hf)
@@ -288,3 +287,130 @@ def search(query: str, limit: int = 10, token: str | None = None) -> tuple[str, 
         return tuple(str(m.id) for m in found if parse_ref(str(m.id)))
     except (hf.errors.HfHubHTTPError, *_transport_errors(hf)):
         return ()
+
+
+GGUF_SHARD = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$")  # llama.cpp gguf-split names: model-00001-of-00003.gguf
+MAX_GGUF_SHARDS = 256
+MAX_REDIRECTS = 3
+HUB_CDN_HOSTS = (".hf.co", ".huggingface.co")  # where huggingface.co redirects large files (its Xet / LFS storage)
+
+
+def gguf_files(names: list[str], quant: str) -> list[str]:
+    """The .gguf files of `quant` among a repo's files (every shard of a split file, in order), not mmproj ones:
+    the name holds the tag as a word (`Qwen3-8B-Q4_K_M.gguf`, `UD-Q4_K_XL/...-00001-of-00002.gguf`), any case."""
+    tag = re.compile(rf"(?<![A-Za-z0-9]){re.escape(quant)}(?![A-Za-z0-9])", re.IGNORECASE)
+    found = sorted(n for n in names if n.lower().endswith(".gguf") and "mmproj" not in n.lower() and tag.search(n))
+    first = GGUF_SHARD.search(found[0]) if found else None
+    if first:  # the shards of the first split file only
+        stem = found[0][:first.start()]
+        found = [n for n in found if n.startswith(stem) and GGUF_SHARD.search(n)]
+    return found
+
+
+def _range_reader(hf, conf: Settings, ref: ModelRef, filename: str, commit: str):
+    """`read(offset, size)` of a file on the Hub by HTTP range requests through huggingface_hub's session: at most
+    `size` bytes are taken from any answer (a server that ignores the range is cut off), redirects are followed
+    only to the endpoint's host (or, for huggingface.co, to its own storage hosts)."""
+    from urllib.parse import urljoin, urlsplit
+
+    url = hf.hf_hub_url(ref.repo_id, filename, revision=commit or ref.revision or None, endpoint=conf.endpoint)
+    headers = hf.utils.build_hf_headers(token=conf.token or False)
+    home = urlsplit(conf.endpoint).hostname or ""
+    hub_home = conf.endpoint == DEFAULT_ENDPOINT
+
+    def allowed(target: str) -> bool:
+        host = urlsplit(target).hostname or ""
+        return host == home or (hub_home and host.endswith(HUB_CDN_HOSTS))
+
+    def read(offset: int, size: int) -> bytes:
+        target, wanted = url, {**headers, "range": f"bytes={offset}-{offset + size - 1}"}
+        for _ in range(MAX_REDIRECTS + 1):
+            with hf.get_session().stream("GET", target, headers=wanted, timeout=HUB_TIMEOUT_S,
+                                         follow_redirects=False) as answer:
+                if answer.is_redirect:
+                    target = urljoin(target, answer.headers.get("location", ""))
+                    if not allowed(target):
+                        raise HubError(f"{ref.repo_id}: the Hub redirected {filename} to another host; not followed")
+                    if urlsplit(target).hostname != home:
+                        wanted = {"range": wanted["range"]}  # the token goes only to the endpoint
+                    continue
+                if answer.status_code >= 400:
+                    raise _status_error(answer, ref, filename)
+                chunks, got = [], 0
+                for chunk in answer.iter_bytes():
+                    chunks.append(chunk)
+                    got += len(chunk)
+                    if got >= size:
+                        break
+                return b"".join(chunks)[:size]
+        raise HubError(f"{ref.repo_id}: too many redirects for {filename}")
+    return read
+
+
+def _status_error(answer, ref: ModelRef, filename: str) -> HubError:
+    """The one line for an error answer to a range request, from its X-Error-Code (the body is not read)."""
+    code = answer.headers.get("x-error-code", "")
+    if code == "GatedRepo" or (answer.status_code in (401, 403) and code != "RepoNotFound"):
+        return HubError(f"{ref.repo_id} is a gated model on the Hub: {TOKEN_HINT}")
+    if code == "EntryNotFound":
+        return HubError(f"{ref.repo_id} has no {filename} on the Hub")
+    if code == "RevisionNotFound":
+        return HubError(f"{ref.repo_id} has no revision {ref.revision!r} on the Hub")
+    if answer.status_code == 404:
+        return HubError(f"{ref.repo_id} is not in the catalog nor a model on the Hub")
+    return HubError(f"the Hub answered {answer.status_code} for {ref.repo_id}; try again later")
+
+
+def fetch_gguf(ref: ModelRef, token: str | None = None) -> ResolvedModel:
+    """A Hub GGUF repo's file of `ref.quant`, read from its header by range requests (every shard's header for a
+    split file: each holds its own tensors); the architecture and the exact stored weights (estimator/gguf.py)."""
+    from .gguf import GgufHeader, architecture_from_gguf, read_header
+
+    hf, conf = _library(), settings(token)
+    if conf.offline:
+        raise HubError(f"{ref} is a GGUF file on the Hub, read by range requests, and HF_HUB_OFFLINE is set; "
+                       "give --gguf PATH for a local file")
+    try:
+        info = hf.HfApi(endpoint=conf.endpoint, token=conf.token or False).model_info(
+            ref.repo_id, revision=ref.revision or None, timeout=HUB_TIMEOUT_S)
+    except _transport_errors(hf):
+        raise HubError(f"{ref} is not in the catalog, and the Hub ({conf.endpoint}) cannot be reached to read its "
+                       "GGUF header; connect, or give --gguf PATH") from None
+    except hf.errors.HfHubHTTPError as err:
+        raise _hub_error(err, ref, hf) from None
+    names = [str(getattr(s, "rfilename", "")) for s in (getattr(info, "siblings", None) or ())]
+    files = gguf_files(names, ref.quant)
+    if not files:
+        quants = sorted({m[1].upper() for n in names if n.lower().endswith(".gguf") and "mmproj" not in n.lower()
+                         for m in [re.search(r"((?:UD-)?I?Q\d\w*|[BF]F?16|F32)(?:-\d{5}-of-\d{5})?\.gguf$", n,
+                                             re.IGNORECASE)] if m})
+        raise HubError(f"{ref.repo_id} has no .gguf file of {ref.quant!r}" +
+                       (f"; it has {', '.join(quants[:12])}" if quants else "; it has no .gguf files"))
+    if len(files) > MAX_GGUF_SHARDS:
+        raise HubError(f"{ref.repo_id}: {len(files)} GGUF shards; the limit is {MAX_GGUF_SHARDS}")
+    commit = str(getattr(info, "sha", "") or "")
+    try:
+        headers = [read_header(_range_reader(hf, conf, ref, name, commit)) for name in files]
+    except _transport_errors(hf):
+        raise HubError(f"the Hub ({conf.endpoint}) stopped answering while {ref} was read; try again") from None
+    first = headers[0]
+    merged = GgufHeader(first.version, first.metadata, tuple(t for h in headers for t in h.tensors),
+                        sum(h.header_bytes for h in headers))
+    a = architecture_from_gguf(merged, ref.repo_id)
+    where = f"{files[0]}" + (f" (+{len(files) - 1} shards)" if len(files) > 1 else "")
+    note = f"Model: the GGUF header of {ref.repo_id}/{where} at commit {commit[:7]} (Hugging Face Hub)"
+    a = dataclasses.replace(a, notes=(note, *a.notes))
+    return ResolvedModel(architecture=a, ref=ref, commit=commit, source=HUB, stored_bytes=merged.bytes_by_type())
+
+
+def read_gguf_file(path: str) -> ResolvedModel:
+    """A local .gguf file (CLI --gguf), read from its header."""
+    from .gguf import architecture_from_gguf, file_reader, read_header
+
+    try:
+        header = read_header(file_reader(path))
+    except OSError as err:
+        raise ValueError(f"cannot read {path}: {err.strerror}") from None
+    a = architecture_from_gguf(header, "" if header.get("general.name") else Path(path).name.removesuffix(".gguf"))
+    return ResolvedModel(architecture=a, ref=ModelRef(Path(path).name), commit="", source=GGUF_FILE,
+                         stored_bytes=header.bytes_by_type())

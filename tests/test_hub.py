@@ -16,7 +16,8 @@ import pytest
 from estimator import catalog, hub
 from estimator.architecture import parameter_counts
 from estimator.hf_config import MAX_CONFIG_CHARS
-from estimator.inference import inference_table
+from estimator.formats import CHECKPOINT
+from estimator.inference import estimate_inference, inference_table
 from estimator.kv_cache import kv_bytes_per_token
 from estimator.scenarios import InferenceScenario
 from hub_standin import HubStandIn, commit_of
@@ -183,3 +184,77 @@ def test_cli_gated_missing_and_unreachable_exit_2_with_one_line(standin, model, 
     assert time.monotonic() - start < 20
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.startswith(message) and done.stderr.count("\n") == 1, done.stderr
+
+
+# GGUF: a tiny Llama written by llama.cpp's gguf package, its tensors in six ggml types (tests/gguf_files.py)
+def _tiny_llama_weight_bytes() -> int:
+    """Bytes of every tensor of tests/gguf_files.py, by hand: rows x (row length / block) x block bytes."""
+    q8_0, q6_k, q4_k, q5_k, iq4_xs, f32 = 34 / 32, 210 / 256, 144 / 256, 176 / 256, 136 / 256, 4
+    outside = 1000 * 256 * q8_0 + 1000 * 256 * q6_k + 256 * f32  # token_embd, output, output_norm
+    layer = (2 * 256 * f32 + 256 * 256 * q4_k + 128 * 256 * q8_0 + 256 * 256 * iq4_xs  # norms, q, v, o
+             + 512 * 256 * q4_k + 512 * 256 * q5_k + 256 * 512 * q6_k)  # gate, up, down
+    k = 128 * 256 * q6_k + 128 * 256 * q4_k  # layer 0's attn_k in Q6_K, layer 1's in Q4_K
+    return round(outside + 2 * layer + k)
+
+
+def test_tiny_gguf_weights_are_exact_for_a_mix_of_six_types(tmp_path):
+    from gguf_files import write_tiny_llama
+
+    m = hub.read_gguf_file(str(write_tiny_llama(tmp_path / "tiny.gguf")))
+    a = m.architecture
+    assert _tiny_llama_weight_bytes() == 1_288_144
+    assert a.checkpoint.weight_bytes(a).total == m.stored_total == 1_288_144
+    assert dict(m.stored_bytes)["Q4_K"] == 2 * (256 * 144 + 512 * 144) + 128 * 144  # q, gate (x2 layers), k of layer 1
+    assert (a.name, a.num_layers, a.hidden_size, a.num_kv_heads, a.vocab_size, a.max_position_embeddings) == \
+        ("Tiny Llama", 2, 256, 2, 1000, 4096)
+    row = estimate_inference(InferenceScenario(a, weights=CHECKPOINT))
+    assert row.component("weights") == 1_288_144
+
+
+def test_cli_gguf_file(tmp_path):
+    from gguf_files import write_tiny_llama
+
+    path = write_tiny_llama(tmp_path / "tiny.gguf")
+    done = _cli("params", "--gguf", str(path), "--json", env={})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["stored_bytes"]["IQ4_XS"] == 2 * 256 * 136
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGML" + bytes(100))
+    done = _cli("inference", "--gguf", str(bad), env={})
+    assert (done.returncode, done.stderr) == (2, "error: not a GGUF file (its first bytes are not 'GGUF')\n")
+
+
+def test_a_hub_gguf_quant_is_read_from_its_header_by_range_requests(standin, tmp_path):
+    from gguf_files import write_tiny_llama
+
+    data = write_tiny_llama(tmp_path / "tiny.gguf").read_bytes() + bytes(2 * 2**20)  # 2 MB of "tensor data" more
+    standin.add("someone/Tiny-GGUF", {"Tiny-Q4_K_M.gguf": data, "Tiny-Q8_0.gguf": b"GGUF", "mmproj-Q4_K_M.gguf": b"",
+                                      "README.md": b"# Tiny"})
+    m = hub.resolve("someone/Tiny-GGUF:q4_k_m")
+    assert (m.source, m.stored_total, m.architecture.checkpoint.weight_bytes(m.architecture).total) == \
+        (hub.HUB, 1_288_144, 1_288_144)
+    reads = [r for r in standin.requests if r[1].endswith(".gguf")]
+    assert reads == [("GET", f"/someone/Tiny-GGUF/resolve/{commit_of('someone/Tiny-GGUF@main')}/Tiny-Q4_K_M.gguf",
+                      f"bytes=0-{256 * 1024 - 1}")]  # one 256 KiB window of a 3.3 MB file
+    with pytest.raises(hub.HubError, match="has no .gguf file of 'Q2_K'; it has Q4_K_M, Q8_0"):
+        hub.resolve("someone/Tiny-GGUF:Q2_K")
+
+
+def test_a_server_that_ignores_the_range_is_cut_off(standin, tmp_path):
+    from gguf_files import write_tiny_llama
+
+    data = write_tiny_llama(tmp_path / "tiny.gguf").read_bytes() + bytes(8 * 2**20)
+    standin.add("someone/Tiny-GGUF", {"Tiny-Q4_K_M.gguf": data})
+    standin.ignore_range = True  # 200 and the whole 9 MB file: only the window asked for is taken
+    assert hub.resolve("someone/Tiny-GGUF:Q4_K_M").stored_total == 1_288_144
+
+
+def test_a_gguf_header_larger_than_the_limit_is_refused(tmp_path):
+    from estimator.gguf import bytes_reader, read_header
+    from gguf_files import write_tiny_llama
+
+    data = write_tiny_llama(tmp_path / "tiny.gguf").read_bytes()
+    with pytest.raises(ValueError, match="GGUF header is larger than 10,000 bytes"):
+        read_header(bytes_reader(data), limit=10_000)  # the header takes 19.6 kB (1,000 tokens and scores)
+    with pytest.raises(ValueError, match="GGUF file ends inside its header"):
+        read_header(bytes_reader(data[:5_000]))

@@ -204,8 +204,27 @@ def fetch(text: str | ModelRef, token: str | None = None) -> ResolvedModel:
     note = f"Model: config.json of {where} (Hugging Face Hub)"
     if stored:
         note += "; its safetensors store " + ", ".join(f"{size:,} bytes {dtype}" for dtype, size in stored)
+        note += _stored_difference(a, sum(size for _, size in stored))
     a = dataclasses.replace(a, notes=(note, *a.notes))
     return ResolvedModel(architecture=a, ref=ref, commit=commit, source=source, stored_bytes=stored)
+
+
+STORED_TOLERANCE = 0.01  # a checkpoint within 1% of the config's tensors is said to match (scales, buffers)
+
+
+def _stored_difference(a: Architecture, stored: int) -> str:
+    """Words comparing the checkpoint's stored bytes with the config's tensors in the checkpoint's own format (towers
+    16-bit): a checkpoint holds more when it keeps MTP modules, a tower or tensors the config does not describe."""
+    from .formats import weight_bytes
+    from .units import BF16_BYTES
+
+    counted = (a.checkpoint.weight_bytes(a) if a.checkpoint is not None else weight_bytes(a, "bf16")).total + \
+        BF16_BYTES * a.tower_parameters
+    if abs(stored - counted) <= STORED_TOLERANCE * counted:
+        return f", which the config's tensors match ({counted:,} bytes counted)"
+    return (f"; the config's tensors come to {counted:,} bytes, so the checkpoint holds "
+            f"{abs(stored - counted):,} bytes {'more' if stored > counted else 'less'} than the estimate counts "
+            "(MTP modules, a tower or tensors the config does not describe)")
 
 
 def download(ref: ModelRef, filename: str, conf: Settings, *, limit: int, cached_only: bool = False) -> str:

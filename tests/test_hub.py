@@ -78,6 +78,15 @@ def test_stored_bytes_come_from_the_hubs_safetensors_metadata(standin):
     assert f"{8_190_735_360 * 2:,} bytes BF16" in m.architecture.notes[0]
 
 
+def test_a_checkpoint_holding_more_than_its_config_says_so(standin):
+    # Qwen3-8B's config with 400M more BF16 elements stored (an MTP module, say): 800 MB more than counted
+    standin.add("acme/Extra", {"config.json": _config()}, safetensors={"parameters": {"BF16": 8_590_735_360}})
+    note = hub.resolve("acme/Extra").architecture.notes[0]
+    assert "the config's tensors come to 16,381,470,720 bytes" in note
+    assert "holds 800,000,000 bytes more than the estimate counts" in note
+    assert "which the config's tensors match (16,381,470,720 bytes counted)" in hub.resolve(HUB_ONLY).architecture.notes[0]
+
+
 def test_a_catalog_id_is_answered_by_the_catalog_without_a_request(standin):
     m = hub.resolve("Qwen/Qwen3-8B")
     assert (m.source, str(m.ref)) == (hub.CATALOG, "Qwen/Qwen3-8B")

@@ -194,6 +194,8 @@ def fetch(text: str | ModelRef, token: str | None = None) -> ResolvedModel:
             info = None
         except hf.errors.HfHubHTTPError as err:
             raise _hub_error(err, ref, hf) from None
+        except (KeyError, TypeError, ValueError, AttributeError):  # huggingface_hub could not read the answer
+            raise HubError(f"the Hub's answer for {ref.repo_id} is malformed; give --config PATH instead") from None
     commit = getattr(info, "sha", None) or ""
     path = download(ref, "config.json", conf, limit=MAX_CONFIG_CHARS, cached_only=info is None)
     config = parse_config_text(_read_capped(path, MAX_CONFIG_CHARS, ref, "config.json"))
@@ -397,6 +399,8 @@ def fetch_gguf(ref: ModelRef, token: str | None = None) -> ResolvedModel:
                        "GGUF header; connect, or give --gguf PATH") from None
     except hf.errors.HfHubHTTPError as err:
         raise _hub_error(err, ref, hf) from None
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise HubError(f"the Hub's answer for {ref.repo_id} is malformed") from None
     names = [str(getattr(s, "rfilename", "")) for s in (getattr(info, "siblings", None) or ())]
     files = gguf_files(names, ref.quant)
     if not files:

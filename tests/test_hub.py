@@ -80,11 +80,18 @@ def test_stored_bytes_come_from_the_hubs_safetensors_metadata(standin):
 
 def test_a_checkpoint_holding_more_than_its_config_says_so(standin):
     # Qwen3-8B's config with 400M more BF16 elements stored (an MTP module, say): 800 MB more than counted
-    standin.add("acme/Extra", {"config.json": _config()}, safetensors={"parameters": {"BF16": 8_590_735_360}})
+    standin.add("acme/Extra", {"config.json": _config()}, safetensors={"parameters": {"BF16": 8_590_735_360},
+                                                                       "total": 8_590_735_360})
     note = hub.resolve("acme/Extra").architecture.notes[0]
     assert "the config's tensors come to 16,381,470,720 bytes" in note
     assert "holds 800,000,000 bytes more than the estimate counts" in note
     assert "which the config's tensors match (16,381,470,720 bytes counted)" in hub.resolve(HUB_ONLY).architecture.notes[0]
+
+
+def test_a_malformed_hub_answer_is_one_line(standin):
+    standin.add("acme/Odd", {"config.json": _config()}, safetensors={"parameters": {"BF16": 1}})  # no "total"
+    with pytest.raises(hub.HubError, match="^the Hub's answer for acme/Odd is malformed"):
+        hub.resolve("acme/Odd")
 
 
 def test_a_catalog_id_is_answered_by_the_catalog_without_a_request(standin):

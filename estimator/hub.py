@@ -170,9 +170,11 @@ def _hub_error(err: BaseException, ref: ModelRef, hf, what: str = "") -> HubErro
         return HubError(f"{ref.repo_id} is not in the catalog nor a model on the Hub (a private one needs HF_TOKEN); "
                         "check the id, or run `python -m estimator models` for the catalog")
     if isinstance(err, e.RemoteEntryNotFoundError):
-        return HubError(f"{ref.repo_id} has no {what or 'such file'} on the Hub; give --config PATH instead")
+        return HubError(f"{ref.repo_id} has no {what or 'such file'} on the Hub; give a config.json "
+                        "(--config PATH) instead")
     status = getattr(getattr(err, "response", None), "status_code", "?")
-    return HubError(f"the Hub answered {status} for {ref.repo_id}; try again later or give --config PATH")
+    return HubError(f"the Hub answered {status} for {ref.repo_id}; try again later or give a config.json "
+                    "(--config PATH)")
 
 
 def fetch(text: str | ModelRef, token: str | None = None) -> ResolvedModel:
@@ -195,7 +197,8 @@ def fetch(text: str | ModelRef, token: str | None = None) -> ResolvedModel:
         except hf.errors.HfHubHTTPError as err:
             raise _hub_error(err, ref, hf) from None
         except (KeyError, TypeError, ValueError, AttributeError):  # huggingface_hub could not read the answer
-            raise HubError(f"the Hub's answer for {ref.repo_id} is malformed; give --config PATH instead") from None
+            raise HubError(f"the Hub's answer for {ref.repo_id} is malformed; give a config.json (--config PATH) "
+                           "instead") from None
     commit = getattr(info, "sha", None) or ""
     path = download(ref, "config.json", conf, limit=MAX_CONFIG_CHARS, cached_only=info is None)
     config = parse_config_text(_read_capped(path, MAX_CONFIG_CHARS, ref, "config.json"))
@@ -243,8 +246,8 @@ def download(ref: ModelRef, filename: str, conf: Settings, *, limit: int, cached
             return hf.hf_hub_download(**where, local_files_only=True)
         except (hf.errors.LocalEntryNotFoundError, *unreachable):
             why = "HF_HUB_OFFLINE is set" if conf.offline else f"the Hub ({conf.endpoint}) cannot be reached"
-            raise HubError(f"{ref} is not in the catalog nor in the local Hub cache, and {why}; connect, or give "
-                           "--config PATH or a catalog id") from None
+            raise HubError(f"{ref} is not in the catalog nor in the local Hub cache, and {why}; connect, or give a "
+                           "config.json (--config PATH) or a catalog id") from None
     try:
         planned = hf.hf_hub_download(**where, dry_run=True)
         if planned.file_size is not None and planned.file_size > limit:

@@ -22,7 +22,8 @@ for _i in range(LAYERS):
                 (f"blk.{_i}.attn_k.weight", (HIDDEN, KV_WIDTH), T.Q6_K if _i == 0 else T.Q4_K),
                 (f"blk.{_i}.attn_v.weight", (HIDDEN, KV_WIDTH), T.Q8_0),
                 (f"blk.{_i}.attn_output.weight", (HIDDEN, HIDDEN), T.IQ4_XS),
-                (f"blk.{_i}.ffn_gate.weight", (HIDDEN, FFN), T.Q4_K), (f"blk.{_i}.ffn_up.weight", (HIDDEN, FFN), T.Q5_K),
+                (f"blk.{_i}.ffn_gate.weight", (HIDDEN, FFN), T.Q4_K),
+                (f"blk.{_i}.ffn_up.weight", (HIDDEN, FFN), T.Q5_K),
                 (f"blk.{_i}.ffn_down.weight", (FFN, HIDDEN), T.Q6_K)]
 
 

@@ -85,7 +85,8 @@ def test_a_checkpoint_holding_more_than_its_config_says_so(standin):
     note = hub.resolve("acme/Extra").architecture.notes[0]
     assert "the config's tensors come to 16,381,470,720 bytes" in note
     assert "holds 800,000,000 bytes more than the estimate counts" in note
-    assert "which the config's tensors match (16,381,470,720 bytes counted)" in hub.resolve(HUB_ONLY).architecture.notes[0]
+    matching = hub.resolve(HUB_ONLY).architecture.notes[0]
+    assert "which the config's tensors match (16,381,470,720 bytes counted)" in matching
 
 
 def test_a_malformed_hub_answer_is_one_line(standin):
@@ -132,7 +133,8 @@ def test_offline_the_cached_config_answers_and_an_uncached_id_is_one_fast_line(s
     assert cached.source == hub.HUB_CACHE
     assert parameter_counts(cached.architecture) == parameter_counts(online.architecture)
     start = time.monotonic()
-    with pytest.raises(hub.HubError, match="^acme/Layers is not in the catalog nor in the local Hub cache, and the Hub .* cannot be reached"):
+    with pytest.raises(hub.HubError, match="^acme/Layers is not in the catalog nor in the local Hub cache, and the "
+                                           "Hub .* cannot be reached"):
         hub.resolve("acme/Layers")
     assert time.monotonic() - start < 5
     monkeypatch.setenv("HF_ENDPOINT", standin.url)
@@ -220,7 +222,8 @@ def test_tiny_gguf_weights_are_exact_for_a_mix_of_six_types(tmp_path):
     a = m.architecture
     assert _tiny_llama_weight_bytes() == 1_288_144
     assert a.checkpoint.weight_bytes(a).total == m.stored_total == 1_288_144
-    assert dict(m.stored_bytes)["Q4_K"] == 2 * (256 * 144 + 512 * 144) + 128 * 144  # q, gate (x2 layers), k of layer 1
+    # Q4_K: q and gate of both layers, and layer 1's k
+    assert dict(m.stored_bytes)["Q4_K"] == 2 * (256 * 144 + 512 * 144) + 128 * 144
     assert (a.name, a.num_layers, a.hidden_size, a.num_kv_heads, a.vocab_size, a.max_position_embeddings) == \
         ("Tiny Llama", 2, 256, 2, 1000, 4096)
     row = estimate_inference(InferenceScenario(a, weights=CHECKPOINT))

@@ -264,6 +264,7 @@ def _serve(args: argparse.Namespace) -> None:
     if args.gpu is None:
         raise UsageError("--gpu is required: an engine's budget is a fraction of a real GPU (see `gpus`)")
     model_id = hub.model_id(args.model) if args.model is not None else ""
+    model_id = (hub.parse_ref(model_id) or hub.ModelRef(model_id)).repo_id  # the engine's command names the repo
     if imported:
         fields["engine"] = imported.engine
     fields.update({name: getattr(args, name) for name in inputs(ServeScenario) if getattr(args, name) is not None})

@@ -36,7 +36,7 @@ MAX_REVISION_CHARS = 200
 # Ollama `hf.co/org/repo:Q4_K_M`)
 MODEL_REF = re.compile(r"(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+?)(?:@(?P<rev>[\w./-]+?))?(?::(?P<quant>[\w.-]+))?",
                        re.ASCII)
-INSTALL_HINT = "pip install huggingface_hub (or give --config PATH, a catalog id, or --params)"
+INSTALL_HINT = "pip install huggingface_hub (or give a config.json with --config PATH, a catalog id, or --params)"
 TOKEN_HINT = ("set HF_TOKEN to a token of an account that accepted its terms (https://huggingface.co/settings/tokens;"
               " in a deployed app: an HF_TOKEN secret)")
 

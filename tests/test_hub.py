@@ -277,3 +277,13 @@ def test_a_gguf_header_larger_than_the_limit_is_refused(tmp_path):
         read_header(bytes_reader(data), limit=10_000)  # the header takes 19.6 kB (1,000 tokens and scores)
     with pytest.raises(ValueError, match="GGUF file ends inside its header"):
         read_header(bytes_reader(data[:5_000]))
+
+
+def test_without_huggingface_hub_the_core_runs_and_the_hub_path_says_how_to_install_it():
+    # python -S: no site-packages, so no huggingface_hub; the catalog still answers
+    run = [sys.executable, "-S", "-m", "estimator", "params", "--model"]
+    done = subprocess.run([*run, "someone/not-in-the-catalog"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert (done.returncode, done.stderr) == (2, f"error: reading a model from the Hugging Face Hub needs "
+                                                 f"huggingface_hub: {hub.INSTALL_HINT}\n")
+    done = subprocess.run([*run, "Qwen/Qwen3-8B"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 0 and "total_params: 8,190,735,360" in done.stdout

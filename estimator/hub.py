@@ -18,6 +18,7 @@ Nothing but the model id is ever put in a message.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -292,8 +293,11 @@ def stored_bytes(safetensors: object) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(out, key=lambda item: (-item[1], item[0])))
 
 
+MAX_SEARCH_BYTES = 1_000_000  # a search answer of `limit` models is a few kB
+
+
 def search(query: str, limit: int = 10, token: str | None = None) -> tuple[str, ...]:
-    """Model ids on the Hub whose name contains `query` (HfApi.list_models(search=...)), most downloaded first;
+    """Model ids on the Hub whose name contains `query` (the /api/models?search= route), most downloaded first;
     () when the Hub cannot be reached or huggingface_hub is missing (the catalog still answers)."""
     query = str(query).strip()[:MAX_REPO_ID_CHARS]
     if len(query) < 2:
@@ -305,12 +309,27 @@ def search(query: str, limit: int = 10, token: str | None = None) -> tuple[str, 
     conf = settings(token)
     if conf.offline:
         return ()
+    # The route of HfApi.list_models(search=..., sort="downloads", limit=...), asked through huggingface_hub's own
+    # session and headers with a timeout and no retries: list_models has no timeout and retries a network error with
+    # backoff (huggingface_hub utils/_pagination.py uses http_backoff), which would hold a page for half a minute
+    params = {"search": query, "sort": "downloads", "direction": "-1", "limit": str(limit)}
     try:
-        found = hf.HfApi(endpoint=conf.endpoint, token=conf.token or False).list_models(
-            search=query, limit=limit, sort="downloads")
-        return tuple(str(m.id) for m in found if parse_ref(str(m.id)))
-    except (hf.errors.HfHubHTTPError, *_transport_errors(hf)):
+        with hf.get_session().stream("GET", f"{conf.endpoint}/api/models", params=params, timeout=HUB_TIMEOUT_S,
+                                     headers=hf.utils.build_hf_headers(token=conf.token or False),
+                                     follow_redirects=False) as answer:
+            if answer.status_code != 200:
+                return ()
+            body = b""
+            for chunk in answer.iter_bytes():
+                body += chunk
+                if len(body) > MAX_SEARCH_BYTES:
+                    return ()
+        found = json.loads(body)
+    except (ValueError, *_transport_errors(hf)):
         return ()
+    ids = [str(m.get("id") or m.get("modelId") or "") for m in found if isinstance(m, dict)] \
+        if isinstance(found, list) else []
+    return tuple(i for i in ids if parse_ref(i))[:limit]
 
 
 GGUF_SHARD = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$")  # llama.cpp gguf-split names: model-00001-of-00003.gguf
@@ -322,7 +341,7 @@ HUB_CDN_HOSTS = (".hf.co", ".huggingface.co")  # where huggingface.co redirects 
 def gguf_files(names: list[str], quant: str) -> list[str]:
     """The .gguf files of `quant` among a repo's files (every shard of a split file, in order), not mmproj ones:
     the name holds the tag as a word (`Qwen3-8B-Q4_K_M.gguf`, `UD-Q4_K_XL/...-00001-of-00002.gguf`), any case."""
-    tag = re.compile(rf"(?<![A-Za-z0-9]){re.escape(quant)}(?![A-Za-z0-9])", re.IGNORECASE)
+    tag = re.compile(rf"(?<![A-Za-z0-9]){re.escape(quant)}(?![A-Za-z0-9_])", re.IGNORECASE)  # Q4_K is not Q4_K_M
     found = sorted(n for n in names if n.lower().endswith(".gguf") and "mmproj" not in n.lower() and tag.search(n))
     first = GGUF_SHARD.search(found[0]) if found else None
     if first:  # the shards of the first split file only

@@ -44,6 +44,7 @@ class HubStandIn:
     def __init__(self, token: str = "hf_test_token"):
         self.repos: dict[str, Repo] = {}
         self.ignore_range = False  # answer a range request with the whole file (200), as a hostile server might
+        self.cut_off = 0  # answers the client closed before they were sent in full
         self.token = token
         self.requests: list[tuple[str, str, str]] = []  # (method, path, range)
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -87,7 +88,10 @@ class HubStandIn:
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 if not head:
-                    self.wfile.write(body)
+                    try:
+                        self.wfile.write(body)
+                    except (BrokenPipeError, ConnectionResetError):  # a client that took what it asked for and left
+                        hub.cut_off += 1
 
             def _error(self, status: int, code: str, head: bool) -> None:
                 body = json.dumps({"error": code}).encode()

@@ -155,6 +155,15 @@ def test_a_malformed_config_is_the_pasted_configs_error(standin):
         hub.resolve("acme/Broken")
 
 
+def test_hub_search_lists_matching_ids_and_nothing_when_unreachable(standin, monkeypatch):
+    assert set(hub.search("qwen3")) == {HUB_ONLY}
+    assert standin.requests[-1][1] == "/api/models"
+    monkeypatch.setenv("HF_ENDPOINT", _closed_port_url())
+    start = time.monotonic()
+    assert hub.search("qwen3") == ()
+    assert time.monotonic() - start <= hub.HUB_TIMEOUT_S + 1
+
+
 @pytest.mark.parametrize("text, expected", [
     ("org/name", hub.ModelRef("org/name")),
     ("org/name@v1.0", hub.ModelRef("org/name", "v1.0")),
@@ -257,6 +266,19 @@ def test_a_hub_gguf_quant_is_read_from_its_header_by_range_requests(standin, tmp
                       f"bytes=0-{256 * 1024 - 1}")]  # one 256 KiB window of a 3.3 MB file
     with pytest.raises(hub.HubError, match="has no .gguf file of 'Q2_K'; it has Q4_K_M, Q8_0"):
         hub.resolve("someone/Tiny-GGUF:Q2_K")
+
+
+@pytest.mark.parametrize("quant, files", [
+    ("Q4_K_M", ["Qwen3-8B-Q4_K_M.gguf"]),
+    ("q4_k", ["Qwen3-8B-Q4_K.gguf"]),  # not Q4_K_M nor UD-Q4_K_XL
+    ("UD-Q4_K_XL", ["UD-Q4_K_XL/Qwen3-8B-UD-Q4_K_XL-00001-of-00002.gguf",
+                    "UD-Q4_K_XL/Qwen3-8B-UD-Q4_K_XL-00002-of-00002.gguf"]),
+    ("Q8_0", []),
+])
+def test_the_files_of_a_quant_tag_are_found_by_name_as_llama_cpp_names_them(quant, files):
+    names = ["Qwen3-8B-Q4_K_M.gguf", "Qwen3-8B-Q4_K.gguf", "mmproj-Q4_K_M.gguf", "README.md",
+             "UD-Q4_K_XL/Qwen3-8B-UD-Q4_K_XL-00002-of-00002.gguf", "UD-Q4_K_XL/Qwen3-8B-UD-Q4_K_XL-00001-of-00002.gguf"]
+    assert hub.gguf_files(names, quant) == files
 
 
 def test_a_server_that_ignores_the_range_is_cut_off(standin, tmp_path):

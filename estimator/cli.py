@@ -92,6 +92,7 @@ def _model_options(p: argparse.ArgumentParser, counts: bool = True) -> None:
     src.add_argument("--config", metavar="PATH", help="a Hugging Face config.json")
     src.add_argument("--gguf", metavar="PATH", help="a .gguf file, read from its header only: the architecture and "
                                                    "every tensor's type, so the weights are exact for any quant mix")
+    p.add_argument("--mmproj", metavar="PATH", help="with --gguf: its vision projector file (mmproj-*.gguf)")
 
 
 def _scenario_options(p: argparse.ArgumentParser, scenario: type) -> None:
@@ -155,13 +156,15 @@ def read_config_file(path: str) -> dict:
 
 
 def _model(args: argparse.Namespace) -> Model:
+    if args.mmproj is not None and args.gguf is None:
+        raise UsageError("--mmproj goes with --gguf (the model file it projects images into)")
     given = [flag for flag, value in (("--params", getattr(args, "params", None)), ("--model", args.model),
                                       ("--config", args.config), ("--gguf", args.gguf)) if value is not None]
     if len(given) != 1:
         raise UsageError("give exactly one of --params, --model, --config or --gguf" if given or
                          hasattr(args, "params") else "give --model, --config or --gguf")
     if args.gguf is not None:
-        return hub.read_gguf_file(args.gguf).architecture
+        return hub.read_gguf_file(args.gguf, args.mmproj).architecture
     if args.config is not None:
         return _read_config(args.config)
     if args.model is not None:
@@ -300,8 +303,10 @@ def _serve(args: argparse.Namespace) -> None:
 def _params(args: argparse.Namespace) -> None:
     if [args.model, args.config, args.gguf].count(None) != 2:
         raise UsageError("give exactly one of --model, --config or --gguf")
+    if args.mmproj is not None and args.gguf is None:
+        raise UsageError("--mmproj goes with --gguf (the model file it projects images into)")
     resolved = hub.resolve(args.model) if args.model is not None else \
-        hub.read_gguf_file(args.gguf) if args.gguf is not None else None
+        hub.read_gguf_file(args.gguf, args.mmproj) if args.gguf is not None else None
     a = resolved.architecture if resolved else _read_config(args.config)
     counts = parameter_counts(a)
     out = {"total_params": counts.total, "active_params": counts.active,

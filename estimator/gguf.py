@@ -316,3 +316,16 @@ def architecture_from_gguf(header: GgufHeader, name: str = "") -> Architecture:
                           unquantized=frozenset(), label=label, method="gguf", notes=(note,), matrices=matrices,
                           vectors=vectors, groups_bytes=tuple(sorted(groups.items())))
     return dataclasses.replace(a, checkpoint=weights)
+
+
+def with_projector(a: Architecture, header: GgufHeader, name: str) -> Architecture:
+    """`a` with a vision projector file (llama.cpp's `mmproj-*.gguf`, general.architecture "clip"): its tensors'
+    elements become the vision tower's parameters, counted 16-bit beside the model as every tower is (exact for the
+    F16 / BF16 projector files, which is how they are published; the stored bytes are in the note)."""
+    if header.get("general.architecture") != "clip":
+        raise ValueError(f"{name[:80]} is not a vision projector (its general.architecture is not 'clip')")
+    params = sum(t.numel for t in header.tensors)
+    mix = ", ".join(f"{size:,} bytes {kind}" for kind, size in header.bytes_by_type())
+    note = (f"Vision: the projector file {name[:80]} (mmproj, read from its header): {params:,} parameters in "
+            f"{len(header.tensors):,} tensors ({mix}), counted 16-bit with the model")
+    return dataclasses.replace(a, vision_parameters=params, notes=(*a.notes, note))

@@ -350,6 +350,17 @@ def gguf_files(names: list[str], quant: str) -> list[str]:
     return found
 
 
+def mmproj_file(names: list[str], quant: str) -> str:
+    """A GGUF repo's vision projector: the mmproj file of the same quant tag, else its F16, BF16 or first one."""
+    found = sorted(n for n in names if n.lower().endswith(".gguf") and "mmproj" in n.lower().rsplit("/", 1)[-1])
+    for wanted in (quant, "F16", "BF16"):
+        tag = re.compile(rf"(?<![A-Za-z0-9]){re.escape(wanted)}(?![A-Za-z0-9_])", re.IGNORECASE)
+        same = [n for n in found if tag.search(n)]
+        if same:
+            return same[0]
+    return found[0] if found else ""
+
+
 def _range_reader(hf, conf: Settings, ref: ModelRef, filename: str, commit: str):
     """`read(offset, size)` of a file on the Hub by HTTP range requests through huggingface_hub's session: at most
     `size` bytes are taken from any answer (a server that ignores the range is cut off), redirects are followed
@@ -407,7 +418,7 @@ def _status_error(answer, ref: ModelRef, filename: str) -> HubError:
 def fetch_gguf(ref: ModelRef, token: str | None = None) -> ResolvedModel:
     """A Hub GGUF repo's file of `ref.quant`, read from its header by range requests (every shard's header for a
     split file: each holds its own tensors); the architecture and the exact stored weights (estimator/gguf.py)."""
-    from .gguf import GgufHeader, architecture_from_gguf, read_header
+    from .gguf import GgufHeader, architecture_from_gguf, read_header, with_projector
 
     hf, conf = _library(), settings(token)
     if conf.offline:
@@ -442,20 +453,28 @@ def fetch_gguf(ref: ModelRef, token: str | None = None) -> ResolvedModel:
     merged = GgufHeader(first.version, first.metadata, tuple(t for h in headers for t in h.tensors),
                         sum(h.header_bytes for h in headers))
     a = architecture_from_gguf(merged, ref.repo_id)
+    projector = mmproj_file(names, ref.quant)
+    if projector:  # llama.cpp loads a repo's mmproj file with the model for images (llama-server -hf does)
+        a = with_projector(a, read_header(_range_reader(hf, conf, ref, projector, commit)), projector)
     where = f"{files[0]}" + (f" (+{len(files) - 1} shards)" if len(files) > 1 else "")
     note = f"Model: the GGUF header of {ref.repo_id}/{where} at commit {commit[:7]} (Hugging Face Hub)"
     a = dataclasses.replace(a, notes=(note, *a.notes))
     return ResolvedModel(architecture=a, ref=ref, commit=commit, source=HUB, stored_bytes=merged.bytes_by_type())
 
 
-def read_gguf_file(path: str) -> ResolvedModel:
-    """A local .gguf file (CLI --gguf), read from its header."""
-    from .gguf import architecture_from_gguf, file_reader, read_header
+def read_gguf_file(path: str, mmproj: str | None = None) -> ResolvedModel:
+    """A local .gguf file (CLI --gguf), read from its header; `mmproj`: its vision projector file (--mmproj)."""
+    from .gguf import architecture_from_gguf, file_reader, read_header, with_projector
 
-    try:
-        header = read_header(file_reader(path))
-    except OSError as err:
-        raise ValueError(f"cannot read {path}: {err.strerror}") from None
+    def header_of(name: str):
+        try:
+            return read_header(file_reader(name))
+        except OSError as err:
+            raise ValueError(f"cannot read {name}: {err.strerror}") from None
+
+    header = header_of(path)
     a = architecture_from_gguf(header, "" if header.get("general.name") else Path(path).name.removesuffix(".gguf"))
+    if mmproj:
+        a = with_projector(a, header_of(mmproj), Path(mmproj).name)
     return ResolvedModel(architecture=a, ref=ModelRef(Path(path).name), commit="", source=GGUF_FILE,
                          stored_bytes=header.bytes_by_type())

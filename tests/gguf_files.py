@@ -51,3 +51,19 @@ def write_tiny_llama(path: Path, file_type: int = 15) -> Path:
     writer.write_tensors_to_file()
     writer.close()
     return path
+
+
+# A vision projector (llama.cpp's mmproj files: general.architecture "clip"), F16 as they are published
+PROJECTOR = [("v.patch_embd.weight", (588, 64)), ("v.blk.0.attn_q.weight", (64, 64)), ("v.post_ln.weight", (64,)),
+             ("mm.0.weight", (64, HIDDEN))]
+
+
+def write_projector(path: Path) -> Path:
+    writer = gguf.GGUFWriter(str(path), "clip")
+    for name, shape in PROJECTOR:
+        writer.add_tensor(name, np.zeros(tuple(reversed(shape)), dtype=np.float16))  # numpy order: ne0 last
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

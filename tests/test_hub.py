@@ -240,30 +240,48 @@ def test_tiny_gguf_weights_are_exact_for_a_mix_of_six_types(tmp_path):
 
 
 def test_cli_gguf_file(tmp_path):
-    from gguf_files import write_tiny_llama
+    from gguf_files import write_projector, write_tiny_llama
 
     path = write_tiny_llama(tmp_path / "tiny.gguf")
     done = _cli("params", "--gguf", str(path), "--json", env={})
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["stored_bytes"]["IQ4_XS"] == 2 * 256 * 136
+    with_projector = _cli("inference", "--gguf", str(path), "--mmproj", str(write_projector(tmp_path / "mmproj.gguf")),
+                          "--weights", "checkpoint", "--json", env={})
+    assert json.loads(with_projector.stdout)["rows"][0]["components"]["vision"] == 2 * PROJECTOR_PARAMS
+    lone = _cli("params", "--model", "Qwen/Qwen3-8B", "--mmproj", str(path), env={})
+    assert (lone.returncode, lone.stderr) == (2, "error: --mmproj goes with --gguf (the model file it projects images "
+                                                 "into)\n")
+    not_clip = _cli("params", "--gguf", str(path), "--mmproj", str(path), env={})
+    assert (not_clip.returncode, not_clip.stderr) == (2, "error: tiny.gguf is not a vision projector (its "
+                                                         "general.architecture is not 'clip')\n")
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGML" + bytes(100))
     done = _cli("inference", "--gguf", str(bad), env={})
     assert (done.returncode, done.stderr) == (2, "error: not a GGUF file (its first bytes are not 'GGUF')\n")
 
 
+# the projector's elements: patch embedding 588 x 64, one 64 x 64 attention weight, a 64 norm, 64 -> 256 projection
+PROJECTOR_PARAMS = 588 * 64 + 64 * 64 + 64 + 64 * 256
+
+
 def test_a_hub_gguf_quant_is_read_from_its_header_by_range_requests(standin, tmp_path):
-    from gguf_files import write_tiny_llama
+    from gguf_files import write_projector, write_tiny_llama
 
     data = write_tiny_llama(tmp_path / "tiny.gguf").read_bytes() + bytes(2 * 2**20)  # 2 MB of "tensor data" more
-    standin.add("someone/Tiny-GGUF", {"Tiny-Q4_K_M.gguf": data, "Tiny-Q8_0.gguf": b"GGUF", "mmproj-Q4_K_M.gguf": b"",
+    standin.add("someone/Tiny-GGUF", {"Tiny-Q4_K_M.gguf": data, "Tiny-Q8_0.gguf": b"GGUF",
+                                      "mmproj-F16.gguf": write_projector(tmp_path / "mmproj.gguf").read_bytes(),
                                       "README.md": b"# Tiny"})
     m = hub.resolve("someone/Tiny-GGUF:q4_k_m")
-    assert (m.source, m.stored_total, m.architecture.checkpoint.weight_bytes(m.architecture).total) == \
-        (hub.HUB, 1_288_144, 1_288_144)
+    a = m.architecture
+    assert (m.source, m.stored_total, a.checkpoint.weight_bytes(a).total) == (hub.HUB, 1_288_144, 1_288_144)
+    commit = commit_of("someone/Tiny-GGUF@main")
     reads = [r for r in standin.requests if r[1].endswith(".gguf")]
-    assert reads == [("GET", f"/someone/Tiny-GGUF/resolve/{commit_of('someone/Tiny-GGUF@main')}/Tiny-Q4_K_M.gguf",
-                      f"bytes=0-{256 * 1024 - 1}")]  # one 256 KiB window of a 3.3 MB file
+    assert reads == [("GET", f"/someone/Tiny-GGUF/resolve/{commit}/{name}", f"bytes=0-{256 * 1024 - 1}")
+                     for name in ("Tiny-Q4_K_M.gguf", "mmproj-F16.gguf")]  # one 256 KiB window of a 3.3 MB file
+    assert a.vision_parameters == PROJECTOR_PARAMS
+    row = estimate_inference(InferenceScenario(a, weights=CHECKPOINT))
+    assert (row.component("weights"), row.component("vision")) == (1_288_144, 2 * PROJECTOR_PARAMS)
     with pytest.raises(hub.HubError, match="has no .gguf file of 'Q2_K'; it has Q4_K_M, Q8_0"):
         hub.resolve("someone/Tiny-GGUF:Q2_K")
 

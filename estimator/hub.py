@@ -452,7 +452,7 @@ def fetch_gguf(ref: ModelRef, token: str | None = None) -> ResolvedModel:
     first = headers[0]
     merged = GgufHeader(first.version, first.metadata, tuple(t for h in headers for t in h.tensors),
                         sum(h.header_bytes for h in headers))
-    a = architecture_from_gguf(merged, ref.repo_id)
+    a = architecture_from_gguf(merged, f"{ref.repo_id}:{ref.quant}")
     projector = mmproj_file(names, ref.quant)
     if projector:  # llama.cpp loads a repo's mmproj file with the model for images (llama-server -hf does)
         a = with_projector(a, read_header(_range_reader(hf, conf, ref, projector, commit)), projector)

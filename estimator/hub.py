@@ -7,12 +7,17 @@ A model id resolves from the catalog first (estimator/catalog.py), then from the
                                         stored elements per dtype, so the exact stored bytes are known (tied
                                         embeddings, MTP modules, vision towers and packed quantized tensors
                                         included) -- huggingface_hub `HfApi.model_info`, `ModelInfo.safetensors`
-    /{id}/resolve/{commit}/config.json  the config, read by the same reader as a pasted one (hf_config.py)
-    GGUF repos: the header of the chosen `.gguf` file by range requests (estimator/gguf.py), never the file.
+    /{id}/resolve/{rev}/config.json     the config (hf_hub_download, after a HEAD that gives its size), read by
+                                        the same reader as a pasted one (hf_config.py)
+    GGUF repos (`:QUANT`): the repo's file list (model_info), then the header of the quant's `.gguf` file (every
+                                        shard of a split file, and its mmproj projector) by range requests
+                                        (estimator/gguf.py), never the file
+    /api/models?search=...              the app's model box: ids like the one typed (HfApi.list_models' route)
 Everything the Hub returns is untrusted input, exactly like an upload: the same size limits, no
-`trust_remote_code`, no code run. Requests go only to the configured endpoint, with timeouts, and what was fetched
-once is read back from huggingface_hub's cache (keyed by id and commit) when the Hub cannot be reached.
-Nothing but the model id is ever put in a message.
+`trust_remote_code`, no code run. Requests go only to the configured endpoint, with timeouts (HUB_TIMEOUT_S; for
+huggingface.co a GGUF range read follows its redirect to its own storage host, without the token), and what was
+fetched once is read back from huggingface_hub's cache (keyed by id and commit, with the revision's ref) when the
+Hub cannot be reached. Nothing but the model id is ever put in a message.
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ from .architecture import Architecture
 from .hf_config import MAX_CONFIG_CHARS, architecture_from_config, parse_config_text
 
 DEFAULT_ENDPOINT = "https://huggingface.co"  # huggingface_hub constants._HF_DEFAULT_ENDPOINT
-HUB_TIMEOUT_S = 5.0  # seconds to wait for the Hub to answer one request (huggingface_hub's default is 10)
+# Seconds to wait for one answer (huggingface_hub's default is 10): the Hub's API answers in well under a second, and
+# an unreachable Hub must be one line within seconds, not a hung page
+HUB_TIMEOUT_S = 5.0
 MAX_REPO_ID_CHARS = 96  # huggingface_hub utils/_validators.py: "Repo id must be ... max length is 96"
 MAX_REVISION_CHARS = 200
 # A repo id as huggingface_hub validates it (utils/_validators.py REPO_ID_REGEX: letters, digits, "-", "_", "."),
@@ -270,8 +277,8 @@ def _read_capped(path: str, limit: int, ref: ModelRef, filename: str) -> bytes:
     return data
 
 
-# Bytes per element of the safetensors dtypes (huggingface/safetensors `safetensors/src/tensor.rs` Dtype::bitsize;
-# F4 / F6 types are counted in bytes of their packed U8 storage, which is how checkpoints store them)
+# Bytes per element of the safetensors dtypes (huggingface/safetensors `safetensors/src/tensor.rs` Dtype::bitsize);
+# a report naming any other dtype (F4, F6_E2M3, ...) is left unknown rather than guessed
 SAFETENSORS_DTYPE_BYTES = {"F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2,
                            "U16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "I8": 1, "U8": 1, "BOOL": 1}
 MAX_STORED_ELEMENTS = 10**14  # 100 T elements: larger than any checkpoint; a bigger count is refused

@@ -209,7 +209,7 @@ def model_source(page: str) -> None:
 
 @st.cache_data(show_spinner=False, ttl=3600, max_entries=256)
 def hub_search(query: str) -> tuple[str, ...]:
-    """Hub model ids matching `query` (HfApi.list_models; () offline), cached for an hour."""
+    """Hub model ids matching `query` (estimator/hub.search; () offline or unreachable), cached for an hour."""
     return hub.search(query)
 
 

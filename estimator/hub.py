@@ -23,6 +23,7 @@ Hub cannot be reached. Nothing but the model id is ever put in a message.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import os
 import re
@@ -160,8 +161,7 @@ def _transport_errors(hf) -> tuple[type[BaseException], ...]:
     errors: list[type[BaseException]] = [hf.errors.OfflineModeIsEnabled, ConnectionError, TimeoutError]
     for name in ("httpx2", "httpx"):  # huggingface_hub 2.x talks through httpx2, 1.x through httpx
         try:
-            module = __import__(name)
-            errors.append(module.TransportError)
+            errors.append(importlib.import_module(name).TransportError)
         except (ImportError, AttributeError):
             pass
     return tuple(errors)

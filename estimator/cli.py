@@ -257,9 +257,11 @@ def _serve(args: argparse.Namespace) -> None:
     fields = dict(imported.fields) if imported else {}
     if args.model is None and args.config is None and args.gguf is None and imported is not None and imported.model:
         args.model, kind = model_reference(imported.model, imported.engine)
+        if not args.model and hub.parse_ref(imported.model):  # a Hub id (llama-server -hf org/repo:Q4_K_M)
+            args.model = imported.model
         if not args.model:
-            raise UsageError(f"the command's model {imported.model[:80]!r} is not in the catalog: give --model ID "
-                             "or --config PATH")
+            raise UsageError(f"the command's model {imported.model[:80]!r} is not in the catalog nor a Hub id: give "
+                             "--model ID or --config PATH")
         if kind:  # a GGUF file's or an Ollama tag's type
             fields.setdefault("weights", kind)
     if [args.model, args.config, args.gguf].count(None) != 2:

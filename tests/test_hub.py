@@ -327,3 +327,14 @@ def test_without_huggingface_hub_the_core_runs_and_the_hub_path_says_how_to_inst
                                                  f"huggingface_hub: {hub.INSTALL_HINT}\n")
     done = subprocess.run([*run, "Qwen/Qwen3-8B"], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 0 and "total_params: 8,190,735,360" in done.stdout
+
+
+def test_serve_imports_a_command_naming_a_hub_model(standin):
+    done = _cli("serve", "--gpu", "h100-sxm", "--json", "--command", f"vllm serve {HUB_ONLY} --max-model-len 8192",
+                env=dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    catalog_run = _cli("serve", "--gpu", "h100-sxm", "--json", "--command", "vllm serve Qwen/Qwen3-8B --max-model-len "
+                       "8192", env=dict(os.environ))
+    assert out["kv_cache_tokens"] == json.loads(catalog_run.stdout)["kv_cache_tokens"]
+    assert f"vllm serve {HUB_ONLY}" in out["command"]

@@ -338,3 +338,14 @@ def test_serve_imports_a_command_naming_a_hub_model(standin):
                        "8192", env=dict(os.environ))
     assert out["kv_cache_tokens"] == json.loads(catalog_run.stdout)["kv_cache_tokens"]
     assert f"vllm serve {HUB_ONLY}" in out["command"]
+
+
+def test_a_share_link_carries_the_hub_id_and_revision_not_the_config(standin):
+    from ui import links
+
+    links.resolved_model.cache_clear()  # the app's cache of resolved ids: this test's stand-in answers
+    link = links.decode({"v": "1", "p": "inference", "model": "acme/Layers@v1"}, "inference")
+    assert (link.warnings, link.state["src"], link.state["model"]) == ([], "catalog", "acme/Layers@v1")
+    assert links.model_of(link.state).num_layers == 20  # the config at v1
+    params = links.encode("inference", link.state, link.view)
+    assert params["model"] == "acme/Layers@v1" and "cfg" not in params

@@ -26,6 +26,7 @@ from .breakdown import COMPONENTS, Breakdown
 from .checks import quoted
 from .engines import ServeScenario, import_command, serve
 from .engines.command import model_reference
+from .formats import CHECKPOINT
 from .finetune import estimate_finetune, finetune_rows
 from .hardware import fit, max_seq_len, with_gpus
 from .hf_config import MAX_CONFIG_CHARS, architecture_from_config, parse_config_text
@@ -257,8 +258,9 @@ def _serve(args: argparse.Namespace) -> None:
     fields = dict(imported.fields) if imported else {}
     if args.model is None and args.config is None and args.gguf is None and imported is not None and imported.model:
         args.model, kind = model_reference(imported.model, imported.engine)
-        if not args.model and hub.parse_ref(imported.model):  # a Hub id (llama-server -hf org/repo:Q4_K_M)
-            args.model = imported.model
+        ref = hub.parse_ref(imported.model)
+        if not args.model and ref:  # a Hub id (llama-server -hf org/repo:Q4_K_M): a GGUF's own tensors
+            args.model, kind = imported.model, CHECKPOINT if ref.quant else None
         if not args.model:
             raise UsageError(f"the command's model {imported.model[:80]!r} is not in the catalog nor a Hub id: give "
                              "--model ID or --config PATH")

@@ -299,6 +299,19 @@ def test_the_files_of_a_quant_tag_are_found_by_name_as_llama_cpp_names_them(quan
     assert hub.gguf_files(names, quant) == files
 
 
+def test_serve_imports_llama_server_hf_with_a_hub_gguf_quant(standin, tmp_path):
+    from gguf_files import write_tiny_llama
+
+    standin.add("someone/Tiny-GGUF", {"Tiny-Q4_K_M.gguf": write_tiny_llama(tmp_path / "tiny.gguf").read_bytes()})
+    done = _cli("serve", "--gpu", "rtx-4090", "--json", "--command", "llama-server -hf someone/Tiny-GGUF:Q4_K_M -c 4096",
+                env=dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["inputs"]["weights"] == "checkpoint"
+    # the file's tensors, all on the GPU but the token embedding (llama.cpp keeps the input layer on the CPU)
+    assert out["per_gpu"]["weights"] == 1_288_144 - 1000 * 256 // 32 * 34
+
+
 def test_a_server_that_ignores_the_range_is_cut_off(standin, tmp_path):
     from gguf_files import write_tiny_llama
 

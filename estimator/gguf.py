@@ -64,11 +64,13 @@ STRING, ARRAY = 8, 9
 # llama.cpp general.file_type (gguf-py LlamaFileType) -> the --weights id of that recipe, where the estimator has it
 FILE_TYPES = {0: "fp32", 1: "bf16", 32: "bf16", 7: "q8_0", 8: "q5_0", 2: "q4_0", 10: "q2_k", 12: "q3_k_m",
               14: "q4_k_s", 15: "q4_k_m", 17: "q5_k_m", 18: "q6_k", 25: "iq4_nl", 30: "iq4_xs"}
-# llama.cpp architecture names (gguf-py MODEL_ARCH_NAMES) -> the HF model_type whose reader applies
+# llama.cpp architecture names (gguf-py MODEL_ARCH_NAMES) -> the HF model_type whose reader applies, for the families
+# whose fields FIELDS carries in full; any other architecture goes to the generic reader under its own name (the
+# weights stay exact: they come from the tensors)
 MODEL_TYPES = {"llama": "llama", "mistral3": "mistral", "qwen2": "qwen2", "qwen3": "qwen3", "qwen2moe": "qwen2_moe",
                "qwen3moe": "qwen3_moe", "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3_text",
-               "phi3": "phi3", "granite": "granite", "olmo2": "olmo2", "smollm3": "smollm3", "gpt-oss": "gpt_oss",
-               "starcoder2": "starcoder2", "deepseek2": "deepseek_v3", "exaone4": "exaone4"}
+               "phi3": "phi3", "granite": "granite", "olmo2": "olmo2", "smollm3": "smollm3",
+               "starcoder2": "starcoder2"}
 # {arch}.<key> -> config.json field (llama.cpp convert_hf_to_gguf.py TextModel.set_gguf_parameters)
 FIELDS = {"block_count": "num_hidden_layers", "embedding_length": "hidden_size", "context_length":
           "max_position_embeddings", "feed_forward_length": "intermediate_size", "attention.head_count":
@@ -83,6 +85,14 @@ ROLE_OF = {"ffn_gate_exps": "expert_gate", "ffn_up_exps": "expert_up", "ffn_down
            "ffn_gate_inp": "router", "ffn_gate_shexp": "shared_gate", "ffn_up_shexp": "shared_up",
            "ffn_down_shexp": "shared_down"}
 BLOCK_NAME = re.compile(r"blk\.(\d+)\.(.+)\.(weight|bias)")
+
+
+@dataclass(frozen=True)
+class GgufArray:
+    """A metadata array, kept as its length only (a vocabulary's tokens, a per-layer list): never mistaken for a
+    scalar of the same key."""
+
+    count: int
 
 
 @dataclass(frozen=True)
@@ -116,7 +126,7 @@ class GgufTensor:
 @dataclass(frozen=True)
 class GgufHeader:
     version: int
-    metadata: tuple[tuple[str, object], ...]  # scalar and string values; arrays as their length (ints)
+    metadata: tuple[tuple[str, object], ...]  # scalar and string values; arrays as GgufArray (their length)
     tensors: tuple[GgufTensor, ...]
     header_bytes: int  # bytes read: up to the end of the tensor infos
 
@@ -176,7 +186,7 @@ def _value(w: _Window, kind: int, depth: int = 0) -> object:
         else:
             for _ in range(count):
                 _value(w, item, depth + 1)
-        return count  # arrays are kept as their length (the vocabulary size, per-layer lists' length)
+        return GgufArray(count)
     raise ValueError(f"GGUF header has an unknown value type {kind}")
 
 
@@ -286,7 +296,8 @@ def _config(header: GgufHeader) -> dict:
     embed = by_name.get("token_embd.weight")
     if "vocab_size" not in config:
         tokens = header.get("tokenizer.ggml.tokens")
-        config["vocab_size"] = embed.dims[1] if embed and len(embed.dims) == 2 else tokens
+        config["vocab_size"] = embed.dims[1] if embed and len(embed.dims) == 2 else \
+            tokens.count if isinstance(tokens, GgufArray) else None
     config["tie_word_embeddings"] = "output.weight" not in by_name
     if "blk.0.attn_q.bias" in by_name and config["model_type"] not in ("qwen2", "qwen2_moe"):
         config["attention_bias"] = True

@@ -67,3 +67,45 @@ def write_projector(path: Path) -> Path:
     writer.write_tensors_to_file()
     writer.close()
     return path
+
+
+def write_tiny_qwen3_moe(path: Path) -> Path:
+    """A 2-layer Qwen3-MoE GGUF (8 experts, 2 per token) whose experts are Q4_K and attention Q8_0, as unsloth's
+    dynamic quants mix them; expert tensors are 3-D (ne0, ne1, experts) as llama.cpp stores them."""
+    hidden, heads, kv_heads, head_dim, experts, expert_ffn, vocab = 256, 4, 2, 64, 8, 256, 512
+    writer = gguf.GGUFWriter(str(path), "qwen3moe")
+    writer.add_block_count(2)
+    writer.add_embedding_length(hidden)
+    writer.add_feed_forward_length(1024)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv_heads)
+    writer.add_key_length(head_dim)
+    writer.add_context_length(32768)
+    writer.add_expert_count(experts)
+    writer.add_expert_used_count(2)
+    writer.add_expert_feed_forward_length(expert_ffn)
+    tensors = [("token_embd.weight", (hidden, vocab), T.Q8_0), ("output.weight", (hidden, vocab), T.Q6_K),
+               ("output_norm.weight", (hidden,), T.F32)]
+    for i in range(2):
+        tensors += [(f"blk.{i}.attn_q.weight", (hidden, heads * head_dim), T.Q8_0),
+                    (f"blk.{i}.attn_k.weight", (hidden, kv_heads * head_dim), T.Q8_0),
+                    (f"blk.{i}.attn_v.weight", (hidden, kv_heads * head_dim), T.Q8_0),
+                    (f"blk.{i}.attn_output.weight", (heads * head_dim, hidden), T.Q8_0),
+                    (f"blk.{i}.attn_q_norm.weight", (head_dim,), T.F32),
+                    (f"blk.{i}.attn_k_norm.weight", (head_dim,), T.F32),
+                    (f"blk.{i}.attn_norm.weight", (hidden,), T.F32), (f"blk.{i}.ffn_norm.weight", (hidden,), T.F32),
+                    (f"blk.{i}.ffn_gate_inp.weight", (hidden, experts), T.F32),
+                    (f"blk.{i}.ffn_gate_exps.weight", (hidden, expert_ffn, experts), T.Q4_K),
+                    (f"blk.{i}.ffn_up_exps.weight", (hidden, expert_ffn, experts), T.Q4_K),
+                    (f"blk.{i}.ffn_down_exps.weight", (expert_ffn, hidden, experts), T.Q6_K)]
+    for name, shape, kind in tensors:
+        block, block_bytes = gguf.GGML_QUANT_SIZES[kind]
+        outer = tuple(reversed(shape[1:]))  # numpy order: the row length last
+        data = np.zeros((*outer, shape[0] // block * block_bytes), dtype=np.uint8) if kind != T.F32 else \
+            np.zeros(tuple(reversed(shape)), dtype=np.float32)
+        writer.add_tensor(name, data, raw_dtype=kind if kind != T.F32 else None)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

@@ -239,6 +239,33 @@ def test_tiny_gguf_weights_are_exact_for_a_mix_of_six_types(tmp_path):
     assert row.component("weights") == 1_288_144
 
 
+def test_a_moe_gguf_reads_as_qwen3_moe_with_exact_expert_bytes(tmp_path):
+    from estimator.architecture import tensors
+    from gguf_files import write_tiny_qwen3_moe
+
+    m = hub.read_gguf_file(str(write_tiny_qwen3_moe(tmp_path / "moe.gguf")))
+    a = m.architecture
+    assert (a.model_type, a.num_experts, a.experts_per_token, a.moe_intermediate_size, a.head_dim, a.qk_norm_params) \
+        == ("qwen3_moe", 8, 2, 256, 64, 2 * 64)
+    # 8 experts x (gate and up: 256 rows of 256 in Q4_K; down: 256 rows of 256 in Q6_K), per layer
+    experts = 8 * (2 * 256 * 144 + 256 * 210)
+    assert dict(a.checkpoint.groups_bytes)[("expert_gate", 0)] == 8 * 256 * 144
+    assert sum(a.checkpoint.tensor_bytes(a, t) for t in tensors(a) if t.is_expert) == 2 * experts
+    outside = 512 * 8 * 34 + 512 * 210 + 256 * 4  # token_embd Q8_0, output Q6_K, output_norm F32
+    attention = (256 + 128 + 128) * 8 * 34 + 256 * 8 * 34 + 2 * 64 * 4  # q, k, v, o in Q8_0; q and k norms
+    per_layer = attention + 2 * 256 * 4 + 8 * 256 * 4 + experts  # 2 norms, the F32 router, the experts
+    assert m.stored_total == a.checkpoint.weight_bytes(a).total == outside + 2 * per_layer
+
+
+def test_gguf_arrays_are_kept_as_arrays_not_counts(tmp_path):
+    from estimator.gguf import GgufArray, file_reader, read_header
+    from gguf_files import write_tiny_llama
+
+    header = read_header(file_reader(str(write_tiny_llama(tmp_path / "tiny.gguf"))))
+    assert header.get("tokenizer.ggml.tokens") == GgufArray(1000)  # the 1,000 tokens: a length, not a number
+    assert header.get("llama.attention.head_count_kv") == 2
+
+
 def test_cli_gguf_file(tmp_path):
     from gguf_files import write_projector, write_tiny_llama
 

@@ -23,6 +23,7 @@ estimator/hf_config.py; the weights come from the tensors themselves (GgufWeight
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import stat
@@ -240,7 +241,7 @@ def file_reader(path: str) -> Callable[[int, int], bytes]:
 
 
 def bytes_reader(data: bytes) -> Callable[[int, int], bytes]:
-    """`read(offset, size)` of bytes in memory (an upload)."""
+    """`read(offset, size)` of bytes in memory."""
     return lambda offset, size: data[offset:offset + size]
 
 
@@ -272,14 +273,31 @@ class GgufWeights(CheckpointFormat):
         return WeightBytes(self.matrices, self.vectors)
 
     def tensor_bytes(self, a: Architecture, t: Tensor) -> int:
-        fmt = weight_format(self.layout or "bf16")
-        found = dict(self.groups_bytes).get((t.role, t.layer))
-        if found is None:
-            return tensor_bytes(fmt, t, a)
-        same = [u for u in tensors(a) if (u.role, u.layer) == (t.role, t.layer)]
-        estimates = [tensor_bytes(fmt, u, a) for u in same]
-        share = Fraction(estimates[same.index(t)], sum(estimates)) if sum(estimates) else Fraction(1, len(same))
-        return int(found * share)
+        return _split(self, a)[t]
+
+
+@functools.lru_cache(maxsize=64)
+def _split(weights: GgufWeights, a: Architecture) -> dict[Tensor, int]:
+    """Bytes of each of `a`'s tensor groups: the file's bytes of its (role, layer), shared among the groups with that
+    key in proportion to their size in the file's recipe (two norms of one layer); the recipe's bytes where the file
+    has no tensor of that name."""
+    fmt = weight_format(weights.layout or "bf16")
+    found = dict(weights.groups_bytes)
+    every = tensors(a)
+    estimate = {t: tensor_bytes(fmt, t, a) for t in every}
+    by_key: dict[tuple[str, int], list[Tensor]] = {}
+    for t in every:
+        by_key.setdefault((t.role, t.layer), []).append(t)
+    out = {}
+    for key, same in by_key.items():
+        total = sum(estimate[t] for t in same)
+        for t in same:
+            if key not in found:
+                out[t] = estimate[t]
+            else:
+                share = Fraction(estimate[t], total) if total else Fraction(1, len(same))
+                out[t] = int(found[key] * share)
+    return out
 
 
 def _config(header: GgufHeader) -> dict:

@@ -9,6 +9,8 @@ A model id resolves from the catalog first (estimator/catalog.py), then from the
                                         included) -- huggingface_hub `HfApi.model_info`, `ModelInfo.safetensors`
     /{id}/resolve/{rev}/config.json     the config (hf_hub_download, after a HEAD that gives its size), read by
                                         the same reader as a pasted one (hf_config.py)
+    safetensors headers                 where an endpoint gives no safetensors metadata: model.safetensors.index.json
+                                        and each shard's header, by range requests (`safetensors_stored`)
     GGUF repos (`:QUANT`): the repo's file list (model_info), then the header of the quant's `.gguf` file (every
                                         shard of a split file, and its mmproj projector) by range requests
                                         (estimator/gguf.py), never the file
@@ -212,6 +214,9 @@ def fetch(text: str | ModelRef, token: str | None = None) -> ResolvedModel:
     config = parse_config_text(_read_capped(path, MAX_CONFIG_CHARS, ref, "config.json"))
     a = architecture_from_config(config, ref.repo_id)
     stored = stored_bytes(getattr(info, "safetensors", None))
+    if info is not None and not stored:  # an endpoint without the Hub's safetensors metadata: the files' headers
+        names = [str(getattr(s, "rfilename", "")) for s in (getattr(info, "siblings", None) or ())]
+        stored = safetensors_stored(hf, conf, ref, commit, names)
     source = HUB if info is not None else HUB_CACHE
     where = f"{ref.repo_id} at commit {commit[:7]}" if commit else f"{ref} from the local Hub cache (offline)"
     note = f"Model: config.json of {where} (Hugging Face Hub)"
@@ -298,6 +303,56 @@ def stored_bytes(safetensors: object) -> tuple[tuple[str, int], ...]:
             return ()
         out.append((str(dtype).upper(), count * size))
     return tuple(sorted(out, key=lambda item: (-item[1], item[0])))
+
+
+SAFETENSORS_SINGLE, SAFETENSORS_INDEX = "model.safetensors", "model.safetensors.index.json"  # transformers' names
+MAX_INDEX_BYTES = 20_000_000  # an index names every tensor once: a few MB for the largest MoE checkpoints
+# A shard's header lists its tensors' names, dtypes and offsets: well under 1 MB in published checkpoints (safetensors
+# itself refuses over 100,000,000 bytes); 25 MB bounds what an endpoint can make one read take
+MAX_SAFETENSORS_HEADER = 25_000_000
+MAX_SAFETENSORS_SHARDS = 64  # more shards than this: the stored bytes are left unknown (one request per shard)
+
+
+def safetensors_stored(hf, conf: Settings, ref: ModelRef, commit: str,
+                       names: list[str]) -> tuple[tuple[str, int], ...]:
+    """(dtype, bytes) of a repo's safetensors read from their headers (8-byte little-endian length, then JSON
+    {tensor: {dtype, shape, data_offsets: [begin, end]}}; huggingface/safetensors README "Format"): each tensor's
+    bytes are end - begin. The index (`weight_map`) names the shards. () when there are none, too many, or a header
+    that does not parse: the stored bytes are then unknown, never guessed."""
+    import struct
+
+    if SAFETENSORS_SINGLE in names:
+        shards = [SAFETENSORS_SINGLE]
+    elif SAFETENSORS_INDEX in names:
+        try:
+            path = download(ref, SAFETENSORS_INDEX, conf, limit=MAX_INDEX_BYTES)
+            weight_map = json.loads(_read_capped(path, MAX_INDEX_BYTES, ref, SAFETENSORS_INDEX))["weight_map"]
+            shards = sorted({str(shard) for shard in weight_map.values()})
+        except (ValueError, KeyError, TypeError, AttributeError):  # HubError included: too large, gone
+            return ()
+    else:
+        return ()
+    if len(shards) > MAX_SAFETENSORS_SHARDS or any(shard not in names for shard in shards):
+        return ()
+    totals: dict[str, int] = {}
+    try:
+        for shard in shards:
+            read = _range_reader(hf, conf, ref, shard, commit)
+            (length,) = struct.unpack("<Q", read(0, 8))
+            if length > MAX_SAFETENSORS_HEADER:
+                return ()
+            header = json.loads(read(8, length))
+            for name, entry in header.items():
+                if name == "__metadata__":
+                    continue
+                begin, end = entry["data_offsets"]
+                dtype = str(entry["dtype"]).upper()
+                if dtype not in SAFETENSORS_DTYPE_BYTES or not 0 <= begin <= end:
+                    return ()
+                totals[dtype] = totals.get(dtype, 0) + end - begin
+    except (ValueError, KeyError, TypeError, AttributeError, struct.error):
+        return ()
+    return tuple(sorted(totals.items(), key=lambda item: (-item[1], item[0])))
 
 
 MAX_SEARCH_BYTES = 1_000_000  # a search answer of `limit` models is a few kB

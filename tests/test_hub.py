@@ -95,6 +95,25 @@ def test_a_malformed_hub_answer_is_one_line(standin):
         hub.resolve("acme/Odd")
 
 
+def test_without_the_hubs_metadata_the_stored_bytes_come_from_the_safetensors_headers(standin):
+    import numpy as np
+    from safetensors.numpy import save
+
+    # two shards written by the safetensors library: F16 embeddings, U8-packed weights with F32 scales
+    first = save({"embed": np.zeros((1000, 64), np.float16), "packed": np.zeros((64, 32), np.uint8)})
+    second = save({"scales": np.zeros((64, 2), np.float32), "lm_head": np.zeros((1000, 64), np.float16)})
+    index = {"metadata": {"total_size": 0}, "weight_map": {"embed": "model-00001-of-00002.safetensors",
+             "packed": "model-00001-of-00002.safetensors", "scales": "model-00002-of-00002.safetensors",
+             "lm_head": "model-00002-of-00002.safetensors"}}
+    standin.add("acme/NoMeta", {"config.json": _config(), "model.safetensors.index.json": json.dumps(index).encode(),
+                                "model-00001-of-00002.safetensors": first + bytes(2**20),  # and data past the header
+                                "model-00002-of-00002.safetensors": second})
+    m = hub.resolve("acme/NoMeta")
+    assert m.stored_bytes == (("F16", 2 * 1000 * 64 * 2), ("U8", 64 * 32), ("F32", 64 * 2 * 4))
+    shard_reads = [r[2] for r in standin.requests if r[1].endswith(".safetensors")]
+    assert all(r.startswith("bytes=") for r in shard_reads) and len(shard_reads) == 4  # length, then header, x 2
+
+
 def test_a_catalog_id_is_answered_by_the_catalog_without_a_request(standin):
     m = hub.resolve("Qwen/Qwen3-8B")
     assert (m.source, str(m.ref)) == (hub.CATALOG, "Qwen/Qwen3-8B")

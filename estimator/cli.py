@@ -21,13 +21,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from . import catalog
+from . import catalog, hub
 from .architecture import Architecture, parameter_counts
 from .advice import Suggestion, best, finetune_advice, inference_advice
 from .breakdown import COMPONENTS, Breakdown
 from .checks import quoted
 from .engines import ServeScenario, import_command, serve
 from .engines.command import model_reference
+from .formats import CHECKPOINT
 from .finetune import estimate_finetune, finetune_rows
 from .hardware import fit, max_seq_len, with_gpus
 from .hf_config import MAX_CONFIG_CHARS, architecture_from_config, parse_config_text
@@ -92,6 +93,9 @@ def _model_options(p: argparse.ArgumentParser, counts: bool = True) -> None:
         _option(src, "active_params", ACTIVE_PARAMS)
     _option(src, "model", CATALOG_MODEL, show_default=False)
     src.add_argument("--config", metavar="PATH", help="a Hugging Face config.json")
+    src.add_argument("--gguf", metavar="PATH", help="a .gguf file, read from its header only: the architecture and "
+                                                   "every tensor's type, so the weights are exact for any quant mix")
+    p.add_argument("--mmproj", metavar="PATH", help="with --gguf: its vision projector file (mmproj-*.gguf)")
 
 
 def _scenario_options(p: argparse.ArgumentParser, scenario: type) -> None:
@@ -155,15 +159,19 @@ def read_config_file(path: str) -> dict:
 
 
 def _model(args: argparse.Namespace) -> Model:
+    if args.mmproj is not None and args.gguf is None:
+        raise UsageError("--mmproj goes with --gguf (the model file it projects images into)")
     given = [flag for flag, value in (("--params", getattr(args, "params", None)), ("--model", args.model),
-                                      ("--config", args.config)) if value is not None]
+                                      ("--config", args.config), ("--gguf", args.gguf)) if value is not None]
     if len(given) != 1:
-        raise UsageError("give exactly one of --params, --model or --config" if given or hasattr(args, "params")
-                         else "give --model or --config")
+        raise UsageError("give exactly one of --params, --model, --config or --gguf" if given or
+                         hasattr(args, "params") else "give --model, --config or --gguf")
+    if args.gguf is not None:
+        return hub.read_gguf_file(args.gguf, args.mmproj).architecture
     if args.config is not None:
         return _read_config(args.config)
     if args.model is not None:
-        return catalog.model(args.model).architecture
+        return hub.resolve(args.model).architecture
     return ParamCount.from_billions(args.params, args.active_params)
 
 
@@ -273,18 +281,22 @@ def _serve(args: argparse.Namespace) -> None:
     the warnings, with the numbers that explain it."""
     imported = import_command(args.engine_command) if args.engine_command is not None else None
     fields = dict(imported.fields) if imported else {}
-    if args.model is None and args.config is None and imported is not None and imported.model:
+    if args.model is None and args.config is None and args.gguf is None and imported is not None and imported.model:
         args.model, kind = model_reference(imported.model, imported.engine)
+        ref = hub.parse_ref(imported.model)
+        if not args.model and ref:  # a Hub id (llama-server -hf org/repo:Q4_K_M): a GGUF's own tensors
+            args.model, kind = imported.model, CHECKPOINT if ref.quant else None
         if not args.model:
-            raise UsageError(f"the command's model {imported.model[:80]!r} is not in the catalog: give --model ID "
-                             "or --config PATH")
+            raise UsageError(f"the command's model {imported.model[:80]!r} is not in the catalog nor a Hub id: give "
+                             "--model ID or --config PATH")
         if kind:  # a GGUF file's or an Ollama tag's type
             fields.setdefault("weights", kind)
-    if (args.model is None) == (args.config is None):
-        raise UsageError("give exactly one of --model or --config (or a --command naming a catalog model)")
+    if [args.model, args.config, args.gguf].count(None) != 2:
+        raise UsageError("give exactly one of --model, --config or --gguf (or a --command naming a catalog model)")
     if args.gpu is None:
         raise UsageError("--gpu is required: an engine's budget is a fraction of a real GPU (see `gpus`)")
-    model_id = catalog.model(args.model).id if args.model is not None else ""
+    model_id = hub.model_id(args.model) if args.model is not None else ""
+    model_id = (hub.parse_ref(model_id) or hub.ModelRef(model_id)).repo_id  # the engine's command names the repo
     if imported:
         fields["engine"] = imported.engine
     fields.update({name: getattr(args, name) for name in inputs(ServeScenario) if getattr(args, name) is not None})
@@ -318,17 +330,26 @@ def _serve(args: argparse.Namespace) -> None:
 
 
 def _params(args: argparse.Namespace) -> None:
-    if (args.model is None) == (args.config is None):
-        raise UsageError("give exactly one of --model or --config")
-    a = _read_config(args.config) if args.config is not None else catalog.model(args.model).architecture
+    if [args.model, args.config, args.gguf].count(None) != 2:
+        raise UsageError("give exactly one of --model, --config or --gguf")
+    if args.mmproj is not None and args.gguf is None:
+        raise UsageError("--mmproj goes with --gguf (the model file it projects images into)")
+    resolved = hub.resolve(args.model) if args.model is not None else \
+        hub.read_gguf_file(args.gguf, args.mmproj) if args.gguf is not None else None
+    a = resolved.architecture if resolved else _read_config(args.config)
     counts = parameter_counts(a)
     out = {"total_params": counts.total, "active_params": counts.active,
            "kv_cache_bytes_per_token": kv_bytes_per_token(a)}
+    if resolved and resolved.source != hub.CATALOG:  # where the numbers come from, and what the checkpoint stores
+        out.update(source=resolved.source, id=str(resolved.ref), commit=resolved.commit,
+                   stored_bytes=dict(resolved.stored_bytes))
     if args.json:
         print(json.dumps(out))
     else:
         for key, value in out.items():
-            print(f"{key}: {value:,}")
+            shown = ", ".join(f"{size:,} {dtype}" for dtype, size in value.items()) if isinstance(value, dict) \
+                else f"{value:,}" if isinstance(value, int) else value
+            print(f"{key}: {shown}")
 
 
 def _list(args: argparse.Namespace) -> None:

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Union
 
-from . import catalog
+from . import catalog, hub
 from .architecture import Architecture
 from .checks import require_int
 from .formats import CHECKPOINT, WEIGHT_FORMATS
@@ -53,9 +53,9 @@ PARAMS = Input("Total parameters (B)", 7.0, link="params", flag="--params", unit
 ACTIVE_PARAMS = Input("Active parameters (B)", None, link="active", flag="--active-params", unit="B",
                       low=MIN_PARAMS_B, high=MAX_PARAMS_B, optional=True,
                       help="Parameters used per token, in billions (13 for Mixtral 8x7B). Empty = total.")
-CATALOG_MODEL = Input("Catalog model", DEFAULT_MODEL, link="model", flag="--model",
-                      text=lambda text: catalog.model(text).id,
-                      help="A catalog model id (case-insensitive); values are read from its published config.json.")
+CATALOG_MODEL = Input("Catalog model", DEFAULT_MODEL, link="model", flag="--model", text=hub.model_id,
+                      help="A catalog model id (case-insensitive; values are read from its published config.json) "
+                           "or a Hugging Face Hub id: org/name, org/name@revision, org/repo:Q4_K_M (a GGUF quant).")
 TARGET_GPU = Input("Target GPU", "rtx-4090", link="gpu", flag="--gpu", text=lambda text: catalog.gpu(text).id,
                    help="The catalog GPU the fit is computed for: its id, or the name nvidia-smi, rocm-smi or macOS "
                         "prints (case-insensitive); memory is what frameworks can allocate.")

@@ -1,8 +1,14 @@
 """Shared fixtures: architectures built from published config.json values (no downloads)."""
 
+import os
+
 import pytest
 
 import estimator as est
+
+# No test reaches the real Hugging Face Hub: a Hub id is answered from the cache or refused at once (estimator/hub.py);
+# the Hub tests run a local stand-in and clear this for themselves (tests/hub_standin.py)
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 # The small Llama measured with fake tensors (docs/measurements.md)
 SMALL_LLAMA = dict(model_type="llama", hidden_size=512, intermediate_size=1376, num_hidden_layers=4,

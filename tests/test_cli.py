@@ -92,7 +92,7 @@ def test_human_output_has_a_table_and_assumptions(capsys):
     (["inference", "--params", "7", "--active-params", "9"], "cannot exceed total"),
     (["inference", "--params", "7", "--model", "Qwen/Qwen3-8B"], "exactly one of"),
     (["inference"], "exactly one of"),
-    (["inference", "--model", "nope/x"], "unknown model"),
+    (["inference", "--model", "nope/x"], "nope/x is not in the catalog nor in the local Hub cache"),
     (["inference", "--config", "/does/not/exist.json"], "cannot read"),
     (["inference", "--params", "7", "--gpu", "tpu"], "unknown GPU"),
     (["finetune", "--params", "7", "--lora-targets", "zz"], "unknown projection"),

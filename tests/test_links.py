@@ -77,7 +77,7 @@ def test_an_unknown_catalog_model_or_gpu_falls_back():
     link = decode({"model": "acme/SuperLM-1T", "gpu": "quantum-9000"})
     assert link.state["src"] == "params" and link.view["gpu"] == links.VIEW_FIELDS["gpu"].default
     assert len(link.warnings) == 2
-    assert "unknown model 'acme/SuperLM-1T'" in link.warnings[0] + link.warnings[1]
+    assert "acme/SuperLM-1T is not in the catalog nor in the local Hub cache" in link.warnings[0] + link.warnings[1]
 
 
 def test_unknown_keys_and_versions_and_pages_are_named_in_warnings():

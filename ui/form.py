@@ -8,11 +8,12 @@ never by resetting what the user typed.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 
 import streamlit as st
 
-from estimator import catalog, parameter_counts
+from estimator import catalog, hub, parameter_counts
 from estimator.architecture import Architecture
 from estimator.scenarios import LORA_SHORT_NAMES, canonical_lora_targets
 from estimator.training import LORA_ROLES, LORA_TARGET_PRESETS
@@ -229,23 +230,78 @@ def model_source(page: str) -> None:
             with active:
                 number(page, "active", step=1.0, fmt="%.2f", placeholder="= total")
     elif src == "catalog":
-        models = catalog_models()
-        widget_key, now = state.bind(page, "model")
-        model_id = st.selectbox(links.fields(page)["model"].label, tuple(models), index=tuple(models).index(now),
-                                format_func=models.get, key=widget_key, on_change=_row_follows_checkpoint,
-                                args=(page,),
-                                help="Type to search. Values are read from each model's published config.json.")
-        _store(page, "model", model_id)
-        entry = catalog.model(model_id)
-        counts = parameter_counts(entry.architecture)
-        active = f", {counts.active / 1e9:,.2f} B active" if counts.active != counts.total else ""
-        url = entry.source.split()[0]
-        source = f" · [config.json]({url})" if url.startswith("https://") else ""
-        st.caption(f"{counts.total / 1e9:,.2f} B parameters{active} · `{entry.architecture.model_type}`{source}")
+        model_box(page)
     else:
         config_text(page)
     if src != "params":
         method(page)
+
+
+@st.cache_data(show_spinner=False, ttl=3600, max_entries=256)
+def hub_search(query: str) -> tuple[str, ...]:
+    """Hub model ids matching `query` (estimator/hub.search; () offline or unreachable), cached for an hour."""
+    return hub.search(query)
+
+
+def _hub_token_from_secrets() -> None:
+    """A deployment's HF_TOKEN secret (Streamlit secrets) as huggingface_hub's environment variable, for gated and
+    private models; the environment's own HF_TOKEN wins. Never shown, logged or put in a link."""
+    if os.environ.get("HF_TOKEN"):
+        return
+    try:
+        token = st.secrets.get("HF_TOKEN") if st.secrets.load_if_toml_exists() else None
+    except Exception:  # noqa: BLE001 - a secrets file Streamlit cannot read: run without a token
+        return
+    if token:
+        os.environ["HF_TOKEN"] = str(token)
+
+
+def model_box(page: str) -> None:
+    """The model box: type to search the catalog, or type a Hugging Face Hub id (org/name, org/name@revision,
+    org/repo:Q4_K_M) and press Enter; under it, the resolved architecture and where it came from."""
+    _hub_token_from_secrets()
+    models = dict(catalog_models())
+    widget_key, now = state.bind(page, "model")
+    ref = hub.parse_ref(now) if now not in models else None
+    if now not in models:
+        models[now] = now  # a Hub id, shown as typed
+    if ref is not None:  # similar ids on the Hub, when it can be reached
+        models.update((found, found) for found in hub_search(ref.repo_id.split("/")[-1]) if found not in models)
+    model_id = st.selectbox(links.fields(page)["model"].label, tuple(models), index=tuple(models).index(now),
+                            format_func=lambda m: models.get(m, m), key=widget_key, accept_new_options=True,
+                            on_change=_row_follows_checkpoint, args=(page,),
+                            help="Type to search the catalog, or type any Hugging Face Hub id (org/name, "
+                                 "org/name@revision, or org/repo:Q4_K_M for a GGUF quant) and press Enter: its "
+                                 "config.json (or GGUF header) is read from the Hub. Set HF_TOKEN for gated models.")
+    try:
+        model_id = hub.model_id(model_id)
+    except ValueError:
+        pass  # the results name what is wrong with it
+    _store(page, "model", model_id)
+    try:
+        with st.spinner("Reading the model from the Hugging Face Hub..."):
+            resolved = links.resolved_model(model_id)
+    except ValueError:
+        return  # the results show the error
+    st.caption(model_summary(resolved))
+
+
+def model_summary(m: hub.ResolvedModel) -> str:
+    """One line under the model box: parameters, family, layers, heads, stored bytes and the source."""
+    a = m.architecture
+    counts = parameter_counts(a)
+    active = f", {counts.active / 1e9:,.2f} B active" if counts.active != counts.total else ""
+    shape = f"`{a.model_type}` · {a.num_layers} layers · {a.num_heads} heads ({a.num_kv_heads} KV)"
+    stored = f" · stored {m.stored_total / 1e9:,.2f} GB ({', '.join(d for d, _ in m.stored_bytes)})" \
+        if m.stored_bytes else ""
+    if m.source == hub.CATALOG:
+        url = catalog.model(m.ref.repo_id).source.split()[0]
+        source = f" · catalog, [config.json]({url})" if url.startswith("https://") else " · catalog"
+    else:
+        page_url = f"{hub.settings().endpoint}/{m.ref.repo_id}"
+        commit = f" @ `{m.commit[:7]}`" if m.commit else ""
+        source = f" · {escape(m.source)}: [{escape(m.ref.repo_id)}]({page_url}){commit}"
+    return f"{counts.total / 1e9:,.2f} B parameters{active} · {shape}{stored}{source}"
 
 
 def _row_follows_checkpoint(page: str) -> None:
@@ -260,7 +316,10 @@ def _row_follows_checkpoint(page: str) -> None:
         except ValueError:
             return  # the page shows the config's error; the row stays as it was
     else:
-        checkpoint = catalog.model(st.session_state[f"{page}.model"]).architecture.checkpoint
+        try:
+            checkpoint = links.resolved_model(hub.model_id(st.session_state[f"{page}.model"])).architecture.checkpoint
+        except ValueError:
+            return
     row_key = f"{page}.{links.ROW[page]}"
     if checkpoint is not None and checkpoint.format_id:
         st.session_state[row_key] = "checkpoint"

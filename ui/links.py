@@ -31,7 +31,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from estimator import catalog
+from estimator import hub
 from estimator.architecture import Architecture
 from estimator.checks import printable_text
 from estimator.engines import MODULES, ServeScenario
@@ -159,10 +159,17 @@ def config_architecture(text: str):
     return architecture_from_config(parse_config_text(text))
 
 
+@functools.lru_cache(maxsize=64)
+def resolved_model(model_id: str) -> hub.ResolvedModel:
+    """A model id's architecture and source: the catalog, else the Hugging Face Hub (estimator/hub.py; cached, as
+    pages re-read it on every rerun; a failure is not cached, so a later rerun asks again). ValueError in one line."""
+    return hub.resolve(model_id)
+
+
 def model_of(state: Mapping) -> object:
-    """The scenario's model: a catalog Architecture, a parsed config's Architecture, or a ParamCount."""
+    """The scenario's model: a catalog or Hub model's Architecture, a parsed config's Architecture, or a ParamCount."""
     if state["src"] == "catalog":
-        return catalog.model(state["model"]).architecture
+        return resolved_model(state["model"]).architecture
     if state["src"] == "config":
         return config_architecture(state["cfg"])
     active = state["active"] if state["moe"] else None
@@ -172,7 +179,7 @@ def model_of(state: Mapping) -> object:
 def model_name(state: Mapping) -> str:
     """How the page names the model: the catalog name, the config's name, or '7B' / '47B MoE (13B active)'."""
     if state["src"] == "catalog":
-        return catalog.model(state["model"]).name
+        return resolved_model(state["model"]).architecture.name
     if state["src"] == "config":
         return config_architecture(state["cfg"]).name
     if state["moe"] and state["active"] is not None:
@@ -194,7 +201,7 @@ def serve_scenario_of(state: Mapping, gpu: str) -> ServeScenario:
     """The serving-engine scenario of an Inference page state on `gpu`; ValueError naming the field when it is not
     valid (a parameter count: the engines need the architecture)."""
     options = {name[len(ENGINE_PREFIX):]: state[name] for name in FIELDS["inference"] if name.startswith(ENGINE_PREFIX)}
-    model_id = catalog.model(state["model"]).id if state["src"] == "catalog" else ""
+    model_id = resolved_model(state["model"]).ref.repo_id if state["src"] == "catalog" else ""
     return ServeScenario(model_of(state), engine=state[ENGINE], gpu=gpu, model_id=model_id, **options)
 
 

@@ -1,0 +1,154 @@
+"""Framework presets: the training inputs each fine-tuning stack really sets, with the source of every setting.
+
+A preset is data, not a branch in the math: `preset_fields(framework, technique)` gives the scenario fields a
+framework sets (`FinetuneScenario` field name -> value), and the estimate runs the same formulas on them as on
+values a user types. The user's own values win over the preset's (`with_framework`), so every input stays
+editable. `hf` (transformers + peft, the estimate's baseline, pinned to traces) sets nothing.
+
+What a preset cannot express is said in its notes: a framework's own LoRA layers (torchtune, litgpt) or
+kernels (Unsloth's fused LoRA MLP and attention) that save fewer tensors than peft's are not modelled, so the
+estimate stays above them by the difference; torch.compile (torchtune's configs offer it) and sequence packing
+are not modelled either (Methodology page).
+Sources are repository paths as of the commits read (November 2026) or documentation pages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ALL = ("full", "lora", "qlora-8bit", "qlora-4bit")
+ADAPTERS = ("lora", "qlora-8bit", "qlora-4bit")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One input a framework sets, for the techniques it applies to."""
+
+    field: str  # the FinetuneScenario field
+    value: object
+    source: str  # where the framework sets it (repo path, config key, documentation URL)
+    techniques: tuple[str, ...] = ALL
+
+
+@dataclass(frozen=True)
+class Framework:
+    id: str
+    label: str
+    settings: tuple[Setting, ...]
+    notes: tuple[str, ...] = ()  # what the preset cannot express
+
+
+TORCHTUNE_CONFIGS = "pytorch/torchtune recipes/configs/llama3_1/8B_{}_single_device.yaml"
+
+FRAMEWORK_PRESETS = {f.id: f for f in (
+    Framework("hf", "Hugging Face transformers + peft", (), (
+        "The estimate's baseline: Trainer defaults, peft LoRA with fp32 adapters, full fp32 logits in the loss.",)),
+    Framework("trl", "TRL (SFTTrainer)", (
+        Setting("gradient_checkpointing", True, "huggingface/trl trl/trainer/sft_config.py: SFTConfig "
+                "gradient_checkpointing defaults to True"),
+    ), ("TRL's SFTTrainer runs the transformers Trainer and peft: use_liger_kernel and activation_offloading are "
+        "off unless set (trl/trainer/sft_config.py).",)),
+    Framework("unsloth", "Unsloth", (
+        Setting("loss", "fused", "unslothai/unsloth-zoo unsloth_zoo/loss_utils.py: fused linear cross-entropy "
+                "replaces the model's loss (unsloth_fused_ce_loss), the full logits are never materialised"),
+        Setting("gradient_checkpointing", True, "unslothai/unsloth unsloth/models/llama.py: get_peft_model("
+                "use_gradient_checkpointing='unsloth') in every Unsloth notebook"),
+        Setting("offload_activations", True, "unslothai/unsloth unsloth/models/_utils.py: "
+                "Unsloth_Offloaded_Gradient_Checkpointer moves each checkpointed layer input to the CPU "
+                "(non_blocking) and brings it back in backward ('unsloth' gradient checkpointing)"),
+        Setting("lora_targets", "q,k,v,o,gate,up,down", "unslothai/unsloth unsloth/models/llama.py: get_peft_model"
+                "(target_modules=['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'])",
+                ADAPTERS),
+        Setting("optimizer", "adamw-8bit", "unslothai/notebooks nb/Llama3.1_(8B)-Alpaca.ipynb: "
+                "TrainingArguments(optim='adamw_8bit')"),
+    ), ("Unsloth's own Triton kernels for LoRA MLP / attention save fewer tensors than peft's; not modelled, so the "
+        "estimate stays above Unsloth by what they save.",)),
+    Framework("torchtune", "torchtune", (
+        Setting("loss", "chunked", TORCHTUNE_CONFIGS.format("lora") + ": loss "
+                "torchtune.modules.loss.CEWithChunkedOutputLoss (8 chunks)"),
+        Setting("gradient_checkpointing", True, TORCHTUNE_CONFIGS.format("lora") +
+                ": enable_activation_checkpointing: True"),
+        Setting("adapter_bits", 16, "pytorch/torchtune torchtune/modules/peft/lora.py: LoRALinear is built in the "
+                "model's dtype (dtype: bf16), no fp32 adapters", ADAPTERS),
+        Setting("optimizer_state_bits", 16, "torch.optim.AdamW keeps its states in the parameters' dtype (bf16)"),
+        Setting("optimizer_impl", "fused", TORCHTUNE_CONFIGS.format("lora") + ": torch.optim.AdamW fused: True",
+                ADAPTERS),
+        Setting("optimizer", "paged-adamw-8bit", TORCHTUNE_CONFIGS.format("full") +
+                ": bitsandbytes.optim.PagedAdamW8bit", ("full",)),
+        Setting("optimizer_in_backward", True, TORCHTUNE_CONFIGS.format("full") + ": optimizer_in_bwd: True",
+                ("full",)),
+    ), ("torchtune's own LoRALinear keeps no fp32 copy of the adapted inputs (peft's fp32 adapters do); modelled "
+        "through the 16-bit adapters. Newer configs use LinearCrossEntropyLoss, also chunked.",)),
+    Framework("litgpt", "LitGPT", (
+        Setting("loss", "chunked", "Lightning-AI/litgpt litgpt/utils.py: chunked_cross_entropy (chunk_size=128) "
+                "over the lm_head_chunk_size=128 chunks of litgpt/finetune/lora.py"),
+        Setting("adapter_bits", 16, "Lightning-AI/litgpt litgpt/finetune/lora.py: precision 'bf16-true' keeps "
+                "the LoRA weights in bf16", ADAPTERS),
+        Setting("optimizer_state_bits", 16, "litgpt/finetune/lora.py: torch AdamW on bf16-true parameters "
+                "keeps bf16 states"),
+    ), ("LitGPT's own LoRA layers and its fused q/k/v projection (one qkv Linear) are not modelled separately.",)),
+    Framework("axolotl", "Axolotl", (
+        Setting("gradient_checkpointing", True, "axolotl-ai-cloud/axolotl examples/llama-3/lora-1b.yml and "
+                "qlora-1b.yml: gradient_checkpointing: true"),
+        Setting("lora_targets", "all-linear", "axolotl examples/llama-3/lora-1b.yml: lora_target_linear: true",
+                ADAPTERS),
+        Setting("optimizer", "adamw-8bit", "axolotl examples/llama-3/lora-1b.yml: optimizer: adamw_8bit",
+                ADAPTERS),
+    ), ("Axolotl runs the transformers Trainer and peft; its Liger and Cut Cross-Entropy plugins are off unless "
+        "configured (set the loss to fused for them).",)),
+    Framework("llama-factory", "LLaMA-Factory", (
+        Setting("gradient_checkpointing", True, "hiyouga/LLaMA-Factory src/llamafactory/hparams/model_args.py: "
+                "disable_gradient_checkpointing defaults to False (checkpointing on)"),
+        Setting("lora_targets", "all-linear", "hiyouga/LLaMA-Factory examples/train_lora/llama3_lora_sft.yaml: "
+                "lora_target: all", ADAPTERS),
+    ), ("LLaMA-Factory casts trainable parameters to fp32 (src/llamafactory/model/adapter.py), as peft's defaults; "
+        "enable_liger_kernel and use_unsloth are off unless set.",)),
+    Framework("ms-swift", "ms-swift", (
+        Setting("gradient_checkpointing", True, "modelscope/ms-swift swift/llm/argument/base_args/"
+                "train_args.py: gradient_checkpointing defaults to True"),
+        Setting("lora_targets", "all-linear", "modelscope/ms-swift swift/llm/argument/tuner_args.py: "
+                "target_modules defaults to ['all-linear']", ADAPTERS),
+    ), ("ms-swift runs the transformers Trainer and peft.",)),
+)}
+FRAMEWORKS = tuple(FRAMEWORK_PRESETS)
+
+
+def framework(framework_id: str) -> Framework:
+    try:
+        return FRAMEWORK_PRESETS[framework_id]
+    except (KeyError, TypeError):
+        raise ValueError(f"framework must be one of {', '.join(FRAMEWORKS)}; got {framework_id!r}") from None
+
+
+def preset_settings(framework_id: str, technique: str) -> tuple[Setting, ...]:
+    """The settings a framework applies to a technique's run."""
+    return tuple(s for s in framework(framework_id).settings if technique in s.techniques)
+
+
+def preset_fields(framework_id: str, technique: str) -> dict[str, object]:
+    """FinetuneScenario field -> value, as the framework sets them for this technique."""
+    return {s.field: s.value for s in preset_settings(framework_id, technique)}
+
+
+def with_framework(fields: dict[str, object]) -> dict[str, object]:
+    """Scenario fields with the framework's preset under the ones given: `fields` names the framework (default
+    hf) and the technique (default full); every field it gives itself wins over the preset."""
+    preset = preset_fields(fields.get("framework", "hf"), fields.get("technique", "full"))
+    return {**preset, **fields}
+
+
+def preset_notes(s, technique: str) -> list[str]:
+    """The assumptions' lines for a scenario's framework on a technique's row: each preset setting in effect,
+    with its source."""
+    if s.framework == "hf":
+        return []
+    f = framework(s.framework)
+    applied = [st for st in preset_settings(s.framework, technique) if getattr(s, st.field) == st.value]
+    lines = [f"{f.label} preset: " + (", ".join(f"{st.field} = {_shown(st.value)}" for st in applied)
+                                       if applied else "no setting of it in effect (all changed by hand)")]
+    lines += [f"{f.label}: {st.field} = {_shown(st.value)} ({st.source})" for st in applied]
+    return lines + list(f.notes)
+
+
+def _shown(value: object) -> str:
+    return ("on" if value else "off") if isinstance(value, bool) else str(value)

@@ -44,10 +44,14 @@ FRAMEWORK_PRESETS = {f.id: f for f in (
     Framework("hf", "Hugging Face transformers + peft", (), (
         "The estimate's baseline: Trainer defaults, peft LoRA with fp32 adapters, full fp32 logits in the loss.",)),
     Framework("trl", "TRL (SFTTrainer)", (
-        Setting("gradient_checkpointing", True, "huggingface/trl trl/trainer/sft_config.py: SFTConfig "
-                "gradient_checkpointing defaults to True"),
-    ), ("TRL's SFTTrainer runs the transformers Trainer and peft: use_liger_kernel and activation_offloading are "
-        "off unless set (trl/trainer/sft_config.py).",)),
+        Setting("gradient_checkpointing", True, "huggingface/trl trl/trainer/sft_config.py (commit 016013e): "
+                "SFTConfig's gradient_checkpointing defaults to True instead of TrainingArguments' False"),
+        Setting("loss", "chunked", "huggingface/trl trl/trainer/sft_config.py (commit 016013e): loss_type "
+                "defaults to 'chunked_nll', the cross-entropy processed in chunks of tokens"),
+    ), ("TRL's SFTTrainer runs the transformers Trainer and peft; use_liger_kernel and activation_offloading are "
+        "off unless set. Its chunked_nll also drops the ignored tokens before lm_head, which torchtune's chunked "
+        "loss (the formula used) does not: the estimate is an upper bound there. Releases before chunked_nll used "
+        "the standard loss.",)),
     Framework("unsloth", "Unsloth", (
         Setting("loss", "fused", "unslothai/unsloth-zoo unsloth_zoo/loss_utils.py: fused linear cross-entropy "
                 "replaces the model's loss (unsloth_fused_ce_loss), the full logits are never materialised"),

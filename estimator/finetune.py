@@ -36,12 +36,13 @@ from .training import (LORA_TARGET_PRESETS, PEFT_MAMBA_TYPES, QLORA_BASE_FORMAT,
 from .units import BF16_BYTES, FP32_BYTES, bytes_from_gb
 
 
-def _qlora_base_bytes(a: Architecture, format_id: str) -> int:
+def _qlora_base_bytes(a: Architecture, format_id: str, fp32_cast: bool = True) -> int:
     """Quantized linears plus every other tensor in fp32: `prepare_model_for_kbit_training` casts the
-    16-bit parameters that are not quantized (embeddings, lm_head, norms) to float32 (PEFT utils/other.py)."""
+    16-bit parameters that are not quantized (embeddings, lm_head, norms) to float32 (PEFT utils/other.py).
+    Without it (`peft_kbit_cast` off: torchtune's own QLoRA) they stay in 16-bit."""
     other_params = parameter_counts(a).total - sum(t.numel for t in tensors(a) if t.is_block_linear)
     linear_bytes = weight_bytes(a, format_id).total - other_params * BF16_BYTES
-    return linear_bytes + other_params * FP32_BYTES
+    return linear_bytes + other_params * (FP32_BYTES if fp32_cast else BF16_BYTES)
 
 
 @dataclass(frozen=True)
@@ -79,9 +80,10 @@ def _model_states(s: FinetuneScenario, technique: str) -> ModelStates:
         base = total * (FP32_BYTES if s.regime == "fp32" else BF16_BYTES)
         base_note = f"frozen base in {'fp32' if s.regime == 'fp32' else '16-bit'}"
     else:
-        base = _qlora_base_bytes(a, QLORA_BASE_FORMAT[technique])
+        base = _qlora_base_bytes(a, QLORA_BASE_FORMAT[technique], s.peft_kbit_cast)
         base_note = (f"frozen base linears in {'INT8' if technique == 'qlora-8bit' else 'NF4 + double quantization'};"
-                     " embeddings, lm_head and norms cast to fp32 by prepare_model_for_kbit_training")
+                     + (" embeddings, lm_head and norms cast to fp32 by prepare_model_for_kbit_training"
+                        if s.peft_kbit_cast else " embeddings, lm_head and norms kept in 16-bit"))
     states = {"weights": base + adapters * adapter_bytes, "gradients": adapters * adapter_bytes,
               "optimizer_states": optimizer_state_bytes(opt, shapes, s.adapter_bits)}
     notes = [f"{TECHNIQUE_LABELS[technique]}: rank {s.lora_rank} on {lora_target_text(a, targets)} = {adapters:,} "

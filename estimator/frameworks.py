@@ -53,20 +53,29 @@ FRAMEWORK_PRESETS = {f.id: f for f in (
         "loss (the formula used) does not: the estimate is an upper bound there. Releases before chunked_nll used "
         "the standard loss.",)),
     Framework("unsloth", "Unsloth", (
-        Setting("loss", "fused", "unslothai/unsloth-zoo unsloth_zoo/loss_utils.py: fused linear cross-entropy "
-                "replaces the model's loss (unsloth_fused_ce_loss), the full logits are never materialised"),
-        Setting("gradient_checkpointing", True, "unslothai/unsloth unsloth/models/llama.py: get_peft_model("
-                "use_gradient_checkpointing='unsloth') in every Unsloth notebook"),
+        Setting("loss", "fused", "unslothai/unsloth-zoo unsloth_zoo/fused_losses/cross_entropy_loss.py: the fused "
+                "linear cross-entropy replaces the model's loss, the full logits are never materialised"),
+        Setting("gradient_checkpointing", True, "unslothai/unsloth-zoo unsloth_zoo/training_utils.py (commit "
+                "0355f6f): prepare_model_for_training(use_gradient_checkpointing='unsloth') by default"),
         Setting("offload_activations", True, "unslothai/unsloth unsloth/models/_utils.py: "
                 "Unsloth_Offloaded_Gradient_Checkpointer moves each checkpointed layer input to the CPU "
                 "(non_blocking) and brings it back in backward ('unsloth' gradient checkpointing)"),
+        Setting("adapter_bits", 16, "unslothai/unsloth unsloth/kernels/utils.py matmul_lora: "
+                "(X @ A.to(dtype)) @ (s * B.to(dtype)), the LoRA matmuls run in the activations' 16-bit dtype, so no "
+                "fp32 copy of the adapted inputs is saved", ADAPTERS),
+        Setting("peft_kbit_cast", False, "unslothai/unsloth-zoo unsloth_zoo/training_utils.py (commit 0355f6f): "
+                "prepare_model_for_training upcasts only lora_A / lora_B; the frozen embeddings, lm_head and norms "
+                "keep their loaded 16-bit dtype", ("qlora-8bit", "qlora-4bit")),
         Setting("lora_targets", "q,k,v,o,gate,up,down", "unslothai/unsloth unsloth/models/llama.py: get_peft_model"
                 "(target_modules=['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'])",
                 ADAPTERS),
         Setting("optimizer", "adamw-8bit", "unslothai/notebooks nb/Llama3.1_(8B)-Alpaca.ipynb: "
                 "TrainingArguments(optim='adamw_8bit')"),
-    ), ("Unsloth's own Triton kernels for LoRA MLP / attention save fewer tensors than peft's; not modelled, so the "
-        "estimate stays above Unsloth by what they save.",)),
+    ), ("Unsloth's own LoRA MLP kernel (unsloth/kernels/fast_lora.py LoRA_MLP) saves the gate and up outputs "
+        "instead of four I-wide tensors, and its backward's temporaries are not modelled either.",
+        "Unsloth keeps the adapter weights themselves in fp32 (prepare_model_for_training upcasts lora_A / lora_B): "
+        "the 16-bit adapter setting, chosen for the activations, undercounts their weights and gradients by 2 B "
+        "each per adapter parameter.")),
     Framework("torchtune", "torchtune", (
         Setting("loss", "chunked", TORCHTUNE_CONFIGS.format("lora") + ": loss "
                 "torchtune.modules.loss.CEWithChunkedOutputLoss (8 chunks)"),
@@ -75,6 +84,9 @@ FRAMEWORK_PRESETS = {f.id: f for f in (
         Setting("adapter_bits", 16, "pytorch/torchtune torchtune/modules/peft/lora.py: LoRALinear is built in the "
                 "model's dtype (dtype: bf16), no fp32 adapters", ADAPTERS),
         Setting("optimizer_state_bits", 16, "torch.optim.AdamW keeps its states in the parameters' dtype (bf16)"),
+        Setting("peft_kbit_cast", False, "pytorch/torchtune torchtune/models/llama3_1/_model_builders.py: "
+                "qlora_llama3_1_8b = lora_llama3_1_8b(quantize_base=True) quantizes the LoRALinear bases to NF4 "
+                "and leaves the embeddings, output projection and norms in the model's bf16", ("qlora-4bit",)),
         Setting("optimizer_impl", "fused", TORCHTUNE_CONFIGS.format("lora") + ": torch.optim.AdamW fused: True",
                 ADAPTERS),
         Setting("optimizer", "paged-adamw-8bit", TORCHTUNE_CONFIGS.format("full") +

@@ -252,6 +252,10 @@ class FinetuneScenario:
         "Gradient accumulation steps", 1, link="ga", flag="--grad-accum", low=1, high=MAX_GRAD_ACCUM,
         help="Micro-batches per optimizer step: effective batch = batch x steps x GPUs. From the second "
              "micro-batch on, the accumulated gradients live beside the activations."))
+    peft_kbit_cast: bool = declare(Input(
+        "QLoRA: fp32 non-quantized weights", True, link="kcast", flag="--peft-kbit-cast",
+        help="peft's prepare_model_for_kbit_training casts the embeddings, lm_head and norms of a QLoRA model to "
+             "fp32; frameworks with their own QLoRA (torchtune) keep them in 16-bit."))
     overhead_gb: float = declare(OVERHEAD_GB, help="CUDA context, allocator caching, workspaces.")
     activation_bits: int = declare(ACTIVATION_BITS)
     method: str = declare(METHOD)

@@ -40,6 +40,7 @@ COMPONENT_STYLE = {  # name -> (label, colour); colour-blind-safe Tableau 10 hue
     "optimizer_step": ("Optimizer step buffers", "#FF9DA7"),
     "overhead": ("Overhead", "#BAB0AC"),
 }
+HOST_STYLE = ("CPU memory (offloaded)", "#9C755F")  # what a row keeps in host RAM, drawn as its own bar
 ROW_COLOURS = ("#4E79A7", "#F28E2B", "#59A14F", "#E15759", "#B07AA1", "#76B7B2")  # curves, one per row
 COMMON_GPUS = ("rtx-4090", "l40s", "h100-sxm", "h200")  # the 24, 48, 80 and 141 GB classes
 CHOSEN_COLOUR, LINE_COLOUR = "#1C2430", "#8C8C8C"  # the target GPU solid and dark, the others dotted grey
@@ -209,15 +210,23 @@ def _figure(traces: list[dict], lines: Sequence[Capacity], unit: str, top: float
 def stacked_bar(bars: Sequence[tuple[str, Breakdown]], unit: str = "GB", lines: Sequence[Capacity] = ()) -> go.Figure:
     """One bar per (label, breakdown), stacked by component in the canonical order, totals on top (inside the
     bar's top where a capacity line would run through them). Bars are keyed by position: same-named bars get
-    ' (2)', ' (3)' as the comparison table does."""
-    labels = unique_labels([html.escape(label) for label, _ in bars])
+    ' (2)', ' (3)' as the comparison table does. A row that offloads to CPU memory (`Breakdown.host_bytes`: the
+    optimizer, parameters or activations) gets a hatched second bar beside its GPU bar with what moved there."""
+    columns = [(label, b, host) for label, b in bars for host in (False, True) if not host or b.host_bytes]
+    labels = unique_labels([html.escape(label + (" · CPU" if host else "")) for label, _, host in columns])
     traces = []
     for name, (label, colour) in COMPONENT_STYLE.items():
-        values = [in_unit(b.component(name), unit) for _, b in bars]
+        values = [0.0 if host else in_unit(b.component(name), unit) for _, b, host in columns]
         if any(values):
             traces.append(dict(type="bar", name=label, x=labels, y=values, marker=dict(color=colour),
                                hovertemplate=f"%{{x}}<br>{label}: %{{y:,.2f}} {unit}<extra></extra>"))
-    totals = [in_unit(b.total, unit) for _, b in bars]
+    if any(host for _, _, host in columns):
+        label, colour = HOST_STYLE
+        traces.append(dict(type="bar", name=label, x=labels,
+                           y=[in_unit(b.host_bytes, unit) if host else 0.0 for _, b, host in columns],
+                           marker=dict(color=colour, pattern=dict(shape="/")),
+                           hovertemplate=f"%{{x}}<br>{label}: %{{y:,.2f}} {unit}<extra></extra>"))
+    totals = [in_unit(b.host_bytes if host else b.total, unit) for _, b, host in columns]
     top = _y_top(max(totals, default=0), lines, unit)
     height = LABEL_PX * top / PLOT_PX if top > 0 else 0.0  # a label's height in axis units
     levels = [in_unit(line.bytes, unit) for line in lines]

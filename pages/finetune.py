@@ -51,11 +51,12 @@ with inputs:
         form.flag(PAGE, "offload_params")
         form.flag(PAGE, "peft_kbit_cast")
         form.number(PAGE, "grad_accum", step=1)
-        if isinstance(values["grad_accum"], int) and isinstance(values["batch_size"], int):
-            st.caption(f"Effective batch: {values['batch_size']} x {values['grad_accum']} x "
-                       f"{values['num_gpus']} GPU(s) = {values['batch_size'] * values['grad_accum'] * values['num_gpus']:,}"
-                       " sequences per optimizer step. torch.compile and sequence packing are not modelled "
-                       "(Methodology).")
+        sizes = [values[name] for name in ("batch_size", "grad_accum", "num_gpus")]
+        effective = ""
+        if all(isinstance(n, int) and n >= 1 for n in sizes) and sizes[1] * sizes[2] > 1:
+            effective = (f"Effective batch: {sizes[0]} x {sizes[1]} x {sizes[2]} GPU(s) = "
+                         f"{sizes[0] * sizes[1] * sizes[2]:,} sequences per optimizer step. ")
+        st.caption(effective + "torch.compile and sequence packing are not modelled (Methodology).")
     with st.expander("Advanced", icon=":material/tune:"):
         form.choice(PAGE, "regime", {k: r.label for k, r in REGIMES.items()}, disabled=quick)
         form.choice(PAGE, "optimizer_state_bits", {32: "32-bit (fp32)", 16: "16-bit (torch AdamW on bf16 weights)"},

@@ -533,6 +533,7 @@ LOSSES = ("standard", "chunked", "fused")
 # output projection runs per chunk of tokens and each chunk is upcast to fp32 only while its loss is computed
 CHUNKED_LOSS_CHUNKS = 8
 CHUNK_BACKWARD_TEMPORARIES = LOSS_HEAD_BYTES_PER_LOGIT - FP32_BYTES  # two fp32 temporaries per logit (8 B)
+CHUNK_UPCAST_BYTES = FP32_BYTES  # the fp32 copy of the chunk whose cross-entropy runs
 
 
 def _next_power_of_2(n: int) -> int:
@@ -552,8 +553,10 @@ def loss_bytes(a: Architecture, batch: int, seq: int, act_bytes: int = 2, loss: 
     """The loss head's bytes when backward starts, t = b x s tokens, V vocabulary:
     standard  HF ForCausalLMLoss: 12 t V (`loss_head_bytes`)
     chunked   torchtune CEWithChunkedOutputLoss, eager: every chunk's `log_softmax` saves its fp32 output (4 t V in
-              all) and backward starts on one chunk with its two fp32 temporaries (8 t V / chunks); the 16-bit
-              chunk logits are freed before backward (the recipes `del logits`)
+              all). The larger moment is the last chunk's cross-entropy at the end of the forward, when the 16-bit
+              logits of every chunk (A t V) are still alive with that chunk's fp32 copy (4 t V / chunks): 6.5 B per
+              logit in bf16 with 8 chunks. Backward starts lower, after the recipes `del logits`: 4 t V + one chunk's
+              two fp32 temporaries, 8 t V / chunks (traced: validation/FINDINGS.md 46)
     fused     fused linear cross-entropy (Liger-Kernel; Unsloth and Apple's Cut Cross-Entropy never hold more):
               the gradient of the hidden states A t h, one chunk of 16-bit logits (`fused_loss_chunk_tokens` x V),
               the fp32 per-token loss 4 t, and lm_head's gradient computed in the forward when lm_head trains."""
@@ -562,7 +565,9 @@ def loss_bytes(a: Architecture, batch: int, seq: int, act_bytes: int = 2, loss: 
     t, V = batch * seq, a.vocab_size
     if loss == "chunked":
         softcap = act_bytes * t * V if a.softcap_logits else 0  # each chunk's saved tanh (Gemma 2)
-        return FP32_BYTES * t * V + -(-CHUNK_BACKWARD_TEMPORARIES * t * V // CHUNKED_LOSS_CHUNKS) + softcap
+        forward_end = act_bytes * t * V + CHUNK_UPCAST_BYTES * t * V // CHUNKED_LOSS_CHUNKS
+        backward_start = -(-CHUNK_BACKWARD_TEMPORARIES * t * V // CHUNKED_LOSS_CHUNKS)
+        return FP32_BYTES * t * V + max(forward_end, backward_start) + softcap
     if loss == "fused":
         return (act_bytes * t * a.hidden_size + act_bytes * fused_loss_chunk_tokens(a, t) * V + FP32_BYTES * t
                 + lm_head_grad_bytes)

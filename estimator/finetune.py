@@ -224,7 +224,8 @@ def detailed_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
 LOSS_NOTES = {
     "standard": "Loss head: fp32 logits buffers 12 B x b x s x vocab ({vocab:,})",
     "chunked": "Loss head, chunked (torchtune CEWithChunkedOutputLoss, 8 chunks): each chunk's fp32 log-probabilities"
-               " saved for backward, 4 B x b x s x vocab ({vocab:,}) in all, + one chunk's two fp32 temporaries",
+               " saved for backward, 4 B x b x s x vocab ({vocab:,}) in all, + the 16-bit logits of every chunk and the"
+               " last chunk's fp32 copy at the end of the forward",
     "fused": "Loss head, fused linear cross-entropy (Liger-Kernel, Unsloth, Cut Cross-Entropy): no full logits; "
              "the hidden states' gradient, one chunk of logits and lm_head's gradient when it trains",
 }

@@ -102,29 +102,37 @@ FRAMEWORK_PRESETS = {f.id: f for f in (
                 "the LoRA weights in bf16", ADAPTERS),
         Setting("optimizer_state_bits", 16, "litgpt/finetune/lora.py: torch AdamW on bf16-true parameters "
                 "keeps bf16 states"),
-    ), ("LitGPT's own LoRA layers and its fused q/k/v projection (one qkv Linear) are not modelled separately.",)),
+    ), ("LitGPT's own LoRA layers and its fused q/k/v projection (one qkv Linear) are not modelled separately.",
+        "LitGPT's chunked_cross_entropy runs on 128-token chunks without an fp32 upcast under bf16-true, so it holds "
+        "less than torchtune's chunked loss counted here: the estimate is an upper bound.")),
     Framework("axolotl", "Axolotl", (
         Setting("gradient_checkpointing", True, "axolotl-ai-cloud/axolotl examples/llama-3/lora-1b.yml and "
                 "qlora-1b.yml: gradient_checkpointing: true"),
-        Setting("lora_targets", "all-linear", "axolotl examples/llama-3/lora-1b.yml: lora_target_linear: true",
-                ADAPTERS),
+        Setting("lora_targets", "q,k,v,o,gate,up,down", "axolotl examples/llama-3/lora-1b.yml: lora_target_modules "
+                "gate_proj, down_proj, up_proj, q_proj, v_proj, k_proj, o_proj", ADAPTERS),
         Setting("optimizer", "adamw-8bit", "axolotl examples/llama-3/lora-1b.yml: optimizer: adamw_8bit",
                 ADAPTERS),
     ), ("Axolotl runs the transformers Trainer and peft; its Liger and Cut Cross-Entropy plugins are off unless "
-        "configured (set the loss to fused for them).",)),
+        "configured (set the loss to fused for them). Its examples pack samples (sample_packing: true): enter the "
+        "packed length as the sequence length.",)),
     Framework("llama-factory", "LLaMA-Factory", (
         Setting("gradient_checkpointing", True, "hiyouga/LLaMA-Factory src/llamafactory/hparams/model_args.py: "
                 "disable_gradient_checkpointing defaults to False (checkpointing on)"),
-        Setting("lora_targets", "all-linear", "hiyouga/LLaMA-Factory examples/train_lora/llama3_lora_sft.yaml: "
-                "lora_target: all", ADAPTERS),
+        Setting("lora_targets", "all-linear", "hiyouga/LLaMA-Factory src/llamafactory/hparams/finetuning_args.py: "
+                "lora_target defaults to 'all' (every linear module but the output layer)", ADAPTERS),
+        Setting("lora_rank", 8, "hiyouga/LLaMA-Factory src/llamafactory/hparams/finetuning_args.py: lora_rank "
+                "defaults to 8", ADAPTERS),
     ), ("LLaMA-Factory casts trainable parameters to fp32 (src/llamafactory/model/adapter.py), as peft's defaults; "
         "enable_liger_kernel and use_unsloth are off unless set.",)),
     Framework("ms-swift", "ms-swift", (
-        Setting("gradient_checkpointing", True, "modelscope/ms-swift swift/llm/argument/base_args/"
-                "train_args.py: gradient_checkpointing defaults to True"),
-        Setting("lora_targets", "all-linear", "modelscope/ms-swift swift/llm/argument/tuner_args.py: "
-                "target_modules defaults to ['all-linear']", ADAPTERS),
-    ), ("ms-swift runs the transformers Trainer and peft.",)),
+        Setting("gradient_checkpointing", True, "modelscope/ms-swift swift/trainers/arguments.py (commit 0037257): "
+                "TrainArgumentsMixin.gradient_checkpointing = True"),
+        Setting("lora_targets", "all-linear", "modelscope/ms-swift swift/llm/argument/tuner_args.py (commit "
+                "815aa28): target_modules defaults to ['all-linear']", ADAPTERS),
+        Setting("lora_rank", 8, "modelscope/ms-swift swift/llm/argument/tuner_args.py (commit 815aa28): "
+                "lora_rank = 8", ADAPTERS),
+    ), ("ms-swift runs the transformers Trainer and peft. Its gradient accumulation defaults to ceil(16 / batch / "
+        "GPUs) steps (swift/trainers/arguments.py), which a preset cannot set: enter it by hand.",)),
 )}
 FRAMEWORKS = tuple(FRAMEWORK_PRESETS)
 

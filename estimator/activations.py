@@ -527,7 +527,7 @@ def loss_head_bytes(a: Architecture, batch: int, seq: int, act_bytes: int = 2) -
     return per_logit * batch * seq * a.vocab_size
 
 
-# Loss computations (`FinetuneScenario.loss`): how much of the b x s x V logits lives when backward starts.
+# Loss computations (`FinetuneScenario.loss`): how much of the b x s x V logits lives around the end of the forward.
 LOSSES = ("standard", "chunked", "fused")
 # torchtune `CEWithChunkedOutputLoss(num_output_chunks=8)` (torchtune/modules/loss/ce_chunked_output_loss.py): the
 # output projection runs per chunk of tokens and each chunk is upcast to fp32 only while its loss is computed
@@ -550,14 +550,15 @@ def fused_loss_chunk_tokens(a: Architecture, tokens: int) -> int:
 
 def loss_bytes(a: Architecture, batch: int, seq: int, act_bytes: int = 2, loss: str = "standard",
                lm_head_grad_bytes: int = 0) -> int:
-    """The loss head's bytes when backward starts, t = b x s tokens, V vocabulary:
+    """The loss head's bytes at its largest, at the end of the forward or the start of backward (the rest of the
+    activations are the same at both), t = b x s tokens, V vocabulary:
     standard  HF ForCausalLMLoss: 12 t V (`loss_head_bytes`)
     chunked   torchtune CEWithChunkedOutputLoss, eager: every chunk's `log_softmax` saves its fp32 output (4 t V in
               all). The larger moment is the last chunk's cross-entropy at the end of the forward, when the 16-bit
               logits of every chunk (A t V) are still alive with that chunk's fp32 copy (4 t V / chunks): 6.5 B per
               logit in bf16 with 8 chunks. Backward starts lower, after the recipes `del logits`: 4 t V + one chunk's
               two fp32 temporaries, 8 t V / chunks (traced: validation/FINDINGS.md 46)
-    fused     fused linear cross-entropy (Liger-Kernel; Unsloth and Apple's Cut Cross-Entropy never hold more):
+    fused     fused linear cross-entropy (Liger-Kernel's; Unsloth's and Apple's Cut Cross-Entropy counted alike):
               the gradient of the hidden states A t h, one chunk of 16-bit logits (`fused_loss_chunk_tokens` x V),
               the fp32 per-token loss 4 t, and lm_head's gradient computed in the forward when lm_head trains."""
     if loss == "standard":

@@ -131,7 +131,6 @@ def _step_temporaries(s: FinetuneScenario, model: ModelStates) -> int:
     if s.optimizer_in_backward:  # each parameter steps alone, as its gradient is ready (a ZeRO rank: its shard)
         return step_temporary_bytes(s.optimizer_impl, -(-model.largest_trainable_bytes // world),
                                     model.largest_trainable_bytes)
-    world = s.num_gpus if s.zero_stage >= 1 else 1
     return step_temporary_bytes(s.optimizer_impl, -(-model.trainable_bytes // world), model.largest_trainable_bytes)
 
 

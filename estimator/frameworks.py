@@ -57,9 +57,10 @@ FRAMEWORK_PRESETS = {f.id: f for f in (
                 "linear cross-entropy replaces the model's loss, the full logits are never materialised"),
         Setting("gradient_checkpointing", True, "unslothai/unsloth-zoo unsloth_zoo/training_utils.py (commit "
                 "0355f6f): prepare_model_for_training(use_gradient_checkpointing='unsloth') by default"),
-        Setting("offload_activations", True, "unslothai/unsloth unsloth/models/_utils.py: "
+        Setting("offload_activations", True, "unslothai/unsloth-zoo unsloth_zoo/gradient_checkpointing.py: "
                 "Unsloth_Offloaded_Gradient_Checkpointer moves each checkpointed layer input to the CPU "
-                "(non_blocking) and brings it back in backward ('unsloth' gradient checkpointing)"),
+                "(hidden_states.to('cpu', non_blocking=True)) and brings it back in backward ('unsloth' "
+                "gradient checkpointing)"),
         Setting("adapter_bits", 16, "unslothai/unsloth unsloth/kernels/utils.py matmul_lora: "
                 "(X @ A.to(dtype)) @ (s * B.to(dtype)), the LoRA matmuls run in the activations' 16-bit dtype, so no "
                 "fp32 copy of the adapted inputs is saved", ADAPTERS),

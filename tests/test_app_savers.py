@@ -70,3 +70,18 @@ def test_offloaded_activations_show_as_cpu_memory_in_the_table():
     from app_helpers import table
     s = scenario(offload_activations=True)
     assert list(table(at)["CPU memory (GB)"])[3] == round(est.estimate_finetune(s).host_bytes / 1e9, 1)
+
+
+def test_the_stacked_bar_draws_offloaded_bytes_beside_the_gpu_bar():
+    """A row with host bytes gets a hatched CPU bar in its own offset group, its height the host bytes; a chart
+    without any offload keeps one stack per row."""
+    from ui import charts
+
+    offloaded = est.estimate_finetune(scenario(offload_activations=True))
+    plain = est.estimate_finetune(scenario())
+    figure = charts.stacked_bar([("offloaded", offloaded), ("plain", plain)])
+    [cpu] = [t for t in figure.data if t.name == charts.HOST_STYLE[0]]
+    assert cpu.offsetgroup == "cpu" and cpu.marker.pattern.shape == "/"
+    assert list(cpu.y) == [offloaded.host_bytes / 1e9, 0.0]
+    assert {t.offsetgroup for t in figure.data if t.name != charts.HOST_STYLE[0]} == {"gpu"}
+    assert all(t.offsetgroup is None for t in charts.stacked_bar([("plain", plain)]).data)

@@ -28,7 +28,7 @@ def test_the_unsloth_preset_sets_its_inputs_and_lowers_the_qlora_row():
     assert totals(at) == expected and expected[3] < before[3]
     shown = texts(at)
     assert "Unsloth preset: loss = fused" in shown and "unsloth_zoo/fused_losses/cross_entropy_loss.py" in shown
-    assert at.query_params["fw"] == "unsloth" and at.query_params["loss"] == "fused"
+    assert at.query_params["fw"] == "unsloth" and "loss" not in at.query_params  # the preset's: not repeated
 
 
 def test_going_back_to_hf_restores_todays_inputs_and_numbers():
@@ -85,3 +85,24 @@ def test_the_stacked_bar_draws_offloaded_bytes_beside_the_gpu_bar():
     assert list(cpu.y) == [offloaded.host_bytes / 1e9, 0.0]
     assert {t.offsetgroup for t in figure.data if t.name != charts.HOST_STYLE[0]} == {"gpu"}
     assert all(t.offsetgroup is None for t in charts.stacked_bar([("plain", plain)]).data)
+
+
+def test_a_link_naming_only_the_framework_means_its_preset_as_the_cli_does(capsys):
+    """`fw=unsloth` alone: the preset's values are the link's defaults for the inputs it sets; a value changed
+    back to the page default is written out (`loss=standard`), so it survives the round trip."""
+    import json
+
+    from estimator.cli import main
+    from ui import links
+
+    state = links.decode({"v": "1", "p": "finetune", "fw": "unsloth", "row": "qlora-4bit",
+                          "model": LLAMA_31_8B}, "finetune").state
+    assert state["loss"] == "fused" and state["offload_activations"] is True
+    assert main(["finetune", "--model", LLAMA_31_8B, "--framework", "unsloth", "--technique", "qlora-4bit",
+                 "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)["rows"][0]["total_bytes"]
+    assert est.estimate_finetune(links.scenario_of("finetune", state)).total == cli
+    changed = {**state, "loss": "standard"}
+    params = links.encode("finetune", changed, links.view_defaults())
+    assert params["loss"] == "standard" and "offact" not in params
+    assert links.decode(params, "finetune").state == changed

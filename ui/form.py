@@ -14,7 +14,6 @@ import streamlit as st
 
 from estimator import catalog, parameter_counts
 from estimator.architecture import Architecture
-from estimator.frameworks import preset_fields
 from estimator.scenarios import LORA_SHORT_NAMES, canonical_lora_targets
 from estimator.training import LORA_ROLES, LORA_TARGET_PRESETS
 from estimator.units import in_unit
@@ -89,13 +88,12 @@ def framework_changed(page: str) -> None:
     the page state, and their widgets are seeded again from it. Every input stays editable afterwards."""
     values, chosen = state.page_state(page), st.session_state[f"{page}.framework"]
     fresh = links.defaults(page)
-    technique = values[links.ROW[page]]
-    before, after = preset_fields(values["framework"], technique), preset_fields(chosen, technique)
+    before = links.preset_defaults(page, values)
     for name in before:
         values[name] = fresh[name]
-    for name, value in after.items():
-        values[name] = canonical_lora_targets(value) if name == "lora_targets" else value
     values["framework"] = chosen
+    after = links.preset_defaults(page, values)
+    values.update(after)
     for name in {*before, *after}:
         st.session_state.pop(f"{page}.{name}", None)
     if "lora_targets" in {*before, *after}:

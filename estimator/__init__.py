@@ -14,6 +14,7 @@ from .breakdown import COMPONENTS, Breakdown
 from .catalog import CatalogModel, Gpu, gpu, gpus, model, models
 from .finetune import estimate_finetune, finetune_table
 from .formats import WEIGHT_FORMATS, weight_bytes
+from .frameworks import FRAMEWORKS, with_framework
 from .hardware import GpuFit, fit, fit_table, max_concurrency, max_seq_len, sweep
 from .hf_config import architecture_from_config, parse_config_text
 from .inference import estimate_inference, inference_table
@@ -23,10 +24,11 @@ from .training import OPTIMIZERS, REGIMES, TECHNIQUES
 from .units import GB, GiB, format_bytes
 
 __all__ = [
-    "Architecture", "Breakdown", "CatalogModel", "COMPONENTS", "FinetuneScenario", "GB", "GiB", "Gpu", "GpuFit",
+    "Architecture", "Breakdown", "CatalogModel", "COMPONENTS", "FRAMEWORKS", "FinetuneScenario", "GB", "GiB", "Gpu",
+    "GpuFit",
     "InferenceScenario", "KV_DTYPE_BYTES", "OPTIMIZERS", "ParamCount", "ParameterCounts", "REGIMES", "TECHNIQUES",
     "WEIGHT_FORMATS", "architecture_from_config", "estimate_finetune", "estimate_inference", "finetune_table",
     "fit", "fit_table", "format_bytes", "gpu", "gpus", "inference_table", "kv_bytes_per_token", "kv_cache_bytes",
     "max_concurrency", "max_seq_len", "model", "models", "parameter_counts", "parse_config_text", "sweep",
-    "weight_bytes",
+    "weight_bytes", "with_framework",
 ]

@@ -453,23 +453,9 @@ def training_activation_bytes(a: Architecture, batch: int, seq: int, *, act_byte
     """Activations alive when backward starts (loss head excluded). With gradient checkpointing only the
     layer inputs are; `recompute_bytes` is the one layer rebuilt later in backward."""
     A, t, h = act_bytes, batch * seq, a.hidden_size
-    if gradient_checkpointing:  # each layer's input: Gemma 3n's AltUp passes all n copies of the hidden state
-        layers = A * t * h * a.num_layers * max(1, a.altup_inputs)
-        if not flash_attention:  # eager's additive masks (one per mask kind: full, sliding window) are inputs of
-            # every checkpointed layer, so they live until backward (validation/FINDINGS.md 27)
-            kinds = (1 if a.sliding_layers else 0) + (1 if len(a.sliding_layers) < a.num_layers else 0)
-            layers += kinds * A * batch * seq * seq
-    else:
-        layers = sum(count * training_layer_bytes(a, batch, seq, layer, act_bytes=A, flash_attention=flash_attention,
-                                                  frozen_base=frozen_base, lora_targets=lora_targets,
-                                                  lora_rank=lora_rank, adapter_bytes=adapter_bytes)
-                     for layer, count in layer_kinds(a))
-        untouched = _layers_before_first_adapter(a, frozen_base, lora_targets)
-        if untouched:  # nothing in them needs a gradient, so they save nothing (validation/FINDINGS.md 25)
-            layers -= sum(training_layer_bytes(a, batch, seq, i, act_bytes=A, flash_attention=flash_attention,
-                                               frozen_base=frozen_base, lora_targets=lora_targets,
-                                               lora_rank=lora_rank, adapter_bytes=adapter_bytes)
-                          for i in range(untouched))
+    layers = decoder_layers_saved_bytes(a, batch, seq, act_bytes=A, flash_attention=flash_attention,
+                                        gradient_checkpointing=gradient_checkpointing, frozen_base=frozen_base,
+                                        lora_targets=lora_targets, lora_rank=lora_rank, adapter_bytes=adapter_bytes)
     if a.norm_bias:  # LayerNorm saves its 16-bit input, which for layer 0's first norm is the embedding output
         final_norm, embedding = A * t * h + 2 * LAYER_NORM_STAT_BYTES * t, 0
     else:
@@ -496,6 +482,30 @@ def training_activation_bytes(a: Architecture, batch: int, seq: int, *, act_byte
     return layers + outside + _rope_bytes(a, t, A)
 
 
+def decoder_layers_saved_bytes(a: Architecture, batch: int, seq: int, *, act_bytes: int = 2,
+                               flash_attention: bool = True, gradient_checkpointing: bool = False,
+                               frozen_base: bool = False, lora_targets: tuple[str, ...] = (), lora_rank: int = 0,
+                               adapter_bytes: int = FP32_BYTES) -> int:
+    """What the decoder layers save for backward (`training_activation_bytes` without the embedding, final norm
+    and rotary tables): the part activation offloading moves to host memory."""
+    A, t, h = act_bytes, batch * seq, a.hidden_size
+    layer_options = dict(act_bytes=A, flash_attention=flash_attention, frozen_base=frozen_base,
+                         lora_targets=lora_targets, lora_rank=lora_rank, adapter_bytes=adapter_bytes)
+    if gradient_checkpointing:  # each layer's input: Gemma 3n's AltUp passes all n copies of the hidden state
+        layers = A * t * h * a.num_layers * max(1, a.altup_inputs)
+        if not flash_attention:  # eager's additive masks (one per mask kind: full, sliding window) are inputs of
+            # every checkpointed layer, so they live until backward (validation/FINDINGS.md 27)
+            kinds = (1 if a.sliding_layers else 0) + (1 if len(a.sliding_layers) < a.num_layers else 0)
+            layers += kinds * A * batch * seq * seq
+        return layers
+    layers = sum(count * training_layer_bytes(a, batch, seq, layer, **layer_options)
+                 for layer, count in layer_kinds(a))
+    untouched = _layers_before_first_adapter(a, frozen_base, lora_targets)
+    if untouched:  # nothing in them needs a gradient, so they save nothing (validation/FINDINGS.md 25)
+        layers -= sum(training_layer_bytes(a, batch, seq, i, **layer_options) for i in range(untouched))
+    return layers
+
+
 def _layers_before_first_adapter(a: Architecture, frozen_base: bool, lora_targets: tuple[str, ...]) -> int:
     """Leading Gated DeltaNet layers without adapters (LoRA targets other than all-linear adapt only attention and
     MLP projections, and peft's all-linear conversion moves Qwen3-Next's MLP names to the experts): with a frozen
@@ -515,3 +525,51 @@ def loss_head_bytes(a: Architecture, batch: int, seq: int, act_bytes: int = 2) -
     saved tanh of final-logit soft-capping (Gemma 2)."""
     per_logit = LOSS_HEAD_BYTES_PER_LOGIT + (act_bytes if a.softcap_logits else 0)
     return per_logit * batch * seq * a.vocab_size
+
+
+# Loss computations (`FinetuneScenario.loss`): how much of the b x s x V logits lives around the end of the forward.
+LOSSES = ("standard", "chunked", "fused")
+# torchtune `CEWithChunkedOutputLoss(num_output_chunks=8)` (torchtune/modules/loss/ce_chunked_output_loss.py): the
+# output projection runs per chunk of tokens and each chunk is upcast to fp32 only while its loss is computed
+CHUNKED_LOSS_CHUNKS = 8
+CHUNK_BACKWARD_TEMPORARIES = LOSS_HEAD_BYTES_PER_LOGIT - FP32_BYTES  # two fp32 temporaries per logit (8 B)
+CHUNK_UPCAST_BYTES = FP32_BYTES  # the fp32 copy of the chunk whose cross-entropy runs
+
+
+def _next_power_of_2(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
+def fused_loss_chunk_tokens(a: Architecture, tokens: int) -> int:
+    """Tokens per chunk of Liger-Kernel's fused linear cross-entropy: chunks of next_power_of_2(BT / ceil(V / H))
+    tokens bound the transient logits to about BT x H elements (src/liger_kernel/ops/fused_linear_cross_entropy.py,
+    `_CHUNK_MEM_CONST = 1`)."""
+    inc_factor = -(-a.vocab_size // a.hidden_size)
+    return min(_next_power_of_2(-(-tokens // inc_factor)), tokens)
+
+
+def loss_bytes(a: Architecture, batch: int, seq: int, act_bytes: int = 2, loss: str = "standard",
+               lm_head_grad_bytes: int = 0) -> int:
+    """The loss head's bytes at its largest, at the end of the forward or the start of backward (the rest of the
+    activations are the same at both), t = b x s tokens, V vocabulary:
+    standard  HF ForCausalLMLoss: 12 t V (`loss_head_bytes`)
+    chunked   torchtune CEWithChunkedOutputLoss, eager: every chunk's `log_softmax` saves its fp32 output (4 t V in
+              all). The larger moment is the last chunk's cross-entropy at the end of the forward, when the 16-bit
+              logits of every chunk (A t V) are still alive with that chunk's fp32 copy (4 t V / chunks): 6.5 B per
+              logit in bf16 with 8 chunks. Backward starts lower, after the recipes `del logits`: 4 t V + one chunk's
+              two fp32 temporaries, 8 t V / chunks (traced: validation/FINDINGS.md 46)
+    fused     fused linear cross-entropy (Liger-Kernel's; Unsloth's and Apple's Cut Cross-Entropy counted alike):
+              the gradient of the hidden states A t h, one chunk of 16-bit logits (`fused_loss_chunk_tokens` x V),
+              the fp32 per-token loss 4 t, and lm_head's gradient computed in the forward when lm_head trains."""
+    if loss == "standard":
+        return loss_head_bytes(a, batch, seq, act_bytes)
+    t, V = batch * seq, a.vocab_size
+    if loss == "chunked":
+        softcap = act_bytes * t * V if a.softcap_logits else 0  # each chunk's saved tanh (Gemma 2)
+        forward_end = act_bytes * t * V + CHUNK_UPCAST_BYTES * t * V // CHUNKED_LOSS_CHUNKS
+        backward_start = -(-CHUNK_BACKWARD_TEMPORARIES * t * V // CHUNKED_LOSS_CHUNKS)
+        return FP32_BYTES * t * V + max(forward_end, backward_start) + softcap
+    if loss == "fused":
+        return (act_bytes * t * a.hidden_size + act_bytes * fused_loss_chunk_tokens(a, t) * V + FP32_BYTES * t
+                + lm_head_grad_bytes)
+    raise ValueError(f"loss must be one of {', '.join(LOSSES)}; got {loss!r}")

@@ -30,7 +30,8 @@ Scenario = InferenceScenario | FinetuneScenario
 RowFunction = Callable[[Scenario], Breakdown]
 ADAM = ("adamw",)  # optimizers whose 8-bit bitsandbytes version keeps the same two states
 SEQ_STEP = 128  # a suggested sequence length is rounded down to this many tokens
-CHANGED = ("gradient_checkpointing", "batch_size", "optimizer", "technique")  # the fields `finetune_changes` set
+# the fields `finetune_changes` set
+CHANGED = ("grad_accum", "gradient_checkpointing", "batch_size", "optimizer", "technique")
 
 
 @dataclass(frozen=True)
@@ -69,9 +70,10 @@ def finetune_changes(s: FinetuneScenario) -> list[tuple[str, str, FinetuneScenar
     if not gradient_checkpointing(s.gradient_checkpointing, s.technique):
         changes.append(("Gradient checkpointing on (about a third slower, same result)", "gradient checkpointing",
                         replace(s, gradient_checkpointing=True)))
-    if s.batch_size > 1:
-        changes.append((f"Micro-batch 1 with {s.batch_size} gradient-accumulation steps (same effective batch)",
-                        f"micro-batch 1 x {s.batch_size} accumulation steps", replace(s, batch_size=1)))
+    if s.batch_size > 1 and not s.optimizer_in_backward:  # stepping in backward cannot accumulate gradients
+        steps = s.batch_size * s.grad_accum  # the accumulated gradients live beside the next micro-batch
+        changes.append((f"Micro-batch 1 with {steps} gradient-accumulation steps (same effective batch)",
+                        f"micro-batch 1 x {steps} accumulation steps", replace(s, batch_size=1, grad_accum=steps)))
     if s.optimizer in ADAM:
         changes.append((f"{OPTIMIZERS['adamw-8bit'].label} optimizer", "AdamW 8-bit",
                         replace(s, optimizer="adamw-8bit")))

@@ -30,6 +30,7 @@ from .engines import ServeScenario, import_command, serve
 from .engines.command import model_reference
 from .formats import CHECKPOINT
 from .finetune import estimate_finetune, finetune_rows
+from .frameworks import with_framework
 from .hardware import fit, max_seq_len, with_gpus
 from .hf_config import MAX_CONFIG_CHARS, architecture_from_config, parse_config_text
 from .inference import estimate_inference, inference_rows
@@ -178,6 +179,8 @@ def _model(args: argparse.Namespace) -> Model:
 def _scenario(args: argparse.Namespace, cls: type) -> InferenceScenario | FinetuneScenario:
     """The scenario of the command line: the options given, the scenario's defaults for the rest."""
     given = {name: getattr(args, name) for name in inputs(cls) if getattr(args, name) is not None}
+    if cls is FinetuneScenario:  # the framework's preset fills what the command line does not set
+        given = with_framework(given)
     return cls(model=_model(args), **given)
 
 

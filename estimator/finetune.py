@@ -21,10 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from .activations import loss_head_bytes, recompute_bytes, training_activation_bytes
+from .activations import decoder_layers_saved_bytes, loss_bytes, recompute_bytes, training_activation_bytes
 from .architecture import Architecture, parameter_counts, tensors
 from .breakdown import Breakdown, make_breakdown
 from .formats import weight_bytes
+from .frameworks import preset_notes
 from .objectives import OBJECTIVE_PHASE_NOTES, objective_checkpointing, objective_step
 from .quick import quick_finetune
 from .scenarios import AUTO, FinetuneScenario, gradient_checkpointing
@@ -36,12 +37,13 @@ from .training import (LORA_TARGET_PRESETS, PEFT_MAMBA_TYPES, QLORA_BASE_FORMAT,
 from .units import BF16_BYTES, FP32_BYTES, bytes_from_gb
 
 
-def _qlora_base_bytes(a: Architecture, format_id: str) -> int:
+def _qlora_base_bytes(a: Architecture, format_id: str, fp32_cast: bool = True) -> int:
     """Quantized linears plus every other tensor in fp32: `prepare_model_for_kbit_training` casts the
-    16-bit parameters that are not quantized (embeddings, lm_head, norms) to float32 (PEFT utils/other.py)."""
+    16-bit parameters that are not quantized (embeddings, lm_head, norms) to float32 (PEFT utils/other.py).
+    Without it (`peft_kbit_cast` off: torchtune's own QLoRA) they stay in 16-bit."""
     other_params = parameter_counts(a).total - sum(t.numel for t in tensors(a) if t.is_block_linear)
     linear_bytes = weight_bytes(a, format_id).total - other_params * BF16_BYTES
-    return linear_bytes + other_params * FP32_BYTES
+    return linear_bytes + other_params * (FP32_BYTES if fp32_cast else BF16_BYTES)
 
 
 @dataclass(frozen=True)
@@ -79,9 +81,10 @@ def _model_states(s: FinetuneScenario, technique: str) -> ModelStates:
         base = total * (FP32_BYTES if s.regime == "fp32" else BF16_BYTES)
         base_note = f"frozen base in {'fp32' if s.regime == 'fp32' else '16-bit'}"
     else:
-        base = _qlora_base_bytes(a, QLORA_BASE_FORMAT[technique])
+        base = _qlora_base_bytes(a, QLORA_BASE_FORMAT[technique], s.peft_kbit_cast)
         base_note = (f"frozen base linears in {'INT8' if technique == 'qlora-8bit' else 'NF4 + double quantization'};"
-                     " embeddings, lm_head and norms cast to fp32 by prepare_model_for_kbit_training")
+                     + (" embeddings, lm_head and norms cast to fp32 by prepare_model_for_kbit_training"
+                        if s.peft_kbit_cast else " embeddings, lm_head and norms kept in 16-bit"))
     states = {"weights": base + adapters * adapter_bytes, "gradients": adapters * adapter_bytes,
               "optimizer_states": optimizer_state_bytes(opt, shapes, s.adapter_bits)}
     notes = [f"{TECHNIQUE_LABELS[technique]}: rank {s.lora_rank} on {lora_target_text(a, targets)} = {adapters:,} "
@@ -123,9 +126,12 @@ def _tied_embedding_grad_bytes(s: FinetuneScenario, technique: str) -> int:
 def _step_temporaries(s: FinetuneScenario, model: ModelStates) -> int:
     """The optimizer step's temporaries on one GPU: none when the CPU runs the step (offload); a ZeRO rank
     updates only its shard of the states."""
-    if s.offload_optimizer:
+    if s.offload_optimizer or s.offload_params:
         return 0
     world = s.num_gpus if s.zero_stage >= 1 else 1
+    if s.optimizer_in_backward:  # each parameter steps alone, as its gradient is ready (a ZeRO rank: its shard)
+        return step_temporary_bytes(s.optimizer_impl, -(-model.largest_trainable_bytes // world),
+                                    model.largest_trainable_bytes)
     return step_temporary_bytes(s.optimizer_impl, -(-model.trainable_bytes // world), model.largest_trainable_bytes)
 
 
@@ -138,6 +144,21 @@ def _frozen_towers(s: FinetuneScenario) -> dict[str, int]:
     return {"vision": -(-towers * BF16_BYTES // (s.num_gpus if s.zero_stage == 3 else 1))}
 
 
+def _offloaded_activations(s: FinetuneScenario, sequences: int, seq_len: int, checkpointing: bool,
+                           layer_options: dict) -> tuple[int, int]:
+    """Activation offloading: (bytes moved to host memory, bytes the GPU keeps of them). Every decoder layer's saved
+    tensors go to pinned CPU memory as the forward leaves the layer, and come back one layer ahead of backward
+    (torchtune torchtune/training/_activation_offloading.py, OffloadActivations; Unsloth's offloaded checkpoints
+    are the layer inputs): the GPU keeps the layer in flight, the largest one. The loss head is not offloaded."""
+    if not s.offload_activations:
+        return 0, 0
+    a: Architecture = s.model
+    saved = decoder_layers_saved_bytes(a, sequences, seq_len, gradient_checkpointing=checkpointing, **layer_options)
+    in_flight = (layer_options["act_bytes"] * sequences * seq_len * a.hidden_size * max(1, a.altup_inputs)
+                 if checkpointing else recompute_bytes(a, sequences, seq_len, **layer_options))
+    return saved, min(saved, in_flight)
+
+
 def detailed_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
     a: Architecture = s.model
     model = _model_states(s, technique)
@@ -148,13 +169,22 @@ def detailed_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
                          lora_targets=parse_lora_targets(s.lora_targets) if frozen else (), lora_rank=s.lora_rank,
                          adapter_bytes=s.adapter_bits // 8)
     checkpointing = gradient_checkpointing(s.gradient_checkpointing, technique) or objective_checkpointing(s)
-    # the objective (objectives.py): the trained forward's sequences and loss head, a reference model, generation
-    shape = objective_step(s, technique, loss_head_bytes(a, s.batch_size, s.seq_len, s.activation_bits // 8))
+    lm_head_grad = a.vocab_size * a.hidden_size * REGIMES[s.regime].grad_bytes if technique == "full" else 0
+    # the objective (objectives.py): the trained forward's sequences and loss head, a reference model, generation;
+    # SFT's loss head is the chosen loss computation's (standard, chunked or fused)
+    shape = objective_step(s, technique, loss_bytes(a, s.batch_size, s.seq_len, s.activation_bits // 8, s.loss,
+                                                    lm_head_grad))
     activations = training_activation_bytes(a, shape.sequences, shape.seq_len,
                                             gradient_checkpointing=checkpointing, **layer_options)
+    offloaded, in_flight = _offloaded_activations(s, shape.sequences, shape.seq_len, checkpointing, layer_options)
+    activations += in_flight - offloaded
     logits = shape.loss_head
     step = _step_temporaries(s, model)
     recompute = recompute_bytes(a, shape.sequences, shape.seq_len, **layer_options) if checkpointing else 0
+    gradients = sharded["gradients"]
+    if s.optimizer_in_backward:  # a gradient is freed by its step: one parameter's at a time (ZeRO-2: its shard)
+        world = s.num_gpus if s.zero_stage >= 2 else 1
+        gradients = min(gradients, -(-model.largest_trainable_bytes // world))
     persistent = {"weights": sharded["weights"], **_frozen_towers(s), **shape.persistent,
                   "master_weights": sharded.get("master_weights", 0),
                   "optimizer_states": sharded["optimizer_states"], "overhead": bytes_from_gb(s.overhead_gb)}
@@ -162,13 +192,15 @@ def detailed_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
         **{name: {**persistent, **({"activations": activations} if name in shape.with_activations else {}), **parts}
            for name, parts in shape.phases.items()},
         "backward start": {**persistent, "activations": activations, "logits": logits},
-        "optimizer step": {**persistent, "gradients": sharded["gradients"], "optimizer_step": step},
+        "optimizer step": {**persistent, "gradients": gradients, "optimizer_step": step},
     }
+    if s.grad_accum > 1:  # from the second micro-batch on, the gradients accumulated so far stay alive
+        at_phase["backward start, accumulating"] = {**at_phase["backward start"], "gradients": gradients}
     tied_grad = _tied_embedding_grad_bytes(s, technique)
     if tied_grad:
-        at_phase["backward end"] = {**persistent, "gradients": sharded["gradients"] + tied_grad}
+        at_phase["backward end"] = {**persistent, "gradients": gradients + tied_grad}
     if recompute:
-        at_phase["backward recompute"] = {**persistent, "gradients": sharded["gradients"], "activations": recompute}
+        at_phase["backward recompute"] = {**persistent, "gradients": gradients, "activations": recompute}
     phases = tuple((name, sum(parts.values())) for name, parts in at_phase.items())
     peak_phase = max(phases, key=lambda phase: phase[1])[0]
     components = {name: 0 for name in ("activations", "logits", "gradients", "optimizer_step")}
@@ -184,19 +216,48 @@ def detailed_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
            if checkpointing else ", no gradient checkpointing")
         + (" (auto: on for QLoRA, as peft's prepare_model_for_kbit_training turns it on; off for full "
            "fine-tuning and LoRA)" if s.gradient_checkpointing == AUTO and not objective_checkpointing(s) else ""),
-        shape.loss_note or f"Loss head: fp32 logits buffers 12 B x b x s x vocab ({a.vocab_size:,})",
+        shape.loss_note or LOSS_NOTES[s.loss].format(vocab=a.vocab_size),
         f"Optimizer step: {s.optimizer_impl} implementation" + (f", {step:,} B of temporaries" if step else ""),
         f"Peak at {peak_phase}: " + PHASE_NOTES[peak_phase],
         f"Runtime overhead: {s.overhead_gb:g} GB per GPU",
-        *shard_notes, *optimizer_notes(optimizer(s.optimizer)), *a.notes,
+        *shard_notes, *optimizer_notes(optimizer(s.optimizer)), *_saver_notes(s, offloaded, in_flight),
+        *preset_notes(s, technique), *a.notes,
     ]
     return make_breakdown(technique, "detailed", components, gpus=s.num_gpus, peak_phase=peak_phase,
-                          phases=phases, host_bytes=host, assumptions=tuple(notes))
+                          phases=phases, host_bytes=host + offloaded, assumptions=tuple(notes))
+
+
+LOSS_NOTES = {
+    "standard": "Loss head: fp32 logits buffers 12 B x b x s x vocab ({vocab:,})",
+    "chunked": "Loss head, chunked (torchtune CEWithChunkedOutputLoss, 8 chunks): each chunk's fp32 log-probabilities"
+               " saved for backward, 4 B x b x s x vocab ({vocab:,}) in all, + the 16-bit logits of every chunk and the"
+               " last chunk's fp32 copy at the end of the forward",
+    "fused": "Loss head, fused linear cross-entropy (Liger-Kernel, Unsloth, Cut Cross-Entropy): no full logits; "
+             "the hidden states' gradient, one chunk of logits and lm_head's gradient when it trains",
+}
+
+
+def _saver_notes(s: FinetuneScenario, offloaded: int, in_flight: int) -> list[str]:
+    notes = []
+    if s.optimizer_in_backward:
+        notes.append("Optimizer step in backward (torchtune optimizer_in_bwd): each parameter steps as its gradient "
+                     "is ready and frees it, so one parameter's gradient exists at a time")
+    if offloaded:
+        notes.append(f"Activation offloading: {offloaded:,} B of the layers' saved activations in pinned CPU memory; "
+                     f"the GPU keeps the layer in flight ({in_flight:,} B)")
+    if s.grad_accum > 1:
+        notes.append(f"Gradient accumulation over {s.grad_accum} micro-batches: effective batch "
+                     f"{s.batch_size} x {s.grad_accum} x {s.num_gpus} GPU(s) = "
+                     f"{s.batch_size * s.grad_accum * s.num_gpus:,} sequences per optimizer step; from the second "
+                     "micro-batch on, the accumulated gradients live beside the activations")
+    return notes
 
 
 PHASE_NOTES = {
     "backward start": "activations and the loss head are alive; gradients appear as backward frees activations",
     "optimizer step": "activations are freed and every gradient exists",
+    "backward start, accumulating": "a later micro-batch of gradient accumulation: the activations and the loss head "
+                                    "are alive beside the gradients accumulated so far",
     "backward end": "every gradient exists, plus the tied embedding's gradient being summed into lm_head's",
     "backward recompute": "gradient checkpointing rebuilds a layer while the gradients are nearly complete",
     **OBJECTIVE_PHASE_NOTES,

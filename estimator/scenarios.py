@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from typing import Union
 
 from . import catalog, hub
+from .activations import LOSSES
 from .architecture import Architecture
 from .checks import require_int
 from .formats import CHECKPOINT, WEIGHT_FORMATS
+from .frameworks import FRAMEWORKS
 from .inputs import INPUT, Input, check_inputs, declare
 from .kv_cache import KV_DTYPE_BYTES
 from .objectives import (GRPO_BETA, GRPO_MAX_COMPLETION_LENGTH, GRPO_NUM_GENERATIONS, OBJECTIVES,
@@ -34,6 +36,7 @@ MAX_GPUS = 4_096
 MAX_LORA_RANK = 65_536  # the model's layer width bounds it further (FinetuneScenario)
 MAX_OVERHEAD_GB = 1_000
 MAX_IMAGES = 1_000  # images in one sequence's prompt
+MAX_GRAD_ACCUM = 65_536
 METHODS = ("auto", "quick", "detailed")
 DEFAULT_OVERHEAD_GB = 2.0  # reference document: "1-2 GB" of framework overhead; we take the upper end
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B"  # the catalog model offered first
@@ -295,6 +298,35 @@ class FinetuneScenario:
     offload_optimizer: bool = declare(Input(
         "Optimizer offload", False, link="offload", flag="--offload-optimizer",
         help="ZeRO-Offload: optimizer states (and sharded gradients) in CPU memory."))
+    # Memory savers and the framework whose defaults set them (estimator/frameworks.py; detailed method)
+    framework: str = declare(Input(
+        "Framework", "hf", link="fw", flag="--framework", choices=FRAMEWORKS,
+        help="The training stack: its preset sets the inputs below as it really does (Methodology lists each "
+             "setting with its source); every input can still be changed. hf = transformers + peft."))
+    loss: str = declare(Input(
+        "Loss computation", "standard", link="loss", flag="--loss", choices=LOSSES,
+        help="standard: full logits upcast to fp32 (transformers); chunked: torchtune's chunked output loss; "
+             "fused: fused linear cross-entropy (Liger-Kernel, Unsloth, Cut Cross-Entropy), no full logits."))
+    optimizer_in_backward: bool = declare(Input(
+        "Optimizer step in backward", False, link="oib", flag="--optimizer-in-backward",
+        help="torchtune's optimizer_in_bwd: each parameter steps as soon as its gradient is ready, so gradients "
+             "never all coexist (no gradient accumulation)."))
+    offload_activations: bool = declare(Input(
+        "Activation offloading", False, link="offact", flag="--offload-activations",
+        help="Saved activations of the decoder layers go to pinned CPU memory (torchtune, TRL, Unsloth's "
+             "offloaded gradient checkpointing); the GPU keeps the layer in flight."))
+    offload_params: bool = declare(Input(
+        "Parameter offload", False, link="offparam", flag="--offload-params",
+        help="ZeRO-3 offload_param / FSDP CPUOffload: parameters and gradients (and so the optimizer step) in "
+             "CPU memory; the GPU keeps the layers being gathered. Needs ZeRO stage 3."))
+    grad_accum: int = declare(Input(
+        "Gradient accumulation steps", 1, link="ga", flag="--grad-accum", low=1, high=MAX_GRAD_ACCUM,
+        help="Micro-batches per optimizer step: effective batch = batch x steps x GPUs. From the second "
+             "micro-batch on, the accumulated gradients live beside the activations."))
+    peft_kbit_cast: bool = declare(Input(
+        "QLoRA: fp32 non-quantized weights", True, link="kcast", flag="--peft-kbit-cast",
+        help="peft's prepare_model_for_kbit_training casts the embeddings, lm_head and norms of a QLoRA model to "
+             "fp32; frameworks with their own QLoRA (torchtune) keep them in 16-bit."))
     overhead_gb: float = declare(OVERHEAD_GB, help="CUDA context, allocator caching, workspaces.")
     activation_bits: int = declare(ACTIVATION_BITS)
     method: str = declare(METHOD)
@@ -302,6 +334,13 @@ class FinetuneScenario:
     def __post_init__(self) -> None:
         _check_model(self)
         check_objective(self)
+        if self.optimizer_in_backward and self.grad_accum > 1:
+            # torchtune refuses the same (recipes/full_finetune_single_device.py, `optimizer_in_bwd`)
+            raise ValueError("grad_accum must be 1 with optimizer_in_backward: each step runs during backward, "
+                             f"so gradients cannot accumulate (got {self.grad_accum})")
+        if self.offload_params and self.zero_stage != 3:
+            raise ValueError("offload_params needs zero_stage 3 (ZeRO-3 offload_param / FSDP FULL_SHARD with "
+                             f"CPUOffload), got zero_stage {self.zero_stage}")
         if isinstance(self.model, Architecture):  # whatever the technique: the table always has LoRA rows
             largest = max(self.model.hidden_size, self.model.q_width)
             if self.lora_rank > largest:

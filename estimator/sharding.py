@@ -6,7 +6,9 @@ SHARD_GRAD_OP ~ stage 2, FULL_SHARD ~ stage 3. Stage 3 gathers each layer's full
 DeepSpeed's estimator budgets 4 x largest layer's parameters in bytes for this (current + prefetched layer at 2 B each,
 `deepspeed/runtime/zero/stage3.py::estimate_zero3_model_states_mem_needs`).
 Offload (ZeRO-Offload): optimizer states and master weights live in CPU memory, and so do the gradient
-partitions from stage 2 on; the CPU runs the optimizer step.
+partitions from stage 2 on; the CPU runs the optimizer step. Parameter offload (ZeRO-3 `offload_param`, FSDP
+`CPUOffload(offload_params=True)`) also keeps the 16-bit weight shards and the gradients in CPU memory: the GPU
+holds only the layers gathered around the one being computed (on one GPU too: FSDP with a world of one).
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ def shard_training_states(states: dict[str, int], s, gather_bytes: int = 0) -> t
 
     Returns (per-GPU states, CPU bytes per GPU, notes in words). `gather_bytes` is ZeRO-3's buffer for the
     weights gathered around the layer being computed."""
-    world, stage = s.num_gpus, s.zero_stage if s.num_gpus > 1 else 0
+    params_offloaded = getattr(s, "offload_params", False)  # fine-tuning only; it implies ZeRO-3
+    world, stage = s.num_gpus, s.zero_stage if s.num_gpus > 1 or params_offloaded else 0
     per_gpu, host, notes = {}, 0, []
     for name, size in states.items():
         share = -(-size // world) if stage >= SHARDED_FROM_STAGE[name] else size
-        offloaded = s.offload_optimizer and (name in ("optimizer_states", "master_weights")
-                                             or (name == "gradients" and stage >= 2))
+        offloaded = ((s.offload_optimizer or params_offloaded)
+                     and (name in ("optimizer_states", "master_weights") or (name == "gradients" and stage >= 2))
+                     or (params_offloaded and name == "weights"))
         if offloaded:
             host += share
             share = 0
@@ -38,6 +42,9 @@ def shard_training_states(states: dict[str, int], s, gather_bytes: int = 0) -> t
                      (f"{', '.join(sharded)} divided by {world}" if sharded else "every GPU holds a full copy"))
         if stage == 3 and gather_bytes:
             notes.append(f"ZeRO-3 gather buffer for the largest layer: {gather_bytes:,} B")
-    if s.offload_optimizer:
+    if params_offloaded:
+        notes.append("Parameter offload (ZeRO-3 offload_param / FSDP CPUOffload): weights, gradients and optimizer "
+                     "states in CPU memory, which runs the optimizer step; the GPU holds the gathered layers")
+    elif s.offload_optimizer:
         notes.append("Optimizer states (and sharded gradients from stage 2) are offloaded to CPU memory")
     return per_gpu, host, notes

@@ -2,12 +2,14 @@
 
 The reference document's form (model type, total parameters, parameter precision, optimizer, batch size,
 sequence length) and its table of full-parameter, LoRA and QLoRA (8- and 4-bit) rows. A catalog model or a
-config.json switches to the detailed method; "Advanced" holds the training regime, LoRA, checkpointing and
-multi-GPU settings.
+config.json switches to the detailed method; "Memory savers" holds the framework preset and the savers it sets
+(loss computation, optimizer step in backward, activation and parameter offload, gradient accumulation);
+"Advanced" holds the training regime, LoRA, checkpointing and multi-GPU settings.
 """
 
 import streamlit as st
 
+from estimator.frameworks import FRAMEWORK_PRESETS
 from estimator.objectives import OBJECTIVE_LABELS
 from estimator.scenarios import AUTO
 from estimator.training import OPTIMIZERS, QUICK_OPTIMIZERS, REGIMES
@@ -20,6 +22,9 @@ IMPL_LABELS = {"fused": "fused", "foreach": "foreach (CUDA default)", "single-te
 CHECKPOINTING_LABELS = {AUTO: "Auto (on for QLoRA, DPO, GRPO...)", True: "On", False: "Off"}
 OBJECTIVE_CHOICES = {**OBJECTIVE_LABELS, "dpo": "DPO (reference model)", "orpo": "ORPO (pairs, no reference)",
                      "kto": "KTO (reference model)", "grpo": "GRPO (generation + training)"}
+FRAMEWORK_LABELS = {k: f.label for k, f in FRAMEWORK_PRESETS.items()}
+LOSS_LABELS = {"standard": "Standard (full fp32 logits)", "chunked": "Chunked (torchtune, TRL)",
+               "fused": "Fused linear cross-entropy (Liger, Unsloth, CCE)"}
 ZERO_LABELS = {0: "0: none (DDP, FSDP NO_SHARD)", 1: "1: optimizer states", 2: "2: + gradients (FSDP SHARD_GRAD_OP)",
                3: "3: + weights (FSDP FULL_SHARD)"}
 
@@ -49,6 +54,24 @@ with inputs:
             form.number(PAGE, "num_generations", step=1)
             form.number(PAGE, "vllm_gpu_memory_utilization", step=0.05, fmt="%.2f")
         form.number(PAGE, "vllm_gpu_gb", step=8.0, fmt="%.0f")
+    savers_on = values["framework"] != "hf" or values["loss"] != "standard" or values["grad_accum"] > 1 or any(
+        values[name] for name in ("optimizer_in_backward", "offload_activations", "offload_params"))
+    with st.expander("Memory savers", icon=":material/memory:", expanded=savers_on):
+        form.choice(PAGE, "framework", FRAMEWORK_LABELS, on_change=form.framework_changed)
+        st.caption("A framework sets the inputs it really uses (listed under Assumptions, with their sources); "
+                   "change any of them below or under Advanced.")
+        form.choice(PAGE, "loss", LOSS_LABELS, disabled=quick)
+        form.flag(PAGE, "optimizer_in_backward")
+        form.flag(PAGE, "offload_activations")
+        form.flag(PAGE, "offload_params")
+        form.flag(PAGE, "peft_kbit_cast")
+        form.number(PAGE, "grad_accum", step=1)
+        sizes = [values[name] for name in ("batch_size", "grad_accum", "num_gpus")]
+        effective = ""
+        if all(isinstance(n, int) and n >= 1 for n in sizes) and sizes[1] * sizes[2] > 1:
+            effective = (f"Effective batch: {sizes[0]} x {sizes[1]} x {sizes[2]} GPU(s) = "
+                         f"{sizes[0] * sizes[1] * sizes[2]:,} sequences per optimizer step. ")
+        st.caption(effective + "torch.compile and sequence packing are not modelled (Methodology).")
     with st.expander("Advanced", icon=":material/tune:"):
         form.choice(PAGE, "regime", {k: r.label for k, r in REGIMES.items()}, disabled=quick)
         form.choice(PAGE, "optimizer_state_bits", {32: "32-bit (fp32)", 16: "16-bit (torch AdamW on bf16 weights)"},

@@ -9,17 +9,32 @@ import streamlit as st
 
 import estimator as est
 from estimator.formats import WEIGHT_FORMATS
+from estimator.frameworks import FRAMEWORK_PRESETS
 from estimator.kv_cache import KV_DTYPE_LABELS
 from estimator.quick import REFERENCE_SHARE, REFERENCE_TOKENS
 from estimator.training import OPTIMIZERS, QUICK_LORA_TRAINABLE_FRACTION, REGIMES, TECHNIQUE_LABELS
 from ui import charts, chrome, links, tables
-from validation import load_engine_results, load_results, summary
+from validation import load_engine_results, load_results, recipes, summary
 
 PAGE = "methodology"
 MODULES = ("quick", "inference", "finetune", "formats", "kv_cache", "activations", "training", "sharding",
-           "architecture", "hardware", "hf_config", "units")
+           "frameworks", "architecture", "hardware", "hf_config", "units")
 load_results = st.cache_data(show_spinner=False)(load_results)  # the committed validation/results.csv
 load_engine_results = st.cache_data(show_spinner=False)(load_engine_results)  # validation/engine_results.csv
+
+
+@st.cache_data(show_spinner=False)
+def recipe_rows() -> list[dict]:
+    """The published recipe peaks against the estimate under each framework's preset (validation/recipes.py)."""
+    return recipes.run(write=False)
+
+
+def preset_table() -> pd.DataFrame:
+    """Every framework preset's settings, with the technique rows they apply to and their source."""
+    return pd.DataFrame([{"Framework": f.label, "Input": s.field,
+                          "Value": ("on" if s.value else "off") if isinstance(s.value, bool) else str(s.value),
+                          "Rows": "all" if len(s.techniques) == 4 else ", ".join(s.techniques), "Source": s.source}
+                         for f in FRAMEWORK_PRESETS.values() for s in f.settings])
 
 
 def worked_example() -> pd.DataFrame:
@@ -219,6 +234,57 @@ gradients (FSDP SHARD_GRAD_OP), stage 3 also weights (FSDP FULL_SHARD) plus a bu
 prefetched layer ($2 \\times 2\\,\\text{B} \\times$ largest layer). Optimizer offload moves optimizer states, master
 weights and (from stage 2) gradient shards to CPU memory, shown as *CPU memory per GPU*.
 """)
+
+st.header("Memory savers and framework presets")
+st.markdown(r"""
+Training stacks switch on savers the transformers + peft baseline does not have; each is an input (the
+Fine-tuning page's *Memory savers*), and a **framework preset** sets the ones that framework really uses. A preset
+is data (`estimator/frameworks.py`): the inputs it sets and where the framework sets them; the formulas are the
+same for a value typed by hand. `hf` (transformers + peft) sets nothing: it is the baseline pinned to the traces.
+
+- **Loss** (`--loss`). *standard*: Hugging Face's fp32 logits, $12\,t\,V$ at backward start. *chunked*: torchtune's
+  `CEWithChunkedOutputLoss` (8 chunks; TRL's `chunked_nll` is counted the same, an upper bound since it also drops
+  ignored tokens): every chunk's `log_softmax` saves its fp32 output ($4\,t\,V$), and the largest moment is the last
+  chunk's cross-entropy at the end of the forward, with every chunk's 16-bit logits and that chunk's fp32 copy:
+  $4tV + \max(A\,tV + 4tV/8,\; 8tV/8)$ = 6.5 B per logit (traced, `validation/FINDINGS.md` 48). *fused*: fused
+  linear cross-entropy (Liger-Kernel `fused_linear_cross_entropy.py`; Unsloth; Apple's Cut Cross-Entropy holds
+  less): no full logits, the hidden states' gradient $A\,t\,h$, one chunk of logits of
+  $\text{next\_pow2}(t / \lceil V/h \rceil)$ tokens, the fp32 per-token loss, and lm_head's gradient computed in
+  the forward when lm_head trains.
+- **Optimizer step in backward** (torchtune `optimizer_in_bwd`): each parameter steps in a post-accumulate-grad
+  hook and frees its gradient, so the step phase holds one gradient, the largest tensor's (traced to the byte).
+  It cannot accumulate gradients (torchtune refuses; so does the estimator).
+- **Activation offloading** (torchtune `OffloadActivations`, TRL `activation_offloading`, Unsloth's offloaded
+  checkpoints): the decoder layers' saved activations (with checkpointing: the layer inputs) go to pinned CPU
+  memory, reported as CPU memory; the GPU keeps the layer in flight (the largest one) and the loss head.
+- **Parameter offload** (ZeRO-3 `offload_param`, FSDP `CPUOffload(offload_params=True)`, needs ZeRO stage 3):
+  weights, gradients and optimizer states in CPU memory; the GPU holds the gathered layers.
+- **Gradient accumulation** (`--grad-accum N`): the effective batch is $b \times N \times$ GPUs; from the second
+  micro-batch on the gradients accumulated so far stay alive beside the activations, a phase of its own.
+- **QLoRA: fp32 non-quantized weights**: peft's `prepare_model_for_kbit_training` casts embeddings, lm_head and
+  norms to fp32; torchtune's QLoRA and Unsloth keep them 16-bit.
+- **Not modelled**: `torch.compile` (it changes what autograd saves: a compiled chunked loss can keep the 16-bit
+  chunks instead of the fp32 log-probabilities, and fused kernels save less; torchtune's README figures use it),
+  sequence packing (with FlashAttention's variable-length kernel a packed row of $s$ tokens costs what one sequence
+  of $s$ tokens does, so enter the packed length; without it the mask is $s^2$), frameworks' own LoRA kernels
+  (Unsloth's fused LoRA MLP saves two I-wide tensors instead of four) and their backward temporaries.
+""")
+st.dataframe(preset_table(), hide_index=True)
+st.markdown("""
+**Against published measurements**: `python -m validation recipes` runs the estimate under each record's framework
+preset for the recipes in `validation/published/training_recipes.json` (Unsloth's context-length tables, torchtune's
+README, LLaMA-Factory's wiki; each with its source and a quote) and writes `validation/recipes_results.csv`.
+*capacity* records are the longest run that fits a card, so their peak is the card's memory. The median error is
+above the 10% target. The long-context records need more than the estimate (the Unsloth and Hugging Face rows at
+24-80 GB, -12% to -27%; likely causes, not yet traced: the transformers of late 2024 copied the fp32 logits for
+the shifted loss, and the recompute phase does not count a layer's backward temporaries), and torchtune's compiled
+runs need less (+15% to +31%: `torch.compile` is not modelled).
+""")
+recipe_frame = pd.DataFrame(recipe_rows())
+st.dataframe(recipe_frame[["record", "framework", "seq_len", "measured_gib", "estimate_gib", "error_pct",
+                           "measured_by", "source"]], hide_index=True,
+             column_config={"source": st.column_config.LinkColumn("source")})
+st.caption(f"{len(recipe_frame)} records; median |error| {recipe_frame['error_pct'].abs().median():.1f}%.")
 
 st.header("Validated against real model code")
 st.markdown("""

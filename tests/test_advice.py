@@ -33,12 +33,12 @@ def test_the_qlora_example_gets_the_mildest_change_that_fits_with_its_memory():
     tips = finetune_advice(s, RTX_4090)
     assert [(tip.change, tip.fit.count, tip.fit.per_gpu_bytes) for tip in tips] == [
         ("Micro-batch 1 with 4 gradient-accumulation steps (same effective batch)", 1,
-         estimate_finetune(replace(s, batch_size=1)).total),
+         estimate_finetune(replace(s, batch_size=1, grad_accum=4)).total),
         ("AdamW 8-bit (bitsandbytes) optimizer", None, estimate_finetune(replace(s, optimizer="adamw-8bit")).total),
         ("Sequences of at most 1,792 tokens", 1, estimate_finetune(replace(s, seq_len=1792)).total),
         ("4 GPUs with ZeRO-3 (FSDP FULL_SHARD)", 4, estimate_finetune(replace(s, zero_stage=3, num_gpus=4)).total),
     ]
-    assert round(tips[0].fit.per_gpu_bytes / 1e9, 1) == 14.4
+    assert round(tips[0].fit.per_gpu_bytes / 1e9, 1) == 14.6  # 14.4 + the adapters' fp32 gradients, kept between micro-batches
     assert best(tips) is tips[0]
     assert estimate_finetune(replace(s, seq_len=1920)).total > RTX_4090.memory_bytes  # 1,792 is the longest step
 
@@ -60,7 +60,8 @@ def test_lora_without_checkpointing_gets_every_change_and_the_combination():
     assert combined.change == ("All together: gradient checkpointing + micro-batch 1 x 4 accumulation steps + "
                                "AdamW 8-bit + QLoRA (4-bit)")
     assert combined.fits and combined.fit.per_gpu_bytes == estimate_finetune(replace(
-        s, gradient_checkpointing=True, batch_size=1, optimizer="adamw-8bit", technique="qlora-4bit")).total
+        s, gradient_checkpointing=True, batch_size=1, grad_accum=4, optimizer="adamw-8bit",
+        technique="qlora-4bit")).total
 
 
 def test_zero_3_is_a_suggestion_not_the_fit():

@@ -43,3 +43,20 @@ def test_the_validation_summary_and_scatter_come_from_the_committed_results():
     assert table.set_index("Component").loc["kv_cache", "Median |error| (%)"] == round(
         expected["kv_cache"]["median_abs_error_pct"], 2)
     assert "Validated against real model code" in [h.value for h in at.header]
+
+
+def test_the_presets_and_the_recipe_comparison_are_on_the_page():
+    from estimator.frameworks import FRAMEWORK_PRESETS
+    from validation import recipes
+
+    at = start(page="methodology")
+    assert "Memory savers and framework presets" in [h.value for h in at.header]
+    frames = [d.value for d in at.dataframe]
+    presets = next(f for f in frames if "Source" in f.columns and "Input" in f.columns)
+    assert len(presets) == sum(len(f.settings) for f in FRAMEWORK_PRESETS.values())
+    assert "unsloth_zoo/fused_losses/cross_entropy_loss.py" in " ".join(presets["Source"])
+    compared = next(f for f in frames if "measured_gib" in f.columns)
+    rows = recipes.run(write=False)
+    assert list(compared["error_pct"]) == [row["error_pct"] for row in rows]
+    median = compared["error_pct"].abs().median()
+    assert f"{len(rows)} records; median |error| {median:.1f}%." in texts(at)

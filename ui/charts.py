@@ -44,6 +44,8 @@ COMPONENT_STYLE = {  # name -> (label, colour); colour-blind-safe Tableau 10 hue
     "optimizer_step": ("Optimizer step buffers", "#FF9DA7"),
     "overhead": ("Overhead", "#BAB0AC"),
 }
+HOST_STYLE = ("CPU (offloaded)", "#9C755F")  # what a row keeps in host RAM, drawn beside its GPU bar
+BAR_GAP = 0.3  # between the categories of a stacked bar chart
 ROW_COLOURS = ("#4E79A7", "#F28E2B", "#59A14F", "#E15759", "#B07AA1", "#76B7B2")  # curves, one per row
 COMMON_GPUS = ("rtx-4090", "l40s", "h100-sxm", "h200")  # the 24, 48, 80 and 141 GB classes
 CHOSEN_COLOUR, LINE_COLOUR = "#1C2430", "#8C8C8C"  # the target GPU solid and dark, the others dotted grey
@@ -214,28 +216,41 @@ def _figure(traces: list[dict], lines: Sequence[Capacity], unit: str, top: float
 def stacked_bar(bars: Sequence[tuple[str, Breakdown]], unit: str = "GB", lines: Sequence[Capacity] = ()) -> go.Figure:
     """One bar per (label, breakdown), stacked by component in the canonical order, totals on top (inside the
     bar's top where a capacity line would run through them). Bars are keyed by position: same-named bars get
-    ' (2)', ' (3)' as the comparison table does."""
+    ' (2)', ' (3)' as the comparison table does. When a row offloads to CPU memory (`Breakdown.host_bytes`: the
+    optimizer, parameters or activations), a hatched bar beside its GPU bar shows what moved there."""
     labels = unique_labels([html.escape(label) for label, _ in bars])
+    host = [in_unit(b.host_bytes, unit) for _, b in bars]
+    group = {"offsetgroup": "gpu"} if any(host) else {}  # the GPU stack left, the CPU bar right of each row
     traces = []
     for name, (label, colour) in COMPONENT_STYLE.items():
         values = [in_unit(b.component(name), unit) for _, b in bars]
         if any(values):
-            traces.append(dict(type="bar", name=label, x=labels, y=values, marker=dict(color=colour),
+            traces.append(dict(type="bar", name=label, x=labels, y=values, marker=dict(color=colour), **group,
                                hovertemplate=f"%{{x}}<br>{label}: %{{y:,.2f}} {unit}<extra></extra>"))
+    shift = 0.0
+    if any(host):
+        label, colour = HOST_STYLE
+        traces.append(dict(type="bar", name=label, x=labels, y=host, offsetgroup="cpu",
+                           marker=dict(color=colour, pattern=dict(shape="/")),
+                           hovertemplate=f"%{{x}}<br>{label}: %{{y:,.2f}} {unit}<extra></extra>"))
+        shift = (1 - BAR_GAP) / 4  # each of the two bars is half the category's bar width
     totals = [in_unit(b.total, unit) for _, b in bars]
-    top = _y_top(max(totals, default=0), lines, unit)
+    top = _y_top(max([*totals, *host], default=0), lines, unit)
     height = LABEL_PX * top / PLOT_PX if top > 0 else 0.0  # a label's height in axis units
     levels = [in_unit(line.bytes, unit) for line in lines]
     inside = [total >= 2 * height and any(total <= level <= total + height for level in levels) for total in totals]
-    on_top = [dict(x=label, y=total, text=f"{total:,.1f} {unit}", showarrow=False, bgcolor="white", borderpad=1,
-                   font=dict(size=11), yanchor="top" if within else "bottom")
-              for label, total, within in zip(labels, totals, inside)]
+    # numbers place an annotation on a category axis: category i sits at i (plotly layout.annotations.x)
+    on_top = [dict(x=i - shift if shift else label, y=total, text=f"{total:,.1f} {unit}", showarrow=False,
+                   bgcolor="white", borderpad=1, font=dict(size=11), yanchor="top" if within else "bottom")
+              for i, (label, total, within) in enumerate(zip(labels, totals, inside))]
+    on_top += [dict(x=i + shift, y=value, text=f"{value:,.1f}", showarrow=False, font=dict(size=10),
+                    yanchor="bottom") for i, value in enumerate(host) if value]
     ends = {}
     if totals:
         for side, i in sorted((("left", 0), ("right", -1)), key=lambda pair: totals[pair[1]]):  # the lower end first
             text = (totals[i] - height, totals[i]) if inside[i] else (totals[i], totals[i] + height)
             ends[side] = End(totals[i], text)
-    return _figure(traces, lines, unit, top, annotations=on_top, ends=ends, barmode="stack", bargap=0.3,
+    return _figure(traces, lines, unit, top, annotations=on_top, ends=ends, barmode="stack", bargap=BAR_GAP,
                    xaxis=dict(tickangle=0, tickvals=labels, ticktext=[wrap(label) for label in labels]))
 
 

@@ -74,8 +74,9 @@ def number(page: str, name: str, *, step: float, fmt: str | None = None, placeho
 
 
 def choice(page: str, name: str, labels: Mapping | None = None, *, radio: bool = False,
-           disabled: bool = False) -> object:
-    """A select box (or horizontal radio) over the input's choices (led by None when it may be left unset)."""
+           disabled: bool = False, on_change: Callable | None = None) -> object:
+    """A select box (or horizontal radio) over the input's choices (led by None when it may be left unset);
+    `on_change(page)` runs when the user picks another."""
     spec = links.fields(page)[name]
     options = ((None,) if spec.optional else ()) + tuple(spec.choices)
     show: Callable[[object], str] = (lambda value: labels.get(value, str(value))) if labels else str
@@ -83,9 +84,29 @@ def choice(page: str, name: str, labels: Mapping | None = None, *, radio: bool =
     # a select box shows a None value as its placeholder ("Choose an option" unless told): the None label instead
     extra = {"horizontal": True} if radio else {"placeholder": show(None)} if spec.optional else {}
     widget_key, now = state.bind(page, name)
+    if on_change is not None:
+        extra.update(on_change=on_change, args=(page,))
     value = widget(spec.label, options, index=options.index(now), format_func=show, help=spec.help,
                    disabled=disabled, key=widget_key, **extra)
     return _store(page, name, value)
+
+
+def framework_changed(page: str) -> None:
+    """A framework preset sets the inputs it names (estimator.frameworks, for the selected row's technique):
+    those the previous preset set go back to their defaults first, then the new preset's values are written into
+    the page state, and their widgets are seeded again from it. Every input stays editable afterwards."""
+    values, chosen = state.page_state(page), st.session_state[f"{page}.framework"]
+    fresh = links.defaults(page)
+    before = links.preset_defaults(page, values)
+    for name in before:
+        values[name] = fresh[name]
+    values["framework"] = chosen
+    after = links.preset_defaults(page, values)
+    values.update(after)
+    for name in {*before, *after}:
+        st.session_state.pop(f"{page}.{name}", None)
+    if "lora_targets" in {*before, *after}:
+        st.session_state.pop(f"{page}.lora_preset", None)
 
 
 def flag(page: str, name: str) -> bool:

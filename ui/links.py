@@ -5,7 +5,9 @@ numbers, in a fresh browser. Its keys are the `link` keys of the estimator's inp
 (`estimator/scenarios.py`, `estimator/inputs.py`), read with the same parser as the CLI options; a value equal
 to its default is left out so links stay short, which is safe because the defaults are pinned per link version
 (`VERSION`): changing a default means a new version, or keeping the link default and giving the scenario field
-its own (gradient checkpointing: a link without `gc` means off, a fresh page is 'auto', written `gc=auto`).
+its own (gradient checkpointing: a link without `gc` means off, a fresh page is 'auto', written `gc=auto`). On the
+Fine-tuning page the framework preset's values (`fw`, estimator/frameworks.py) are the defaults of the inputs it sets,
+as on the CLI: `fw=unsloth` alone means Unsloth's settings, and `fw=unsloth&loss=standard` one changed back.
 Compared scenarios ride along as `c1.*`, `c2.*`, ... with
 the same keys, and a pasted config.json travels as `cfg` (zlib-compressed, base64url).
 
@@ -35,6 +37,7 @@ from estimator import hub
 from estimator.architecture import Architecture
 from estimator.checks import printable_text
 from estimator.engines import MODULES, ServeScenario
+from estimator.frameworks import preset_fields
 from estimator.hf_config import architecture_from_config, parse_config_text
 from estimator.inputs import INPUT, Input, inputs
 from estimator.scenarios import (ACTIVE_PARAMS, CATALOG_MODEL, PARAMS, TARGET_GPU, FinetuneScenario, InferenceScenario,
@@ -234,8 +237,19 @@ class Link:
     warnings: list[str] = field(default_factory=list)
 
 
+def preset_defaults(page: str, state: Mapping) -> dict:
+    """The inputs the page state's framework preset sets for its selected row (Fine-tuning; estimator/frameworks.py),
+    as the page state spells them: a link does not repeat them, and an input it names wins, as on the CLI."""
+    if page != "finetune":
+        return {}
+    fields = preset_fields(state["framework"], state[ROW[page]])
+    return {name: FIELDS[page][name].parse(value) if isinstance(value, str) else value
+            for name, value in fields.items()}
+
+
 def _state_with(page: str, given: Mapping, fresh: bool = False) -> dict:
     state = {**(defaults(page) if fresh else link_defaults(page)), **given}
+    state = {**state, **preset_defaults(page, state), **given}
     state["src"] = "config" if "cfg" in given else "catalog" if "model" in given else "params"
     return state
 
@@ -337,10 +351,12 @@ def _encode_state(page: str, state: Mapping, prefix: str = "") -> dict[str, str]
     skip = {"params": {"model", "cfg", "method"}, "catalog": {"moe", "params", "active", "cfg"},
             "config": {"moe", "params", "active", "model"}}[state["src"]]
     out = {}
+    preset = preset_defaults(page, state)
     for name, spec in FIELDS[page].items():
         value = state[name]
         always = (name == "model" and state["src"] == "catalog") or (name == "cfg" and state["src"] == "config")
-        if name in skip or (name == "active" and not state["moe"]) or (value == page_default(spec) and not always):
+        usual = preset[name] if name in preset else page_default(spec)  # what the link means without the key
+        if name in skip or (name == "active" and not state["moe"]) or (value == usual and not always):
             continue
         out[prefix + spec.link] = pack_config(value) if name == "cfg" else spec.format(value)
     return out

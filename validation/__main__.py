@@ -2,6 +2,8 @@
 python -m validation trace inference|training (--model ID | --config PATH) [options]
 python -m validation engines          (the engine estimates vs published start-up logs: engine_results.csv)
 python -m validation objectives       (DPO / ORPO / KTO / GRPO estimates vs published records: published/objectives.csv)
+python -m validation recipes          (the fine-tuning estimate under each framework's preset vs published recipe
+                                       peaks: recipes_results.csv)
 
 The first form runs the validation matrix (or its fast CI subset), writes the rows (the full matrix:
 validation/results.csv) and prints the summary: median and worst error per component; --summary prints the
@@ -128,9 +130,27 @@ def validate_objectives(argv: list[str]) -> int:
     return 0
 
 
+def validate_recipes(argv: list[str]) -> int:
+    """Compare the fine-tuning estimate under each framework's preset with published recipe peaks; write
+    validation/recipes_results.csv."""
+    parser = Parser(prog="python -m validation recipes", description=validate_recipes.__doc__)
+    parser.add_argument("--no-write", action="store_true", help="print the summary without writing the CSV")
+    args = parser.parse_args(argv)
+    from . import recipes
+
+    rows = recipes.run(write=not args.no_write)
+    for row in rows:
+        print(f"{row['record']:<52} {row['measured_gib']:>7.2f} GiB  est {row['estimate_gib']:>7.2f}  "
+              f"{row['error_pct']:+7.1f}%  {row['peak_phase']}")
+    print()
+    print(recipes.summary(rows))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    commands = {"trace": trace, "engines": validate_engines, "objectives": validate_objectives}
+    commands = {"trace": trace, "engines": validate_engines, "objectives": validate_objectives,
+                "recipes": validate_recipes}
     return commands[argv[0]](argv[1:]) if argv[:1] and argv[0] in commands else run(argv)
 
 

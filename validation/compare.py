@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import estimator as est
-from estimator.activations import _layers_before_first_adapter, loss_head_bytes, training_layer_bytes
+from estimator.activations import _layers_before_first_adapter, loss_bytes, training_layer_bytes
 from estimator.finetune import detailed_finetune
 from estimator.inference import detailed_inference
 from estimator.training import parse_lora_targets
@@ -42,18 +42,19 @@ def estimate_inference(config: Mapping, batch: int = 1, concurrency: int = 1, pr
 
 def estimate_training(config: Mapping, batch: int = 1, seq: int = 512, technique: str = "full", lora_rank: int = 16,
                       lora_targets: str = "q,v", gradient_checkpointing: bool = False, attn_impl: str = "sdpa",
-                      num_layers: int | None = None) -> dict:
+                      num_layers: int | None = None, loss: str = "standard",
+                      optimizer_in_backward: bool = False) -> dict:
     """The estimator's detailed fine-tuning breakdown (AdamW, 16-bit states as torch AdamW keeps them on bf16
     weights, peft's fp32 adapters) with every component whatever the peak phase."""
     a = architecture(config, num_layers)
     s = est.FinetuneScenario(a, technique=technique, optimizer="adamw", optimizer_state_bits=16, batch_size=batch,
                              seq_len=seq, lora_rank=lora_rank, lora_targets=lora_targets,
                              gradient_checkpointing=gradient_checkpointing, flash_attention=attn_impl != "eager",
-                             overhead_gb=0)
+                             overhead_gb=0, loss=loss, optimizer_in_backward=optimizer_in_backward)
     b = detailed_finetune(s, technique)
     phases = dict(b.phases)
     persistent = b.component("weights") + b.component("master_weights") + b.component("optimizer_states")
-    logits = loss_head_bytes(a, batch, seq)
+    logits = loss_bytes(a, batch, seq, 2, loss)
     targets = parse_lora_targets(lora_targets) if technique != "full" else ()
     last = max(0, a.num_layers - 2)  # the row compares layer L-2 (layer 0 and the last layer differ in LoRA and GC)
     per_layer = training_layer_bytes(a, batch, seq, last, flash_attention=attn_impl != "eager",
@@ -84,11 +85,19 @@ TRAINING_COMPONENTS = (("weights", "weights"), ("gradients", "gradients"), ("opt
 
 
 def measured_training(m: Mapping) -> dict:
-    """Flatten a trace_training result onto the row components."""
+    """Flatten a trace_training result onto the row components. The chunked loss peaks at the end of the forward
+    (the last chunk's cross-entropy), the moment the estimate's backward-start phase stands for: its logits and
+    backward rows take the larger of the two. With the optimizer stepping in backward, gradients are the most that
+    coexisted (none is left after backward)."""
     per_layer = m.get("per_layer_activations") or [0]
-    return {**m, "activations_per_layer": per_layer[max(0, len(per_layer) - 2)],
-            "phase: backward": m["phases"]["backward"],
-            "phase: optimizer step": m["phases"]["optimizer step"]}
+    out = {**m, "activations_per_layer": per_layer[max(0, len(per_layer) - 2)],
+           "phase: backward": m["phases"]["backward"], "phase: optimizer step": m["phases"]["optimizer step"]}
+    if m.get("loss") == "chunked":
+        out["logits"] = max(m["logits"], m["logits_forward_peak"])
+        out["phase: backward"] = max(m["phases"]["backward"], m["phases"]["forward"])
+    if m.get("optimizer_in_backward"):
+        out["gradients"] = m["gradients_max_live"]
+    return out
 
 
 def error_pct(estimate: int, measured: int) -> float:

@@ -215,6 +215,10 @@ class Case:
                     + f", AdamW {p.get('optimizer_impl', 'fused')}")
             if p.get("lora_dtype") == "base":
                 text += ", bf16 adapters"
+            if p.get("loss", "standard") != "standard":
+                text += f", {p['loss']} loss"
+            if p.get("optimizer_in_backward"):
+                text += ", optimizer step in backward"
         if self.layers:
             text += f" (traced {self.layers[0]} and {self.layers[1]} layers, extrapolated)"
         return text + (f" [variant: {self.variant}]" if self.variant else "")
@@ -311,6 +315,18 @@ def _small_cases() -> list[Case]:
              variant="bf16 adapters (autocast_adapter_dtype=False); the estimator assumes fp32 adapters"),
         Case("llama-lora-qv-bf16", "llama", "training", dict(train, technique="lora", lora_dtype="base"),
              variant="bf16 adapters (autocast_adapter_dtype=False); the estimator assumes fp32 adapters"),
+        # issue 15: torchtune's chunked output loss and optimizer step in backward (validation/FINDINGS.md 46)
+        *[Case(f"{fam}-{kind}-chunked-loss", fam, "training", dict(train, technique=kind, loss="chunked"),
+               fast=fam == "llama" and kind == "full")
+          for fam in ("llama", "qwen2") for kind in ("full", "lora")],
+        Case("llama-full-chunked-loss-gc", "llama", "training", dict(train, loss="chunked", gradient_checkpointing=True)),
+        Case("llama-full-optim-in-bwd", "llama", "training", dict(train, optimizer_in_backward=True), fast=True),
+        Case("llama-full-optim-in-bwd-foreach", "llama", "training",
+             dict(train, optimizer_in_backward=True, optimizer_impl="foreach"),
+             variant="foreach AdamW (CUDA default); the estimator assumes fused"),
+        Case("qwen2-full-optim-in-bwd", "qwen2", "training", dict(train, optimizer_in_backward=True)),
+        Case("llama-full-chunked-optim-in-bwd", "llama", "training",
+             dict(train, loss="chunked", optimizer_in_backward=True)),
     ]
     return cases + _new_family_cases(train)
 
@@ -408,7 +424,7 @@ def estimate(case: Case) -> dict:
         return estimate_dpo(case.config, **case.params)
     keys = {"inference": ("batch", "concurrency", "prefill_len", "decode_steps", "attn_impl"),
             "training": ("batch", "seq", "technique", "lora_rank", "lora_targets", "gradient_checkpointing",
-                         "attn_impl")}[case.kind]
+                         "attn_impl", "loss", "optimizer_in_backward")}[case.kind]
     params = {k: v for k, v in case.params.items() if k in keys}
     fn = compare.estimate_inference if case.kind == "inference" else compare.estimate_training
     return fn(case.config, **params)

@@ -219,18 +219,63 @@ def _optimizer(params, impl: str) -> torch.optim.Optimizer:
     return torch.optim.AdamW(params, lr=1e-4, **flags)
 
 
-def _train_step(model, opt, ids) -> None:
-    """One step as HF Trainer runs it: only the loss is kept, logits are dropped after the forward."""
-    loss = model(input_ids=ids, labels=ids).loss
-    loss.backward()
-    opt.step()
-    opt.zero_grad(set_to_none=True)
+CHUNKED_LOSS_CHUNKS = 8  # torchtune CEWithChunkedOutputLoss(num_output_chunks=8)
+
+
+def _chunked_loss(model, ids, on_chunk_grad: Callable[[], None] | None = None) -> torch.Tensor:
+    """torchtune's chunked output loss, as its recipes run it (torchtune/modules/loss/ce_chunked_output_loss.py,
+    recipes/full_finetune_single_device.py): the output projection applied to 8 token chunks of the final hidden
+    state, each chunk upcast to fp32 only inside its own cross-entropy (reduction sum), the list of 16-bit chunk
+    logits dropped before backward. Labels are the inputs, unshifted (torchtune's datasets shift them)."""
+    base = base_model(model)
+    hidden = base.get_decoder()(input_ids=ids).last_hidden_state
+    head = base.get_output_embeddings()
+    chunks = [head(part) for part in hidden.tensor_split(CHUNKED_LOSS_CHUNKS, dim=1)]
+    if on_chunk_grad is not None:
+        for chunk in chunks:
+            chunk.register_hook(lambda grad: on_chunk_grad())
+    labels = ids.tensor_split(CHUNKED_LOSS_CHUNKS, dim=1)
+    total = sum(torch.nn.functional.cross_entropy(chunk.reshape(-1, chunk.size(-1)).float(), label.reshape(-1),
+                                                  reduction="sum") for chunk, label in zip(chunks, labels))
+    del chunks
+    return total / ids.numel()
+
+
+def _loss(model, ids, loss: str, on_chunk_grad: Callable[[], None] | None = None) -> torch.Tensor:
+    if loss == "chunked":
+        return _chunked_loss(model, ids, on_chunk_grad)
+    return model(input_ids=ids, labels=ids).loss
+
+
+def _optimizer_in_backward(params, impl: str) -> dict:
+    """torchtune's optimizer_in_bwd (training/memory.py register_optim_in_bwd_hooks): one optimizer per
+    parameter, stepped and zeroed by a post-accumulate-grad hook, so each gradient is freed as soon as it is
+    applied."""
+    optimizers = {p: _optimizer([p], impl) for p in params}
+
+    def step(p):
+        optimizers[p].step()
+        optimizers[p].zero_grad(set_to_none=True)
+
+    for p in params:
+        p.register_post_accumulate_grad_hook(step)
+    return optimizers
+
+
+def _train_step(model, opt, ids, loss: str = "standard") -> None:
+    """One step as HF Trainer runs it: only the loss is kept, logits are dropped after the forward. `opt` None:
+    the optimizer steps in backward."""
+    _loss(model, ids, loss).backward()
+    if opt is not None:
+        opt.step()
+        opt.zero_grad(set_to_none=True)
 
 
 def trace_training(config, batch: int = 1, seq: int = 512, technique: str = "full", lora_rank: int = 16,
                    lora_targets: str = "q,v", lora_dtype: str = "fp32", optimizer_impl: str = "fused",
                    state_dtype: str = "param", gradient_checkpointing: bool = False, attn_impl: str = "sdpa",
-                   dtype: str = "bf16", num_layers: int | None = None, debug: bool = False) -> dict:
+                   dtype: str = "bf16", num_layers: int | None = None, debug: bool = False, loss: str = "standard",
+                   optimizer_in_backward: bool = False) -> dict:
     """One untracked warm-up step (creates AdamW's states), then one tracked step: forward (loss only, as HF
     Trainer keeps it), backward, AdamW step (`optimizer_impl` fused / foreach / single-tensor), zero_grad.
 
@@ -249,7 +294,13 @@ def trace_training(config, batch: int = 1, seq: int = 512, technique: str = "ful
                              every storage after the forward and at each phase's peak
         peak, peak_phase, phases     forward / backward / optimizer step peaks (backward = max of its parts in
                                      phase_details: the loss head until the logits' gradient exists, then layers)
+        gradients_max_live           the most gradient bytes alive at once during backward
+    loss "chunked" runs torchtune's chunked output loss (`_chunked_loss`): the loss head's backward ends when every
+    chunk's logits have their gradient. optimizer_in_backward steps each parameter in backward (torchtune's
+    optimizer_in_bwd): `gradients` is then 0 after backward, `gradients_max_live` what coexisted.
     """
+    if loss not in ("standard", "chunked"):
+        raise ValueError(f"loss must be standard or chunked; got {loss!r}")
     if technique not in ("full", "lora"):
         raise ValueError(f"technique must be full or lora; got {technique!r}")
     if state_dtype != "param":
@@ -264,30 +315,53 @@ def trace_training(config, batch: int = 1, seq: int = 512, technique: str = "ful
         base_model(model).activation_checkpointing_enable({"use_reentrant": False})
     vocab = model.config.get_text_config().vocab_size
     trainable = [p for p in model.parameters() if p.requires_grad]
+    tracker = MemoryTracker(record_origin=True, record_peak_live=debug)
+    most_grads, tracking = [0], [False]
+
+    def retag(p):  # registered before the optimizer-in-backward hooks, so it sees each gradient first
+        if tracking[0]:
+            tracker.retag(p.grad, GRADIENTS)
+            most_grads[0] = max(most_grads[0], tracker.live_bytes(GRADIENTS))
+
+    grads = [p.register_post_accumulate_grad_hook(retag) for p in trainable]
     with fake:
         ids = torch.randint(0, vocab, (batch, seq))
-        opt = _optimizer(trainable, optimizer_impl)
-        _train_step(model, opt, ids)  # warm-up: AdamW creates its states lazily
+        if optimizer_in_backward:
+            optimizers, opt = _optimizer_in_backward(trainable, optimizer_impl), None
+        else:
+            opt = _optimizer(trainable, optimizer_impl)
+        _train_step(model, opt, ids, loss)  # warm-up: AdamW creates its states lazily
+    tracking[0] = True
 
-    tracker = MemoryTracker(record_origin=True, record_peak_live=debug)
     tracker.register(model=model, optimizer=opt, inputs=ids)
-    head = _mark_logits(model, tracker, on_grad=lambda: tracker.enter_phase("backward (layers)", TEMPORARIES))
+    for one in optimizers.values() if optimizer_in_backward else ():
+        tracker.register(optimizer=one)
+    layers_phase = lambda: tracker.enter_phase("backward (layers)", TEMPORARIES)  # noqa: E731
+    chunk_grads = [0]
+
+    def chunk_done():  # the loss head's backward is done when the last chunk's logits have their gradient
+        chunk_grads[0] += 1
+        if chunk_grads[0] == CHUNKED_LOSS_CHUNKS:
+            layers_phase()
+
+    head = _mark_logits(model, tracker, on_grad=None if loss == "chunked" else layers_phase)
     _, probes = _layer_probes(model, tracker, ACTIVATIONS)
-    grads = [p.register_post_accumulate_grad_hook(lambda p: tracker.retag(p.grad, GRADIENTS)) for p in trainable]
     try:
         with fake, tracker:  # cache tensors created in training are saved activations: no KV tagging
             with tracker.phase("forward", ACTIVATIONS):
-                loss = model(input_ids=ids, labels=ids).loss
+                loss_value = _loss(model, ids, loss, chunk_done)
             after_forward = tracker.snapshot()
             live_after_forward = tracker.live_tensors()
             with tracker.phase("backward (loss head)", TEMPORARIES):
-                loss.backward()
+                loss_value.backward()
             after_backward = tracker.snapshot()
             with tracker.phase("optimizer step", OPTIMIZER_TEMPORARIES):
-                opt.step()
+                if opt is not None:
+                    opt.step()
             after_step = tracker.snapshot()
-            opt.zero_grad(set_to_none=True)
-            del loss
+            if opt is not None:
+                opt.zero_grad(set_to_none=True)
+            del loss_value
     finally:
         _remove(head + probes + grads)
 
@@ -303,6 +377,10 @@ def trace_training(config, batch: int = 1, seq: int = 512, technique: str = "ful
         "weights": tracker.live_bytes(WEIGHTS),
         "buffers": tracker.live_bytes(BUFFERS),
         "gradients": after_backward.get(GRADIENTS, 0),
+        "gradients_max_live": most_grads[0],
+        "logits_forward_peak": peaks["forward"].by_category.get(LOGITS, 0),
+        "loss": loss,
+        "optimizer_in_backward": optimizer_in_backward,
         "optimizer_states": after_step.get(OPTIMIZER_STATES, 0),
         "activations": after_forward.get(ACTIVATIONS, 0),
         "logits_saved": after_forward.get(LOGITS, 0),

@@ -1,0 +1,411 @@
+"""Speed: prefill throughput, time to first token, decode speed and training throughput, from a roofline per phase.
+
+One GPU of a tensor-parallel group of `tp` runs every phase; a phase takes the longer of its memory time and its
+compute time, plus the tensor-parallel all-reduces (Williams, Waterman, Patterson 2009, "Roofline: an insightful
+visual performance model", CACM 52(4); for LLM inference, Pope et al. 2022, "Efficiently Scaling Transformer
+Inference", arXiv:2211.05102, section 2):
+
+    decode step (B sequences, each with c cached tokens):
+        bytes  = weights a step reads (2-D weights / tp + vectors; MoE: the experts B x k picks touch)
+                 + KV cache of the B sequences at c tokens (kv_cache.py: GQA, MLA, windows, the KV dtype)
+        flops  = 2 x active matmul parameters / tp x B  +  4 x q_width / tp x attended tokens x B (QK^T and PV)
+        time   = max(bytes / (bandwidth x e_bw), flops / (peak x e_flops)) + all-reduce time
+    prefill of a P-token prompt:
+        flops  = 2 x active matmul parameters / tp x P  +  4 x q_width / tp x sum over positions of the tokens seen
+        bytes  = the weights once (every expert the P x k picks touch)
+        time   = max(...) + all-reduce time;  TTFT = that time;  prefill throughput = P / time
+    all-reduce (tensor parallel, Megatron-LM, Shoeybi et al. 2019, arXiv:1909.08053, section 3: two per layer):
+        2 x layers x 2 (tp - 1) / tp x tokens x hidden x 2 bytes  /  link bandwidth (ring all-reduce)
+    training (Kaplan et al. 2020, arXiv:2001.08361, section 2.1: C = 6N per token; Chowdhury / Korthikanti et al.
+        2022, arXiv:2205.05198, section 5: recomputation adds a forward, 8N):
+        flops per token = 2N forward + 2N backward to the activations + 2N backward to the weights (only for
+        trained weights: LoRA's frozen base needs the first two, not the third) + 2N again with checkpointing
+        tokens/s per GPU = MFU x peak / flops per token; ZeRO / FSDP traffic overlaps the backward pass
+
+The efficiencies e_bw (achieved fraction of the memory bandwidth) and e_flops (of the dense 16-bit tensor peak)
+are not one global factor: each comes from published measurements of an engine on a GPU class, by the rule
+written in `estimator/data/speed.json` (median achieved fraction; `python -m validation speed --derive`).
+Everything here is a pure function of its inputs; the memory numbers come from formats.py and kv_cache.py.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from importlib import resources
+
+from .architecture import Architecture, parameter_counts, tensors
+from .catalog import Gpu
+from .formats import CHECKPOINT, tensor_bytes, weight_format
+from .kv_cache import KV_DTYPE_LABELS, kv_cache_bytes
+from .units import BF16_BYTES
+
+TFLOP = 10**12
+GB_S = 10**9
+ACTIVATION_BYTES = BF16_BYTES  # the hidden states tensor parallelism all-reduces are 16-bit
+
+# GPU-to-GPU link when the catalog records none: PCIe 4.0 x16, 16 GT/s x 16 lanes x 128/130 encoding / 8 bits
+# = 31.5 GB/s per direction (PCI-SIG PCI Express Base Specification 4.0, section 4.2)
+FALLBACK_LINK_GB_S = 31.5
+FALLBACK_LINK = "PCIe 4.0 x16 (no interconnect recorded for this GPU)"
+
+# Apple GPUs publish no tensor TFLOPs: FP16 = FP32 rate = shaders (GPU cores x 128) x 2 (FMA) x clock, with the
+# shader counts and clocks hmc-tech.com lists (https://hmc-tech.com/gpu/apple-32-core-m4-max-vs-apple-60-core-m2-ultra:
+# M2 Ultra 1398 MHz; .../apple-32-core-m4-max-vs-apple-40-core-m3-max: M3 Max 1398 MHz, M4 Max 1678 MHz).
+# Used only where the catalog records no TFLOPs.
+APPLE_FP16_TFLOPS = {"m2-ultra-192gb": 76 * 128 * 2 * 1.398e9 / TFLOP, "m3-max-128gb": 40 * 128 * 2 * 1.398e9 / TFLOP,
+                     "m4-max-128gb": 40 * 128 * 2 * 1.678e9 / TFLOP}
+
+# Formats whose GEMMs run on FP8 / INT8 tensor cores when the GPU has them (W8A8: vLLM quantization/fp8.py
+# Fp8LinearMethod uses cutlass_scaled_mm on sm89+; w8a8-int8 compressed-tensors). Every other quantized format
+# dequantises to 16-bit inside its kernel (Marlin, AWQ, bitsandbytes, GGUF's dequantize + cuBLAS): 16-bit peak.
+FP8_COMPUTE_FORMATS = frozenset({"fp8", "fp8-block", "fp8-channel", "w8a8-int8"})
+
+# Training MFU: Llama 3 (Dubey et al. 2024, arXiv:2407.21783, Table 4): 38-43% BF16 MFU on H100s, 8K-16K GPUs
+# (4D parallelism). A range, not a fit: single-node fine-tuning without tuned kernels can fall below it.
+MFU_LOW, MFU_HIGH = 0.38, 0.43
+MFU = (MFU_LOW + MFU_HIGH) / 2
+
+GPU_CLASSES = ("nvidia-datacenter", "nvidia-consumer", "amd", "apple")
+ENGINE_FAMILY = {"ollama": "llama.cpp"}  # Ollama runs llama.cpp's kernels (ollama/ollama llama/ vendors ggml)
+
+
+def gpu_class(g: Gpu) -> str:
+    """The GPU class efficiencies are grouped by: NVIDIA datacenter (HBM), NVIDIA consumer and workstation
+    (GDDR), AMD, Apple (unified memory)."""
+    if g.kind == "apple" or g.vendor.lower() == "apple":
+        return "apple"
+    if g.vendor.upper() == "AMD":
+        return "amd"
+    return "nvidia-datacenter" if g.kind == "datacenter" else "nvidia-consumer"
+
+
+def kernel_kind(format_id: str) -> str:
+    """'16-bit' for unquantized weights, 'quantized' for the rest (their kernels differ: dequantisation, int8
+    MMQ, Marlin): efficiencies are derived separately where records allow."""
+    return "16-bit" if format_id in ("bf16", "fp32") else "quantized"
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """An achieved fraction of a peak, and where it comes from."""
+
+    value: float  # achieved / peak
+    key: str  # what it is the median of, e.g. "llama.cpp, nvidia-consumer, decode, quantized"
+    records: tuple[str, ...]  # ids of validation/published/speed.csv it was derived from
+
+    @property
+    def text(self) -> str:
+        return f"{self.value:.2f} (median of {len(self.records)} published record(s): {self.key})"
+
+
+@functools.lru_cache(maxsize=1)
+def _efficiency_table() -> dict[tuple[str, ...], Efficiency]:
+    data = json.loads(resources.files("estimator").joinpath("data", "speed.json").read_text(encoding="utf-8"))
+    return {tuple(e["key"]): Efficiency(float(e["value"]), ", ".join(part for part in e["key"] if part),
+                                        tuple(e["records"])) for e in data["efficiencies"]}
+
+
+@functools.lru_cache(maxsize=256)
+def efficiency(engine: str, klass: str, phase: str, kernel: str) -> Efficiency:
+    """The most specific derived efficiency: (engine, GPU class, phase, kernel), then without the kernel, then the
+    engine on any GPU, the GPU class with any engine, and the phase over every record (speed.json's rule)."""
+    engine = ENGINE_FAMILY.get(engine, engine)
+    table = _efficiency_table()
+    for key in ((engine, klass, phase, kernel), (engine, klass, phase, ""), (engine, "", phase, ""),
+                ("", klass, phase, ""), ("", "", phase, "")):
+        if key in table and (engine or not key[0]):
+            return table[key]
+    raise ValueError(f"estimator/data/speed.json has no efficiency for phase {phase!r}")
+
+
+@dataclass(frozen=True)
+class Peaks:
+    """What one GPU can do, and what the estimate assumed for what the catalog does not record."""
+
+    bandwidth: float  # bytes/s
+    flops: float | None  # FLOP/s of the weight format's tensor path; None: not published
+    link: float  # bytes/s per direction between GPUs
+    notes: tuple[str, ...]
+
+
+def peaks(g: Gpu, format_id: str) -> Peaks:
+    notes = []
+    tflops, path = g.bf16_tflops or g.fp16_tflops, "dense BF16/FP16"
+    if format_id in FP8_COMPUTE_FORMATS and g.fp8_tflops:
+        tflops, path = g.fp8_tflops, "dense FP8 (W8A8 GEMMs)"
+    if tflops is None and g.id in APPLE_FP16_TFLOPS:
+        tflops, path = APPLE_FP16_TFLOPS[g.id], "FP16 from GPU cores x 128 ALUs x 2 x clock (Apple publishes none)"
+    if tflops is None:
+        notes.append(f"{g.name}: no TFLOPs recorded, so compute never bounds a phase (prefill is optimistic)")
+    else:
+        notes.append(f"{g.name}: {g.bandwidth_gb_s:g} GB/s, {tflops:.1f} TFLOPs {path}")
+    link, link_name = g.interconnect_gb_s, g.interconnect
+    if not link:
+        link, link_name = FALLBACK_LINK_GB_S, FALLBACK_LINK
+    return Peaks(g.bandwidth_gb_s * GB_S, tflops * TFLOP if tflops else None, link * GB_S,
+                 (*notes, f"GPU-to-GPU link: {link_name}, {link:g} GB/s per direction"))
+
+
+@dataclass(frozen=True)
+class WeightTraffic:
+    """Weight bytes of a model in one format, split by what a step reads of them."""
+
+    layers: int  # 2-D weights every token uses (attention, dense MLPs, shared experts, router, lm_head)
+    experts: int  # routed-expert matrices (all E experts)
+    vectors: int  # norms, biases: replicated on every tensor-parallel rank
+    lookup: int  # input embeddings: a step reads only its tokens' rows (not counted)
+
+
+@functools.lru_cache(maxsize=1024)
+def weight_traffic(a: Architecture, format_id: str) -> WeightTraffic:
+    """The weights in `format_id` (CHECKPOINT: the checkpoint's own layout) as formats.py sizes them. The input
+    embedding is a row lookup, unless tied: then it is also the lm_head every step reads in full."""
+    if format_id == CHECKPOINT and a.checkpoint is not None and a.checkpoint.format_id is not None:
+        size_of = functools.partial(a.checkpoint.tensor_bytes, a)
+    else:
+        fmt = weight_format("bf16" if format_id == CHECKPOINT else format_id)
+        size_of = lambda t: tensor_bytes(fmt, t, a)  # noqa: E731
+    layers = experts = vectors = lookup = 0
+    for t in tensors(a):
+        size = size_of(t)
+        if not t.is_matrix:
+            vectors += size
+        elif t.is_expert:
+            experts += size
+        elif t.role in ("token_embd", "position_embd", "per_layer_embd") and not (
+                t.role == "token_embd" and a.tie_word_embeddings):
+            lookup += size
+        else:
+            layers += size
+    return WeightTraffic(layers, experts, vectors, lookup)
+
+
+def experts_touched(a: Architecture, tokens: int) -> float:
+    """Expected fraction of a layer's experts that `tokens` tokens route to, each picking k of E uniformly:
+    1 - (1 - k/E)^tokens (k/E for one token; all of them once the batch is large)."""
+    if not a.is_moe:
+        return 0.0
+    return 1.0 - (1.0 - a.experts_per_token / a.num_experts) ** tokens
+
+
+@functools.lru_cache(maxsize=1024)
+def matmul_parameters(a: Architecture) -> int:
+    """Parameters a token multiplies by: the active parameters without the input embedding lookups (a tied
+    embedding is the lm_head, so it stays)."""
+    counts = parameter_counts(a)
+    lookups = sum(t.numel for t in tensors(a) if t.role in ("token_embd", "position_embd", "per_layer_embd")
+                  and not (t.role == "token_embd" and a.tie_word_embeddings))
+    return counts.active - lookups
+
+
+def attended_tokens(a: Architecture, context: int) -> int:
+    """Keys one new token attends to, summed over the attention layers (windowed layers see at most the window;
+    linear-attention and Mamba layers keep a fixed state and attend to none)."""
+    sliding = set(a.sliding_layers)
+    return sum(min(context, a.sliding_window) if i in sliding else context for i in a.attention_layers)
+
+
+def attention_flops(a: Architecture, context: int) -> int:
+    """FLOPs of one token's attention at `context` cached tokens: QK^T and PV, 2 x 2 x q_width per key."""
+    return 4 * a.q_width * attended_tokens(a, context)
+
+
+def prefill_attention_flops(a: Architecture, prompt: int) -> int:
+    """Causal attention of a whole prompt: token t attends to t keys (sum 1..P = P(P+1)/2, windows capped)."""
+    sliding = set(a.sliding_layers)
+    full = sum(1 for i in a.attention_layers if i not in sliding)
+    causal = prompt * (prompt + 1) // 2
+    w = a.sliding_window
+    windowed = causal if prompt <= w else w * (w + 1) // 2 + (prompt - w) * w
+    return 4 * a.q_width * (full * causal + (len(a.attention_layers) - full) * windowed)
+
+
+def allreduce_seconds(a: Architecture, tokens: int, tp: int, link: float) -> float:
+    """Two ring all-reduces per layer of tokens x hidden 16-bit activations; each GPU sends 2 (tp - 1) / tp of
+    the tensor (Megatron-LM: after the attention output and the MLP down projection)."""
+    if tp == 1:
+        return 0.0
+    per_gpu = 2 * a.num_layers * 2 * (tp - 1) / tp * tokens * a.hidden_size * ACTIVATION_BYTES
+    return per_gpu / link
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One forward on one GPU: its bytes, FLOPs and times (seconds)."""
+
+    bytes: float
+    flops: float
+    memory_s: float
+    compute_s: float
+    comm_s: float
+
+    @property
+    def seconds(self) -> float:
+        return max(self.memory_s, self.compute_s) + self.comm_s
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.compute_s > self.memory_s else "memory"
+
+
+def _phase(num_bytes: float, flops: float, comm_s: float, p: Peaks, e_bw: float, e_flops: float) -> Phase:
+    compute = flops / (p.flops * e_flops) if p.flops else 0.0
+    return Phase(num_bytes, flops, num_bytes / (p.bandwidth * e_bw), compute, comm_s)
+
+
+def decode_phase(a: Architecture, format_id: str, kv_dtype: str, tp: int, sequences: int, context: int,
+                 p: Peaks, e_bw: float, e_flops: float, mla_latent: bool = True) -> Phase:
+    """One decode step of `sequences` sequences, each with `context` cached tokens."""
+    w = weight_traffic(a, format_id)
+    weights = (w.layers + w.experts * experts_touched(a, sequences)) / tp + w.vectors
+    kv = kv_cache_bytes(a, context, sequences, kv_dtype, tp, mla_latent)
+    flops = sequences * (2 * matmul_parameters(a) + attention_flops(a, context)) / tp
+    return _phase(weights + kv, flops, allreduce_seconds(a, sequences, tp, p.link), p, e_bw, e_flops)
+
+
+def prefill_phase(a: Architecture, format_id: str, tp: int, prompt: int, p: Peaks, e_bw: float,
+                  e_flops: float) -> Phase:
+    """The forward of one `prompt`-token prompt: weights read once, the prompt's FLOPs."""
+    w = weight_traffic(a, format_id)
+    weights = (w.layers + w.experts * experts_touched(a, prompt)) / tp + w.vectors
+    flops = (2 * matmul_parameters(a) * prompt + prefill_attention_flops(a, prompt)) / tp
+    return _phase(weights, flops, allreduce_seconds(a, prompt, tp, p.link), p, e_bw, e_flops)
+
+
+@dataclass(frozen=True)
+class Speed:
+    """Inference speed of one scenario row on one GPU type."""
+
+    prefill_tokens_per_s: float  # prompt tokens per second while prefilling one prompt
+    ttft_s: float  # time to first token of one prompt (its prefill)
+    decode_tokens_per_s: float  # generated tokens per second of one sequence
+    throughput_tokens_per_s: float  # generated tokens per second over all concurrent sequences
+    bound: str  # what limits decode: "memory" or "compute"
+    assumptions: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"prefill_tokens_per_s": round(self.prefill_tokens_per_s, 2), "ttft_s": round(self.ttft_s, 6),
+                "decode_tokens_per_s": round(self.decode_tokens_per_s, 3),
+                "throughput_tokens_per_s": round(self.throughput_tokens_per_s, 3), "bound": self.bound,
+                "assumptions": list(self.assumptions)}
+
+
+def inference_speed(a: Architecture, g: Gpu, format_id: str, kv_dtype: str = "bf16", tp: int = 1,
+                    sequences: int = 1, prompt: int = 512, context: int = 512, engine: str = "",
+                    mla_latent: bool = True) -> Speed:
+    """Prefill of one `prompt`-token prompt, and a decode step of `sequences` sequences at `context` cached
+    tokens each, on `tp` GPUs of type `g` running `engine` ('' = no engine chosen: the GPU class's efficiencies
+    over every engine)."""
+    p = peaks(g, format_id)
+    klass, kernel = gpu_class(g), kernel_kind("bf16" if format_id == CHECKPOINT and not _quantized_checkpoint(a)
+                                              else format_id)
+    e_bw, e_flops = efficiency(engine, klass, "decode", kernel), efficiency(engine, klass, "prefill", kernel)
+    step = decode_phase(a, format_id, kv_dtype, tp, sequences, context, p, e_bw.value, e_flops.value, mla_latent)
+    fill = prefill_phase(a, format_id, tp, prompt, p, e_bw.value, e_flops.value)
+    notes = (
+        f"Decode: each step reads {step.bytes / 1e9:.3g} GB per GPU (the weights it touches in this format + the KV "
+        f"cache of {sequences} sequence(s) at {context:,} tokens, {KV_DTYPE_LABELS[kv_dtype]}) and does "
+        f"{step.flops / 1e9:.3g} GFLOPs; {step.bound}-bound",
+        f"Prefill of a {prompt:,}-token prompt: {fill.flops / 1e12:.3g} TFLOPs per GPU (2 x {matmul_parameters(a):,} "
+        f"active matmul parameters per token + causal attention); {fill.bound}-bound",
+        *((f"MoE: a step of {sequences} sequence(s) touches {experts_touched(a, sequences):.1%} of the experts, "
+           f"a {prompt:,}-token prompt {experts_touched(a, prompt):.1%}",) if a.is_moe else ()),
+        *p.notes,
+        f"Achieved fraction of bandwidth {e_bw.text}; of peak FLOPs {e_flops.text}",
+        compute_note(format_id, g),
+        *((f"Tensor parallel over {tp}: bytes and FLOPs split, plus two all-reduces per layer "
+           f"({(step.comm_s * 1e3):.3g} ms per decode step; link latency not modelled)",) if tp > 1 else ()),
+    )
+    return Speed(prefill_tokens_per_s=prompt / fill.seconds, ttft_s=fill.seconds,
+                 decode_tokens_per_s=1 / step.seconds, throughput_tokens_per_s=sequences / step.seconds,
+                 bound=step.bound, assumptions=notes)
+
+
+def compute_note(format_id: str, g: Gpu) -> str:
+    """Which kernels the weight format runs on, in words (the peak it is measured against)."""
+    if format_id in FP8_COMPUTE_FORMATS and g.fp8_tflops:
+        return "FP8 weights: W8A8 GEMMs on the FP8 tensor cores (measured against the FP8 peak)"
+    if format_id in ("bf16", "fp32", CHECKPOINT):
+        return "Weights as stored: 16-bit GEMMs (quantized checkpoints: as their format below)" \
+            if format_id == CHECKPOINT else "16-bit weights: 16-bit GEMMs"
+    if weight_format(format_id).scope == "gguf":
+        return ("GGUF weights: fewer bytes read; llama.cpp multiplies the quantized blocks directly (int8 dot "
+                "products, ggml-cuda mmvq.cu for decode and mmq.cu for prefill), measured against the 16-bit peak")
+    return ("Quantized weights: fewer bytes read; the kernels (Marlin, AWQ, bitsandbytes) dequantise to 16-bit "
+            "inside the GEMM, measured against the 16-bit peak")
+
+
+def _quantized_checkpoint(a: Architecture) -> bool:
+    return a.checkpoint is not None and a.checkpoint.format_id is not None
+
+
+def llama_bench(a: Architecture, g: Gpu, format_id: str, kv_dtype: str = "bf16", pp: int = 512,
+                tg: int = 128, tp: int = 1) -> Speed:
+    """llama.cpp's `llama-bench` conventions: ppN = prefill throughput of an N-token prompt; tgN = decode speed
+    of N tokens generated from an empty context at batch 1 (the cache grows 0..N: on average N / 2 tokens)."""
+    return inference_speed(a, g, format_id, kv_dtype, tp, sequences=1, prompt=pp, context=tg // 2,
+                           engine="llama.cpp")
+
+
+@dataclass(frozen=True)
+class TrainingSpeed:
+    tokens_per_s: float  # per GPU
+    step_time_s: float  # one optimizer step of micro-batch x sequence length on every GPU
+    epoch_time_s: float | None  # the dataset once over all GPUs; None when no dataset size is given
+    tokens_per_s_range: tuple[float, float]  # at MFU_LOW and MFU_HIGH
+    assumptions: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"tokens_per_s": round(self.tokens_per_s, 3), "step_time_s": round(self.step_time_s, 6),
+                "epoch_time_s": None if self.epoch_time_s is None else round(self.epoch_time_s, 3),
+                "tokens_per_s_range": [round(v, 3) for v in self.tokens_per_s_range], "mfu": MFU,
+                "assumptions": list(self.assumptions)}
+
+
+def training_flops_per_token(a: Architecture, seq_len: int, technique: str, checkpointing: bool) -> float:
+    """FLOPs per trained token: forward 2N, backward to the activations 2N, backward to the weights 2N for full
+    fine-tuning only (LoRA adapters' own FLOPs are a fraction of a percent), one more forward with gradient
+    checkpointing; attention (2 x q_width x seq per layer forward) scales the same way."""
+    n = matmul_parameters(a)
+    attention = 2 * a.q_width * attended_tokens(a, seq_len)  # causal: half the 4 x q_width x seq of a full row
+    passes = (3 if technique == "full" else 2) + (1 if checkpointing else 0)
+    return passes * (2 * n + attention)
+
+
+def training_speed(a: Architecture, g: Gpu, technique: str, batch: int, seq_len: int, gpus: int = 1,
+                   zero_stage: int = 0, checkpointing: bool = False, dataset_tokens: int = 0,
+                   grad_bytes: int = BF16_BYTES) -> TrainingSpeed:
+    """Tokens/s per GPU at the MFU of published runs; a step is micro-batch x seq_len tokens on each GPU; data
+    parallel communication (ZeRO paper, Rajbhandari et al. 2020, arXiv:1910.02054, section 7: 2 Psi per GPU for
+    DP / ZeRO-1 / 2, 3 Psi for ZeRO-3) overlaps compute unless it takes longer."""
+    p = peaks(g, "bf16")
+    per_token = training_flops_per_token(a, seq_len, technique, checkpointing)
+    notes = [f"FLOPs per token: {per_token / 1e9:.3g} G ({'6' if technique == 'full' else '4'}N"
+             f"{' + 2N recomputation' if checkpointing else ''}, N = {matmul_parameters(a):,} matmul parameters, "
+             "plus attention" + ("; LoRA: no weight gradients of the frozen base" if technique != "full" else "")
+             + ")", *p.notes[:1],
+             f"MFU {MFU:.3f} (range {MFU_LOW}-{MFU_HIGH}: Llama 3, arXiv:2407.21783 Table 4)"]
+    if p.flops is None:
+        raise ValueError(f"{g.name} has no recorded TFLOPs: training speed cannot be estimated")
+    if technique.startswith("qlora"):
+        notes.append("QLoRA: the base is dequantised to 16-bit for every matmul (the same FLOPs; the dequantisation "
+                     "costs are inside the MFU range only approximately)")
+    tokens = batch * seq_len
+    compute_s = tokens * per_token / (p.flops * MFU)
+    trained = parameter_counts(a).total if technique == "full" else 0
+    comm_s = 0.0
+    if gpus > 1 and trained:
+        volume = (3 if zero_stage == 3 else 2) * trained * grad_bytes * (gpus - 1) / gpus
+        comm_s = volume / p.link
+        notes.append(f"Data parallel over {gpus} GPUs (ZeRO-{zero_stage}): {volume / 1e9:.3g} GB per GPU per step "
+                     f"over the link ({comm_s:.3g} s), overlapped with compute")
+    elif gpus > 1:
+        notes.append("LoRA over several GPUs: only the adapters' gradients are all-reduced (negligible)")
+    step = max(compute_s, comm_s)
+    rate = tokens / step
+    low, high = (tokens / max(tokens * per_token / (p.flops * m), comm_s) for m in (MFU_LOW, MFU_HIGH))
+    epoch = dataset_tokens / (rate * gpus) if dataset_tokens else None
+    return TrainingSpeed(rate, step, epoch, (low, high), tuple(notes))
+

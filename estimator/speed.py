@@ -30,6 +30,7 @@ Everything here is a pure function of its inputs; the memory numbers come from f
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from dataclasses import dataclass
@@ -37,8 +38,12 @@ from importlib import resources
 
 from .architecture import Architecture, parameter_counts, tensors
 from .catalog import Gpu
+from .catalog import gpu as catalog_gpu
+from .engines.base import ServeReport, ServeScenario
 from .formats import CHECKPOINT, tensor_bytes, weight_format
 from .kv_cache import KV_DTYPE_LABELS, kv_cache_bytes
+from .scenarios import FinetuneScenario, InferenceScenario, gradient_checkpointing
+from .training import REGIMES
 from .units import BF16_BYTES
 
 TFLOP = 10**12
@@ -312,7 +317,7 @@ def inference_speed(a: Architecture, g: Gpu, format_id: str, kv_dtype: str = "bf
         f"active matmul parameters per token + causal attention); {fill.bound}-bound",
         *((f"MoE: a step of {sequences} sequence(s) touches {experts_touched(a, sequences):.1%} of the experts, "
            f"a {prompt:,}-token prompt {experts_touched(a, prompt):.1%}",) if a.is_moe else ()),
-        *p.notes,
+        *(p.notes if tp > 1 else p.notes[:-1]),  # the link matters only between GPUs
         f"Achieved fraction of bandwidth {e_bw.text}; of peak FLOPs {e_flops.text}",
         compute_note(format_id, g),
         *((f"Tensor parallel over {tp}: bytes and FLOPs split, plus two all-reduces per layer "
@@ -409,3 +414,49 @@ def training_speed(a: Architecture, g: Gpu, technique: str, batch: int, seq_len:
     epoch = dataset_tokens / (rate * gpus) if dataset_tokens else None
     return TrainingSpeed(rate, step, epoch, (low, high), tuple(notes))
 
+
+
+# The inference table's rows and the formats they stand for (inference.DETAILED_ROWS; a format id stands for itself)
+ROW_FORMATS = {"16-bit": "bf16", "8-bit": "fp8", "4-bit": "awq-4bit"}
+SERVE_PROMPT, SERVE_GENERATED = 512, 128  # llama-bench's pp512 / tg128, the convention of most published numbers
+
+
+def row_speed(s: InferenceScenario | FinetuneScenario, row: str, g: Gpu) -> Speed | TrainingSpeed | None:
+    """The speed of one table row of a scenario on GPU `g` (None for a model known only by its parameter count).
+    Inference: the whole sequence as the prompt (TTFT of seq_len tokens), and decode with every one of the
+    batch x concurrency sequences at seq_len cached tokens (the last, slowest step of a full-length request)."""
+    if not isinstance(s.model, Architecture):
+        return None
+    if isinstance(s, InferenceScenario):
+        sequences = s.batch_size * s.concurrency
+        rate = inference_speed(s.model, g, ROW_FORMATS.get(row, row), s.kv_dtype, s.tensor_parallel, sequences,
+                               prompt=s.seq_len, context=s.seq_len, mla_latent=s.mla_latent_cache)
+        scope = (f"Speed: prefill of one {s.seq_len:,}-token prompt; decode of {sequences} sequence(s) each at "
+                 f"{s.seq_len:,} cached tokens (the last step of a full-length request); no engine chosen")
+        return dataclasses.replace(rate, assumptions=(scope, *rate.assumptions))
+    return training_speed(s.model, g, row, s.batch_size, s.seq_len, s.num_gpus, s.zero_stage,
+                          gradient_checkpointing(s.gradient_checkpointing, row), s.dataset_tokens,
+                          REGIMES[s.regime].grad_bytes if row == "full" else BF16_BYTES)
+
+
+def serve_speed(s: ServeScenario, report: ServeReport) -> Speed:
+    """An engine's speed by llama-bench's conventions: pp512 (prefill throughput and TTFT of a 512-token prompt)
+    and tg128 (decode at batch 1 from an empty context); the throughput over as many 640-token requests as the
+    engine runs at once (its running-request limit, capped by what its KV cache holds)."""
+    settings = dict(report.settings)
+    limit = next((int(settings[k]) for k in ("max_num_seqs", "n_parallel", "num_parallel", "batch") if k in settings),
+                 s.max_num_seqs or 1)
+    request = SERVE_PROMPT + SERVE_GENERATED
+    sequences = max(1, min(limit, report.kv_cache_tokens // request)) if report.kv_cache_tokens else 1
+    g = catalog_gpu(s.gpu)
+    one = inference_speed(s.model, g, s.weights, s.kv_dtype, s.tensor_parallel, 1, SERVE_PROMPT,
+                          SERVE_GENERATED // 2, s.engine)
+    many = inference_speed(s.model, g, s.weights, s.kv_dtype, s.tensor_parallel, sequences, SERVE_PROMPT,
+                           SERVE_PROMPT + SERVE_GENERATED // 2, s.engine)
+    notes = (f"Speed by llama-bench's conventions: pp{SERVE_PROMPT} and tg{SERVE_GENERATED} at batch 1; throughput "
+             f"over {sequences} concurrent {request}-token request(s) (the engine's running-request limit {limit}, "
+             "capped by its KV-cache tokens)",
+             *(("Pipeline parallel: each token passes the stages one after another; the stages' bytes are not "
+                "modelled (one stage's GPU reads its share)",) if s.pipeline_parallel > 1 else ()),
+             *one.assumptions)
+    return dataclasses.replace(one, throughput_tokens_per_s=many.throughput_tokens_per_s, assumptions=notes)

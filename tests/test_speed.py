@@ -145,3 +145,54 @@ def test_training_speed_is_mfu_times_peak_over_flops_and_epoch_is_dataset_over_r
     comm = 3 * 6_738_415_616 * 2 * 7 / 8 / link
     assert eight.step_time_s == pytest.approx(max(comm, t.step_time_s))
     assert eight.epoch_time_s == pytest.approx(10**9 / (8 * 4 * 2048 / eight.step_time_s))
+
+
+def _cli(*argv: str) -> dict:
+    import contextlib
+    import io
+    import json
+
+    from estimator.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(list(argv)) == 0
+    return json.loads(out.getvalue())
+
+
+def test_inference_json_rows_gain_the_speed_of_their_format_on_the_gpu():
+    out = _cli("inference", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "rtx-4090", "--seq-len", "1024",
+               "--concurrency", "4", "--json")
+    by_row = {row["scenario"]: row["speed"] for row in out["rows"]}
+    assert set(by_row["16-bit"]) == {"prefill_tokens_per_s", "ttft_s", "decode_tokens_per_s",
+                                     "throughput_tokens_per_s", "bound", "assumptions"}
+    expected = speed.inference_speed(LLAMA2_7B, RTX_4090, "awq-4bit", sequences=4, prompt=1024, context=1024)
+    assert by_row["4-bit"]["decode_tokens_per_s"] == round(expected.decode_tokens_per_s, 3)
+    assert by_row["4-bit"]["throughput_tokens_per_s"] == pytest.approx(4 * by_row["4-bit"]["decode_tokens_per_s"],
+                                                                       rel=1e-4)
+    assert by_row["4-bit"]["decode_tokens_per_s"] > by_row["16-bit"]["decode_tokens_per_s"]  # fewer bytes a step
+
+
+def test_serve_json_gains_llama_bench_pp512_and_tg128_speed():
+    out = _cli("serve", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "rtx-4090", "--engine", "llama.cpp",
+               "--weights", "q4_0", "--json")
+    bench = speed.llama_bench(LLAMA2_7B, RTX_4090, "q4_0")
+    assert out["speed"]["decode_tokens_per_s"] == round(bench.decode_tokens_per_s, 3)
+    assert out["speed"]["prefill_tokens_per_s"] == round(bench.prefill_tokens_per_s, 2)
+    assert out["speed"]["ttft_s"] == pytest.approx(512 / out["speed"]["prefill_tokens_per_s"], rel=1e-4)
+
+
+def test_finetune_json_gains_tokens_per_s_and_the_epoch_of_the_dataset():
+    out = _cli("finetune", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "h100-sxm", "--technique", "lora",
+               "--dataset-tokens", "100000000", "--json")
+    rate = out["rows"][0]["speed"]
+    assert rate["epoch_time_s"] == pytest.approx(1e8 / rate["tokens_per_s"], rel=1e-5)
+    assert rate["step_time_s"] == pytest.approx(2048 / rate["tokens_per_s"], rel=1e-5)
+
+
+def test_a_negative_dataset_size_is_one_line_on_stderr_and_exit_2(capsys):
+    from estimator.cli import main
+
+    assert main(["finetune", "--params", "7", "--dataset-tokens", "-5"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Dataset tokens must be between 0 and" in err

@@ -105,24 +105,35 @@ class Efficiency:
         return f"{self.value:.2f} (median of {len(self.records)} published record(s): {self.key})"
 
 
-@functools.lru_cache(maxsize=1)
-def _efficiency_table() -> dict[tuple[str, ...], Efficiency]:
-    data = json.loads(resources.files("estimator").joinpath("data", "speed.json").read_text(encoding="utf-8"))
+def efficiency_table(data: dict) -> dict[tuple[str, ...], Efficiency]:
+    """speed.json's efficiencies by key (engine, GPU class, phase, kernel; '' = any)."""
     return {tuple(e["key"]): Efficiency(float(e["value"]), ", ".join(part for part in e["key"] if part),
                                         tuple(e["records"])) for e in data["efficiencies"]}
 
 
-@functools.lru_cache(maxsize=256)
-def efficiency(engine: str, klass: str, phase: str, kernel: str) -> Efficiency:
-    """The most specific derived efficiency: (engine, GPU class, phase, kernel), then without the kernel, then the
-    engine on any GPU, the GPU class with any engine, and the phase over every record (speed.json's rule)."""
+@functools.lru_cache(maxsize=1)
+def _efficiency_table() -> dict[tuple[str, ...], Efficiency]:
+    return efficiency_table(json.loads(resources.files("estimator").joinpath("data", "speed.json")
+                                       .read_text(encoding="utf-8")))
+
+
+def lookup_efficiency(table: dict[tuple[str, ...], Efficiency], engine: str, klass: str, phase: str,
+                      kernel: str) -> Efficiency:
+    """The most specific efficiency of `table`: (engine, GPU class, phase, kernel), then without the kernel, then
+    the GPU class with any engine (the hardware sets most of what is achievable), the engine on any GPU, and the
+    phase over every record (speed.json's rule)."""
     engine = ENGINE_FAMILY.get(engine, engine)
-    table = _efficiency_table()
-    for key in ((engine, klass, phase, kernel), (engine, klass, phase, ""), (engine, "", phase, ""),
-                ("", klass, phase, ""), ("", "", phase, "")):
-        if key in table and (engine or not key[0]):
+    for key in ((engine, klass, phase, kernel), (engine, klass, phase, ""), ("", klass, phase, ""),
+                (engine, "", phase, ""), ("", "", phase, "")):
+        if key in table:
             return table[key]
     raise ValueError(f"estimator/data/speed.json has no efficiency for phase {phase!r}")
+
+
+@functools.lru_cache(maxsize=256)
+def efficiency(engine: str, klass: str, phase: str, kernel: str) -> Efficiency:
+    """`lookup_efficiency` in the derived efficiencies of estimator/data/speed.json."""
+    return lookup_efficiency(_efficiency_table(), engine, klass, phase, kernel)
 
 
 @dataclass(frozen=True)

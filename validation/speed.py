@@ -8,7 +8,7 @@ Rule of the efficiencies (written into speed.json): for each record, the achieve
 over the roofline estimate at 100% efficiency (decode: of the memory bandwidth, the phase being memory-bound at
 batch 1; prefill: of the peak FLOPs). An efficiency is the median achieved fraction of the records of one key,
 from the most specific key with at least MIN_RECORDS records to the least:
-(engine, GPU class, phase, kernel) -> (engine, GPU class, phase) -> (engine, phase) -> (GPU class, phase) -> phase.
+(engine, GPU class, phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase.
 Held-out records (crc32 of the id % HOLDOUT_MODULUS == 0) never enter a median; their error is reported apart.
 """
 
@@ -41,7 +41,7 @@ SAME_ARCHITECTURE = {
 RULE = ("An efficiency is the median, over the published records of its key, of measured / (the roofline estimate at "
         "100% efficiency): decode records give the achieved fraction of the memory bandwidth, prefill records of the "
         f"peak FLOPs. Keys from the most specific with at least {MIN_RECORDS} records to the least: (engine, GPU class, "
-        "phase, kernel) -> (engine, GPU class, phase) -> (engine, phase) -> (GPU class, phase) -> phase. Records "
+        "phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase. Records "
         f"whose id has crc32 % {HOLDOUT_MODULUS} == 0 are held out of every median.")
 KV_WORDS = {"": "bf16", "f16": "bf16", "fp16": "bf16", "bf16": "bf16", "fp8": "fp8", "q8_0": "q8_0",
             "q4_0": "q4_0", "q5_0": "q5_0", "f32": "fp32", "fp32": "fp32"}
@@ -110,17 +110,17 @@ def case(record: dict) -> Case:
     return Case(record, phase, model=model, gpu=gpu, weights=weights, kv_dtype=kv)
 
 
-def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None) -> float:
+def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, table: dict | None = None) -> float:
     """The record's metric as the model estimates it; with e_bw / e_flops given, at those efficiencies (the
-    roofline at 100% is e = 1), else at the derived ones."""
+    roofline at 100% is e = 1), else at those of `table` (default: the derived ones of speed.json)."""
     r = c.record
     tp, conc = int(r["tp"] or 1), int(r["concurrency"] or 1)
     inp, out = int(r["input_tokens"] or 0), int(r["output_tokens"] or 0)
     p = speed.peaks(c.gpu, c.weights)
-    engine = r["engine"] if r["engine"] in ("vllm", "sglang", "llama.cpp", "ollama") else r["engine"]
     if e_bw is None:
-        e_bw = speed.efficiency(engine, c.klass, "decode", c.kernel).value
-        e_flops = speed.efficiency(engine, c.klass, "prefill", c.kernel).value
+        table = speed._efficiency_table() if table is None else table
+        e_bw = speed.lookup_efficiency(table, r["engine"], c.klass, "decode", c.kernel).value
+        e_flops = speed.lookup_efficiency(table, r["engine"], c.klass, "prefill", c.kernel).value
     if c.phase == "prefill":
         prompt = inp or 512
         fill = speed.prefill_phase(c.model, c.weights, tp, prompt, p, e_bw, e_flops)
@@ -143,8 +143,8 @@ def derive(cases: list[Case]) -> dict:
     keys: dict[tuple, list[Case]] = {}
     for c in fit:
         engine = speed.ENGINE_FAMILY.get(c.record["engine"], c.record["engine"])
-        for key in ((engine, c.klass, c.phase, c.kernel), (engine, c.klass, c.phase, ""), (engine, "", c.phase, ""),
-                    ("", c.klass, c.phase, ""), ("", "", c.phase, "")):
+        for key in ((engine, c.klass, c.phase, c.kernel), (engine, c.klass, c.phase, ""), ("", c.klass, c.phase, ""),
+                    (engine, "", c.phase, ""), ("", "", c.phase, "")):
             keys.setdefault(key, []).append(c)
     entries = []
     for key, members in sorted(keys.items()):
@@ -157,6 +157,12 @@ def derive(cases: list[Case]) -> dict:
             "efficiencies": entries}
 
 
+def leave_one_out(c: Case, cases: list[Case]) -> float:
+    """The record's estimate with efficiencies derived from every other record (the record held out)."""
+    others = [o for o in cases if o is not c]
+    return estimate(c, table=speed.efficiency_table(derive(others)))
+
+
 def results(cases: list[Case]) -> list[dict]:
     rows = []
     for c in cases:
@@ -166,6 +172,7 @@ def results(cases: list[Case]) -> list[dict]:
         if not c.skip:
             row.update(gpu_class=c.klass, phase=c.phase, estimated=round(estimate(c), 3))
             row["error_pct"] = round(100 * (row["estimated"] / row["measured"] - 1), 2)
+            row["loo_error_pct"] = round(100 * (leave_one_out(c, cases) / row["measured"] - 1), 2)
         rows.append(row)
     return rows
 
@@ -176,22 +183,24 @@ def summary(rows: list[dict]) -> str:
     for row in rows:
         if not row["skip"]:
             groups.setdefault((row["engine"], row["gpu_class"], row["phase"]), []).append(row)
-    lines = ["| engine | GPU class | phase | records (held out) | median abs error, fit | median abs error, held out |",
-             "|---|---|---|---|---|---|"]
+    shown = lambda errors: f"{statistics.median(errors):.1f}%" if errors else "-"  # noqa: E731
+    lines = ["| engine | GPU class | phase | records (held out) | median abs error: fit | held out | each record "
+             "left out |", "|---|---|---|---|---|---|---|"]
     for (engine, klass, phase), members in sorted(groups.items()):
         fit = [abs(m["error_pct"]) for m in members if not m["held_out"]]
         out = [abs(m["error_pct"]) for m in members if m["held_out"]]
-        shown = lambda errors: f"{statistics.median(errors):.1f}%" if errors else "-"  # noqa: E731
-        lines.append(f"| {engine} | {klass} | {phase} | {len(members)} ({len(out)}) | {shown(fit)} | {shown(out)} |")
+        loo = [abs(m["loo_error_pct"]) for m in members]
+        lines.append(f"| {engine} | {klass} | {phase} | {len(members)} ({len(out)}) | {shown(fit)} | {shown(out)} "
+                     f"| {shown(loo)} |")
     engines = sorted({row["engine"] for row in rows if not row["skip"]})
     lines.append("")
     for engine in engines:
         for phase in ("decode", "prefill"):
-            errors = [abs(r["error_pct"]) for r in rows if not r["skip"] and r["engine"] == engine
-                      and r["phase"] == phase]
-            if errors:
-                lines.append(f"{engine} {phase}: median abs error {statistics.median(errors):.1f}% over "
-                             f"{len(errors)} record(s)")
+            members = [r for r in rows if not r["skip"] and r["engine"] == engine and r["phase"] == phase]
+            if members:
+                lines.append(f"{engine} {phase}: median abs error {shown([abs(r['error_pct']) for r in members])} "
+                             f"over {len(members)} record(s); each left out of the derivation: "
+                             f"{shown([abs(r['loo_error_pct']) for r in members])}")
     skipped = [row for row in rows if row["skip"]]
     if skipped:
         lines.append(f"\n{len(skipped)} record(s) not compared:")
@@ -200,8 +209,8 @@ def summary(rows: list[dict]) -> str:
 
 
 def write_results(rows: list[dict], path: Path = SPEED_RESULTS_CSV) -> None:
-    names = ("id", "engine", "gpu", "gpu_class", "metric", "phase", "measured", "estimated", "error_pct", "held_out",
-             "skip")
+    names = ("id", "engine", "gpu", "gpu_class", "metric", "phase", "measured", "estimated", "error_pct",
+             "loo_error_pct", "held_out", "skip")
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=names, lineterminator="\n")
         writer.writeheader()

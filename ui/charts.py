@@ -265,6 +265,29 @@ def _tick(value: int) -> str:
     return f"{value // 1024}k" if value >= 1024 and value % 1024 == 0 else f"{value:,}"
 
 
+def speed_curve(x: Sequence[int], per_sequence: Sequence[float], total: Sequence[float], gpu: str,
+                current: int | None = None) -> go.Figure:
+    """Decode speed against concurrency on one GPU type (log-log): tokens/s of each sequence, which falls as the
+    KV cache and the touched experts grow, and over all sequences, which rises until compute bounds it."""
+    traces = []
+    for i, (label, y) in enumerate((("Per sequence", per_sequence), ("All sequences", total))):
+        colour = ROW_COLOURS[i % len(ROW_COLOURS)]
+        traces.append(dict(type="scatter", x=list(x), y=list(y), name=label, mode="lines+markers",
+                           line=dict(color=colour, width=2), marker=dict(size=5),
+                           hovertemplate=f"{label}<br>%{{x:,}} sequences: %{{y:,.1f}} tokens/s<extra></extra>"))
+        if current in x:
+            traces.append(dict(type="scatter", x=[current], y=[y[list(x).index(current)]], mode="markers",
+                               showlegend=False, marker=dict(color=colour, size=11, symbol="diamond"),
+                               hoverinfo="skip"))
+    fig = go.Figure(traces)
+    fig.update_layout(height=HEIGHT, margin=dict(t=30, r=20), legend=dict(orientation="h", y=-0.25),
+                      title=dict(text=html.escape(f"Decode speed on {gpu}"), font=dict(size=14)),
+                      xaxis=dict(type="log", title="Concurrent sequences", tickvals=list(x),
+                                 ticktext=[_tick(v) for v in x]),
+                      yaxis=dict(type="log", title="Tokens/s", dtick=1, tickformat=","))  # powers of ten only
+    return fig
+
+
 def validation_scatter(rows: list[dict]) -> go.Figure:
     """Estimated against measured bytes for every traced component (validation/results.csv), log-log, with
     the line where they are equal. Rows are dicts with component, estimate_bytes, measured_bytes, case."""

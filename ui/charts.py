@@ -311,6 +311,35 @@ def validation_scatter(rows: list[dict]) -> go.Figure:
     return fig
 
 
+def speed_scatter(rows: list[dict]) -> go.Figure:
+    """Estimated against measured speed for every compared record (validation/speed_results.csv), log-log, one
+    colour per engine and phase; held-out records hollow. Rows are dicts with id, engine, phase, measured,
+    estimated, held_out (text, as the CSV holds them)."""
+    fig = go.Figure()
+    shown = [r for r in rows if not r["skip"]]
+    for i, group in enumerate(sorted({(r["engine"], r["phase"]) for r in shown})):
+        points = [r for r in shown if (r["engine"], r["phase"]) == group]
+        fig.add_trace(go.Scatter(
+            x=[float(r["measured"]) for r in points], y=[float(r["estimated"]) for r in points], mode="markers",
+            name=html.escape(f"{group[0]} {group[1]}"), text=[html.escape(r["id"]) for r in points],
+            marker=dict(size=9, color=ROW_COLOURS[i % len(ROW_COLOURS)],
+                        symbol=["circle-open" if r["held_out"] == "True" else "circle" for r in points]),
+            hovertemplate="%{text}<br>measured %{x:,.1f}<br>estimated %{y:,.1f}<extra></extra>"))
+    if shown:
+        values = [float(r[k]) for r in shown for k in ("measured", "estimated")]
+        low, high = min(values) / 1.5, max(values) * 1.5
+        for factor, dash, label in ((1, "dot", "estimate = measured"), (1.2, "dash", "±20%")):
+            for i, f in enumerate((factor, 1 / factor) if factor != 1 else (1,)):
+                fig.add_trace(go.Scatter(x=[low, high], y=[low * f, high * f], mode="lines", name=label,
+                                         showlegend=i == 0, line=dict(color=LINE_COLOUR, dash=dash, width=1),
+                                         hoverinfo="skip"))
+    fig.update_layout(height=HEIGHT + 100, xaxis=dict(type="log", title="Measured (tokens/s)", dtick=1, tickformat=","),
+                      yaxis=dict(type="log", title="Estimated (tokens/s)", dtick=1, tickformat=","),
+                      margin=dict(t=20, r=20),
+                      legend=dict(orientation="h", y=-0.2))
+    return fig
+
+
 ENGINE_STYLE = {  # the serving engines' components (estimator.engines.ENGINE_COMPONENTS) and the unused headroom;
     # short names, so that the legend packs three to a row on a phone (the hover says more)
     "weights": ("Weights", COMPONENT_STYLE["weights"][1]),

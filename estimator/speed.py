@@ -146,6 +146,7 @@ class Peaks:
     notes: tuple[str, ...]
 
 
+@functools.lru_cache(maxsize=1024)
 def peaks(g: Gpu, format_id: str) -> Peaks:
     notes = []
     tflops, path = g.bf16_tflops or g.fp16_tflops, "dense BF16/FP16"
@@ -216,11 +217,19 @@ def matmul_parameters(a: Architecture) -> int:
     return counts.active - lookups
 
 
+@functools.lru_cache(maxsize=1024)
+def attention_layer_counts(a: Architecture) -> tuple[int, int]:
+    """(full-attention layers, windowed layers); linear-attention and Mamba layers attend to no cached keys."""
+    sliding = set(a.sliding_layers)
+    windowed = sum(1 for i in a.attention_layers if i in sliding)
+    return len(a.attention_layers) - windowed, windowed
+
+
 def attended_tokens(a: Architecture, context: int) -> int:
     """Keys one new token attends to, summed over the attention layers (windowed layers see at most the window;
     linear-attention and Mamba layers keep a fixed state and attend to none)."""
-    sliding = set(a.sliding_layers)
-    return sum(min(context, a.sliding_window) if i in sliding else context for i in a.attention_layers)
+    full, windowed = attention_layer_counts(a)
+    return full * context + windowed * min(context, a.sliding_window)
 
 
 def attention_flops(a: Architecture, context: int) -> int:
@@ -230,12 +239,11 @@ def attention_flops(a: Architecture, context: int) -> int:
 
 def prefill_attention_flops(a: Architecture, prompt: int) -> int:
     """Causal attention of a whole prompt: token t attends to t keys (sum 1..P = P(P+1)/2, windows capped)."""
-    sliding = set(a.sliding_layers)
-    full = sum(1 for i in a.attention_layers if i not in sliding)
+    full, windowed_layers = attention_layer_counts(a)
     causal = prompt * (prompt + 1) // 2
     w = a.sliding_window
     windowed = causal if prompt <= w else w * (w + 1) // 2 + (prompt - w) * w
-    return 4 * a.q_width * (full * causal + (len(a.attention_layers) - full) * windowed)
+    return 4 * a.q_width * (full * causal + windowed_layers * windowed)
 
 
 def allreduce_seconds(a: Architecture, tokens: int, tp: int, link: float) -> float:
@@ -291,6 +299,42 @@ def prefill_phase(a: Architecture, format_id: str, tp: int, prompt: int, p: Peak
 
 
 @dataclass(frozen=True)
+class Basis:
+    """What a Speed was computed from, kept so its assumptions are written only when someone reads them."""
+
+    model: Architecture
+    gpu: Gpu
+    format_id: str
+    kv_dtype: str
+    tp: int
+    sequences: int
+    prompt: int
+    context: int
+    step: Phase
+    fill: Phase
+    peaks: Peaks
+    e_bw: Efficiency
+    e_flops: Efficiency
+
+    def notes(self) -> tuple[str, ...]:
+        a, step, fill, tp = self.model, self.step, self.fill, self.tp
+        return (
+            f"Decode: each step reads {step.bytes / 1e9:.3g} GB per GPU (the weights it touches in this format + the "
+            f"KV cache of {self.sequences} sequence(s) at {self.context:,} tokens, {KV_DTYPE_LABELS[self.kv_dtype]}) "
+            f"and does {step.flops / 1e9:.3g} GFLOPs; {step.bound}-bound",
+            f"Prefill of a {self.prompt:,}-token prompt: {fill.flops / 1e12:.3g} TFLOPs per GPU (2 x "
+            f"{matmul_parameters(a):,} active matmul parameters per token + causal attention); {fill.bound}-bound",
+            *((f"MoE: a step of {self.sequences} sequence(s) touches {experts_touched(a, self.sequences):.1%} of the "
+               f"experts, a {self.prompt:,}-token prompt {experts_touched(a, self.prompt):.1%}",) if a.is_moe else ()),
+            *(self.peaks.notes if tp > 1 else self.peaks.notes[:-1]),  # the link matters only between GPUs
+            f"Achieved fraction of bandwidth {self.e_bw.text}; of peak FLOPs {self.e_flops.text}",
+            compute_note(self.format_id, self.gpu),
+            *((f"Tensor parallel over {tp}: bytes and FLOPs split, plus two all-reduces per layer "
+               f"({(step.comm_s * 1e3):.3g} ms per decode step; link latency not modelled)",) if tp > 1 else ()),
+        )
+
+
+@dataclass(frozen=True)
 class Speed:
     """Inference speed of one scenario row on one GPU type."""
 
@@ -299,7 +343,13 @@ class Speed:
     decode_tokens_per_s: float  # generated tokens per second of one sequence
     throughput_tokens_per_s: float  # generated tokens per second over all concurrent sequences
     bound: str  # what limits decode: "memory" or "compute"
-    assumptions: tuple[str, ...] = ()
+    basis: Basis | None = None  # what it was computed from (its assumptions)
+    scope: tuple[str, ...] = ()  # notes of the caller: what scenario the numbers are for
+
+    @property
+    def assumptions(self) -> tuple[str, ...]:
+        """The assumptions in words (written on demand: a sweep of thousands of speeds never reads them)."""
+        return self.scope + (self.basis.notes() if self.basis is not None else ())
 
     def to_dict(self) -> dict:
         return {"prefill_tokens_per_s": round(self.prefill_tokens_per_s, 2), "ttft_s": round(self.ttft_s, 6),
@@ -310,33 +360,20 @@ class Speed:
 
 def inference_speed(a: Architecture, g: Gpu, format_id: str, kv_dtype: str = "bf16", tp: int = 1,
                     sequences: int = 1, prompt: int = 512, context: int = 512, engine: str = "",
-                    mla_latent: bool = True) -> Speed:
+                    mla_latent: bool = True, scope: tuple[str, ...] = ()) -> Speed:
     """Prefill of one `prompt`-token prompt, and a decode step of `sequences` sequences at `context` cached
     tokens each, on `tp` GPUs of type `g` running `engine` ('' = no engine chosen: the GPU class's efficiencies
-    over every engine)."""
+    over every engine); `scope` says in words what scenario that is (the first assumptions)."""
     p = peaks(g, format_id)
     klass, kernel = gpu_class(g), kernel_kind("bf16" if format_id == CHECKPOINT and not _quantized_checkpoint(a)
                                               else format_id)
     e_bw, e_flops = efficiency(engine, klass, "decode", kernel), efficiency(engine, klass, "prefill", kernel)
     step = decode_phase(a, format_id, kv_dtype, tp, sequences, context, p, e_bw.value, e_flops.value, mla_latent)
     fill = prefill_phase(a, format_id, tp, prompt, p, e_bw.value, e_flops.value)
-    notes = (
-        f"Decode: each step reads {step.bytes / 1e9:.3g} GB per GPU (the weights it touches in this format + the KV "
-        f"cache of {sequences} sequence(s) at {context:,} tokens, {KV_DTYPE_LABELS[kv_dtype]}) and does "
-        f"{step.flops / 1e9:.3g} GFLOPs; {step.bound}-bound",
-        f"Prefill of a {prompt:,}-token prompt: {fill.flops / 1e12:.3g} TFLOPs per GPU (2 x {matmul_parameters(a):,} "
-        f"active matmul parameters per token + causal attention); {fill.bound}-bound",
-        *((f"MoE: a step of {sequences} sequence(s) touches {experts_touched(a, sequences):.1%} of the experts, "
-           f"a {prompt:,}-token prompt {experts_touched(a, prompt):.1%}",) if a.is_moe else ()),
-        *(p.notes if tp > 1 else p.notes[:-1]),  # the link matters only between GPUs
-        f"Achieved fraction of bandwidth {e_bw.text}; of peak FLOPs {e_flops.text}",
-        compute_note(format_id, g),
-        *((f"Tensor parallel over {tp}: bytes and FLOPs split, plus two all-reduces per layer "
-           f"({(step.comm_s * 1e3):.3g} ms per decode step; link latency not modelled)",) if tp > 1 else ()),
-    )
+    basis = Basis(a, g, format_id, kv_dtype, tp, sequences, prompt, context, step, fill, p, e_bw, e_flops)
     return Speed(prefill_tokens_per_s=prompt / fill.seconds, ttft_s=fill.seconds,
                  decode_tokens_per_s=1 / step.seconds, throughput_tokens_per_s=sequences / step.seconds,
-                 bound=step.bound, assumptions=notes)
+                 bound=step.bound, basis=basis, scope=scope)
 
 
 def compute_note(format_id: str, g: Gpu) -> str:
@@ -440,11 +477,11 @@ def row_speed(s: InferenceScenario | FinetuneScenario, row: str, g: Gpu) -> Spee
         return None
     if isinstance(s, InferenceScenario):
         sequences = s.batch_size * s.concurrency
-        rate = inference_speed(s.model, g, ROW_FORMATS.get(row, row), s.kv_dtype, s.tensor_parallel, sequences,
-                               prompt=s.seq_len, context=s.seq_len, mla_latent=s.mla_latent_cache)
-        scope = (f"Speed: prefill of one {s.seq_len:,}-token prompt; decode of {sequences} sequence(s) each at "
-                 f"{s.seq_len:,} cached tokens (the last step of a full-length request); no engine chosen")
-        return dataclasses.replace(rate, assumptions=(scope, *rate.assumptions))
+        return inference_speed(s.model, g, ROW_FORMATS.get(row, row), s.kv_dtype, s.tensor_parallel, sequences,
+                               prompt=s.seq_len, context=s.seq_len, mla_latent=s.mla_latent_cache, scope=(
+                                   f"Speed: prefill of one {s.seq_len:,}-token prompt; decode of {sequences} "
+                                   f"sequence(s) each at {s.seq_len:,} cached tokens (the last step of a full-length "
+                                   "request); no engine chosen",))
     return training_speed(s.model, g, row, s.batch_size, s.seq_len, s.num_gpus, s.zero_stage,
                           gradient_checkpointing(s.gradient_checkpointing, row), s.dataset_tokens,
                           REGIMES[s.regime].grad_bytes if row == "full" else BF16_BYTES)
@@ -464,10 +501,9 @@ def serve_speed(s: ServeScenario, report: ServeReport) -> Speed:
                           SERVE_GENERATED // 2, s.engine)
     many = inference_speed(s.model, g, s.weights, s.kv_dtype, s.tensor_parallel, sequences, SERVE_PROMPT,
                            SERVE_PROMPT + SERVE_GENERATED // 2, s.engine)
-    notes = (f"Speed by llama-bench's conventions: pp{SERVE_PROMPT} and tg{SERVE_GENERATED} at batch 1; throughput "
+    scope = (f"Speed by llama-bench's conventions: pp{SERVE_PROMPT} and tg{SERVE_GENERATED} at batch 1; throughput "
              f"over {sequences} concurrent {request}-token request(s) (the engine's running-request limit {limit}, "
              "capped by its KV-cache tokens)",
              *(("Pipeline parallel: each token passes the stages one after another; the stages' bytes are not "
-                "modelled (one stage's GPU reads its share)",) if s.pipeline_parallel > 1 else ()),
-             *one.assumptions)
-    return dataclasses.replace(one, throughput_tokens_per_s=many.throughput_tokens_per_s, assumptions=notes)
+                "modelled (one stage's GPU reads its share)",) if s.pipeline_parallel > 1 else ()))
+    return dataclasses.replace(one, throughput_tokens_per_s=many.throughput_tokens_per_s, scope=scope)

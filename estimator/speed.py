@@ -63,8 +63,9 @@ APPLE_FP16_TFLOPS = {"m2-ultra-192gb": 76 * 128 * 2 * 1.398e9 / TFLOP, "m3-max-1
                      "m4-max-128gb": 40 * 128 * 2 * 1.678e9 / TFLOP}
 
 # Formats whose GEMMs run on FP8 / INT8 tensor cores when the GPU has them (W8A8: vLLM quantization/fp8.py
-# Fp8LinearMethod uses cutlass_scaled_mm on sm89+; w8a8-int8 compressed-tensors). Every other quantized format
-# dequantises to 16-bit inside its kernel (Marlin, AWQ, bitsandbytes, GGUF's dequantize + cuBLAS): 16-bit peak.
+# Fp8LinearMethod uses cutlass_scaled_mm on sm89+; w8a8-int8 compressed-tensors). Every other format is measured
+# against the 16-bit peak: weight-only kernels dequantise to 16-bit inside the GEMM (Marlin, AWQ, bitsandbytes),
+# and llama.cpp's int8 dot products on GGUF blocks have their own efficiency (`compute_note`).
 FP8_COMPUTE_FORMATS = frozenset({"fp8", "fp8-block", "fp8-channel", "w8a8-int8"})
 
 # Training MFU: Llama 3 (Dubey et al. 2024, arXiv:2407.21783, Table 4): 38-43% BF16 MFU on H100s, 8K-16K GPUs
@@ -72,7 +73,6 @@ FP8_COMPUTE_FORMATS = frozenset({"fp8", "fp8-block", "fp8-channel", "w8a8-int8"}
 MFU_LOW, MFU_HIGH = 0.38, 0.43
 MFU = (MFU_LOW + MFU_HIGH) / 2
 
-GPU_CLASSES = ("nvidia-datacenter", "nvidia-consumer", "amd", "apple")
 ENGINE_FAMILY = {"ollama": "llama.cpp"}  # Ollama runs llama.cpp's kernels (ollama/ollama llama/ vendors ggml)
 
 

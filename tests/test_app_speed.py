@@ -43,3 +43,15 @@ def test_finetune_speed_tab_gives_tokens_per_second_and_the_epoch_of_the_dataset
 def test_a_parameter_count_gets_a_note_instead_of_speed():
     at = _open_speed(start(), "inference")
     assert any("Speed needs the architecture" in i.value for i in at.info)
+
+
+def test_the_engine_view_shows_llama_bench_speed_of_the_engine():
+    from estimator.engines import ServeScenario, serve
+
+    at = start({"model": LLAMA_31_8B, "engine": "llama.cpp", "gpu": "rtx-4090"})
+    s = ServeScenario(catalog.model(LLAMA_31_8B).architecture, engine="llama.cpp", gpu="rtx-4090",
+                      model_id=LLAMA_31_8B)
+    rate = speed.serve_speed(s, serve(s))
+    metric = lambda label: next(m.value for m in at.metric if m.label == label)  # noqa: E731
+    assert metric("Decode (tg128)") == f"{rate.decode_tokens_per_s:,.1f} tok/s"
+    assert metric("Prefill (pp512)") == f"{rate.prefill_tokens_per_s:,.0f} tok/s"

@@ -154,8 +154,8 @@ def _speed_tab(page: str, inputs: dict, view: dict, row: str) -> None:
                             config={"displaylogo": False}, key=f"{page}.speed.curve")
             st.caption(f"Up to {most:,} concurrent requests of {inputs['seq_len']:,} tokens, the most that "
                        f"{target[1]} x {escape(name)} hold; each sequence at its full length (the slowest step).")
-    rate = next((r for _, _, r in entries if r is not None), None)
-    with st.expander("How the speed is estimated", icon=":material/speed:"):
+    rate = target[2] if target is not None and target[2] is not None else next(r for _, _, r in entries if r)
+    with st.expander("How the speed is estimated", icon=":material/speed:"):  # on the target GPU when it fits
         st.markdown("\n".join(f"- {escape(note)}" for note in rate.assumptions))
         st.caption("A roofline per phase with efficiencies derived from published measurements (Methodology page, "
                    "Speed); the same numbers as `python -m estimator ... --gpu ID --json`.")

@@ -235,7 +235,8 @@ def _estimate(args: argparse.Namespace) -> None:
     s, row_functions = _rows(args)
     rows = tuple(row(s) for _, row in row_functions)
     gpu = _gpu_report(args.gpu, s, row_functions) if args.gpu is not None else None
-    speeds = [row_speed(s, label, catalog.gpu(args.gpu)) for label, _ in row_functions] if gpu else []
+    speeds = [row_speed(with_gpus(s, fitted["gpus_needed"]), label, catalog.gpu(args.gpu)) if fitted["gpus_needed"]
+              else None for (label, _), fitted in zip(row_functions, gpu["rows"])] if gpu else []
     if args.json:
         out = {"method": s.resolved_method, "inputs": scenario_inputs(s), "rows": [r.to_dict() for r in rows]}
         for row, rate in zip(out["rows"], speeds):
@@ -253,7 +254,7 @@ def _print_speeds(rows: tuple[Breakdown, ...], speeds: list, gpu: dict | None) -
     known = [(r, rate) for r, rate in zip(rows, speeds) if rate is not None]
     if not known:
         return
-    print(f"\nSpeed on {gpu['name']} (at the GPU count of the scenario):")
+    print(f"\nSpeed on {gpu['name']} (on the GPUs each row needs; none for a row that does not fit):")
     for r, rate in known:
         if hasattr(rate, "decode_tokens_per_s"):
             print(f"  {r.row}: prefill {rate.prefill_tokens_per_s:,.0f} tokens/s (TTFT {rate.ttft_s:.3g} s), decode "

@@ -41,6 +41,8 @@ from .catalog import Gpu
 from .catalog import gpu as catalog_gpu
 from .engines.base import ServeReport, ServeScenario
 from .formats import CHECKPOINT, tensor_bytes, weight_format
+from .inference import QUICK_ROWS
+from .quick import quick_inference
 from .kv_cache import KV_DTYPE_LABELS, kv_cache_bytes
 from .scenarios import FinetuneScenario, InferenceScenario, gradient_checkpointing
 from .training import REGIMES
@@ -470,9 +472,11 @@ SERVE_PROMPT, SERVE_GENERATED = 512, 128  # llama-bench's pp512 / tg128, the con
 
 
 def row_speed(s: InferenceScenario | FinetuneScenario, row: str, g: Gpu) -> Speed | TrainingSpeed | None:
-    """The speed of one table row of a scenario on GPU `g` (None for a model known only by its parameter count).
-    Inference: the whole sequence as the prompt (TTFT of seq_len tokens), and decode with every one of the
+    """The speed of one table row of a scenario on GPU `g` (fine-tuning a model known only by its parameter count:
+    None; inference: `quick_speed`). Inference: the whole sequence as the prompt (TTFT of seq_len tokens), and decode with every one of the
     batch x concurrency sequences at seq_len cached tokens (the last, slowest step of a full-length request)."""
+    if isinstance(s, InferenceScenario) and not isinstance(s.model, Architecture):
+        return quick_speed(s, row, g)
     if not isinstance(s.model, Architecture):
         return None
     if isinstance(s, InferenceScenario):
@@ -485,6 +489,33 @@ def row_speed(s: InferenceScenario | FinetuneScenario, row: str, g: Gpu) -> Spee
     return training_speed(s.model, g, row, s.batch_size, s.seq_len, s.num_gpus, s.zero_stage,
                           gradient_checkpointing(s.gradient_checkpointing, row), s.dataset_tokens,
                           REGIMES[s.regime].grad_bytes if row == "full" else BF16_BYTES)
+
+
+def quick_speed(s: InferenceScenario, row: str, g: Gpu) -> Speed:
+    """Speed of a model known only by its parameter counts, from the quick estimate's own bytes (the reference
+    document's weights and KV cache at seq_len): decode reads the weights (a MoE batch of B sequences at most
+    B x active / total of them: no expert count is known) and the KV cache, and does 2 x active FLOPs per token;
+    prefill does 2 x active FLOPs per prompt token. Without the layer shapes, attention FLOPs and the
+    tensor-parallel all-reduces are left out."""
+    bits = dict(QUICK_ROWS).get(row) or weight_format(row).bits
+    b = quick_inference(s, bits, row)
+    total, active = s.model.total_params, s.model.active_params
+    tp, sequences = s.tensor_parallel, s.batch_size * s.concurrency
+    p, klass, kernel = peaks(g, "bf16"), gpu_class(g), "16-bit" if bits >= 16 else "quantized"
+    e_bw, e_flops = efficiency("", klass, "decode", kernel), efficiency("", klass, "prefill", kernel)
+    touched = min(1.0, sequences * active / total)
+    step = _phase(b.component("weights") * touched + b.component("kv_cache"), 2 * active * sequences / tp, 0.0, p,
+                  e_bw.value, e_flops.value)
+    fill = _phase(b.component("weights"), 2 * active * s.seq_len / tp, 0.0, p, e_bw.value, e_flops.value)
+    notes = (f"Speed from the parameter counts (quick method): prefill of one {s.seq_len:,}-token prompt at "
+             f"2 x {active:,} FLOPs per token; decode of {sequences} sequence(s) reading "
+             + (f"{touched:.1%} of the weights (at most B x active / total of a MoE's) " if touched < 1 else
+                "the weights ") + "and the quick KV cache; attention FLOPs and tensor-parallel traffic not modelled "
+             "(choose a catalog model or a config.json for them)",
+             *p.notes[:1], f"Achieved fraction of bandwidth {e_bw.text}; of peak FLOPs {e_flops.text}")
+    return Speed(prefill_tokens_per_s=s.seq_len / fill.seconds, ttft_s=fill.seconds,
+                 decode_tokens_per_s=1 / step.seconds, throughput_tokens_per_s=sequences / step.seconds,
+                 bound=step.bound, scope=notes)
 
 
 def serve_speed(s: ServeScenario, report: ServeReport) -> Speed:

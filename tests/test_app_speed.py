@@ -40,8 +40,15 @@ def test_finetune_speed_tab_gives_tokens_per_second_and_the_epoch_of_the_dataset
     assert line["Epoch (h)"] == expected.epoch_time_s / 3600
 
 
-def test_a_parameter_count_gets_a_note_instead_of_speed():
-    at = _open_speed(start(), "inference")
+def test_a_parameter_count_gets_the_quick_speed_and_fine_tuning_it_a_note():
+    at = _open_speed(start({"gpu": "rtx-4090"}), "inference")
+    frame = at.dataframe[0].value
+    line = frame[frame["GPU"] == "RTX 4090 24 GB"].iloc[0]
+    from estimator.scenarios import ParamCount
+
+    expected = speed.row_speed(InferenceScenario(ParamCount.from_billions(7)), "16-bit", catalog.gpu("rtx-4090"))
+    assert line["Decode (tokens/s)"] == expected.decode_tokens_per_s
+    at = _open_speed(start(page="finetune"), "finetune")
     assert any("Speed needs the architecture" in i.value for i in at.info)
 
 

@@ -196,3 +196,23 @@ def test_a_negative_dataset_size_is_one_line_on_stderr_and_exit_2(capsys):
     assert main(["finetune", "--params", "7", "--dataset-tokens", "-5"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Dataset tokens must be between 0 and" in err
+
+
+def test_a_parameter_count_gets_the_speed_of_the_quick_estimates_bytes():
+    """7B at 16-bit: 14 GB of weights + the quick KV cache of 2,048 tokens, read once per decode step; prefill of
+    the 2,048-token prompt at 2 x 7e9 FLOPs per token."""
+    from estimator.quick import quick_inference
+    from estimator.scenarios import InferenceScenario, ParamCount
+
+    s = InferenceScenario(ParamCount.from_billions(7))
+    rate = speed.row_speed(s, "16-bit", RTX_4090)
+    kv = quick_inference(s, 16, "16-bit").component("kv_cache")
+    e_bw = speed.efficiency("", "nvidia-consumer", "decode", "16-bit").value
+    e_flops = speed.efficiency("", "nvidia-consumer", "prefill", "16-bit").value
+    assert rate.decode_tokens_per_s == pytest.approx(1008e9 * e_bw / (14_000_000_000 + kv))
+    assert rate.prefill_tokens_per_s == pytest.approx(165.2e12 * e_flops / (2 * 7e9))
+    # a MoE batch reads at most B x active / total of its weights: 4 x 13 / 47 of Mixtral-like counts
+    moe = InferenceScenario(ParamCount.from_billions(47, 13), concurrency=4)
+    assert "reading 100.0%" not in " ".join(speed.row_speed(moe, "16-bit", RTX_4090).assumptions)
+    one = InferenceScenario(ParamCount.from_billions(47, 13))
+    assert "27.7% of the weights" in " ".join(speed.row_speed(one, "16-bit", RTX_4090).assumptions)

@@ -7,6 +7,8 @@ import json
 import re
 import statistics
 
+import pytest
+
 from validation import speed as vs
 
 ENGINES = {"vllm", "sglang", "llama.cpp", "ollama", "mlx", "transformers", "tensorrt-llm", "exllamav2", "other"}
@@ -51,3 +53,24 @@ def test_a_record_on_a_gpu_outside_the_catalog_is_reported_not_dropped_silently(
     rows = vs.results([vs.case(r) for r in vs.load_records()])
     skipped = [r for r in rows if r["skip"]]
     assert skipped and all("not in the catalog" in r["skip"] or "not compared" in r["skip"] for r in skipped)
+
+
+def _record(**fields) -> dict:
+    base = dict(zip(vs.COLUMNS, ("x", "vllm", "", "h100-sxm", "1", "1", "meta-llama/Llama-2-7b-hf", "bf16", "", "1",
+                                 "1024", "256", "output_throughput", "100", "u", "2026-01-01", "q", "")))
+    return {**base, **fields}
+
+
+def test_serving_throughput_is_each_requests_prefill_then_its_decode_steps_and_sets_no_efficiency():
+    """output_throughput of 8 requests of 1,024 + 256 tokens: 8 x 256 / (prefill of 1,024 + 256 steps of 8
+    sequences at 1,024 + 128 cached tokens)."""
+    from estimator import catalog, speed
+
+    c = vs.case(_record(concurrency="8", metric="output_throughput"))
+    assert c.phase == "throughput" and not vs.derivable(c)
+    a, p = catalog.model("meta-llama/Llama-2-7b-hf").architecture, speed.peaks(catalog.gpu("h100-sxm"), "bf16")
+    fill = speed.prefill_phase(a, "bf16", 1, 1024, p, 1.0, 1.0).seconds
+    step = speed.decode_phase(a, "bf16", "bf16", 1, 8, 1024 + 128, p, 1.0, 1.0).seconds
+    assert vs.estimate(c, 1.0, 1.0) == pytest.approx(8 * 256 / (fill + 256 * step))
+    assert not vs.derivable(vs.case(_record(concurrency="4", metric="decode_tokens_per_s_per_seq")))
+    assert not vs.derivable(vs.case(_record(tp="2", gpus="2", metric="llama_bench_tg")))

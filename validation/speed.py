@@ -9,7 +9,9 @@ over the roofline estimate at 100% efficiency (decode: of the memory bandwidth, 
 batch 1; prefill: of the peak FLOPs). An efficiency is the median achieved fraction of the records of one key,
 from the most specific key with at least MIN_RECORDS records to the least:
 (engine, GPU class, phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase.
-Held-out records (crc32 of the id % HOLDOUT_MODULUS == 0) never enter a median; their error is reported apart.
+Held-out records (crc32 of the id % HOLDOUT_MODULUS == 0) never enter a median; their error is reported apart. Only
+records of one sequence on one GPU enter a median (`derivable`); batches, tensor parallelism and serving throughput
+(output_throughput, total_throughput) are compared with the estimate but set no efficiency.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ RULE = ("An efficiency is the median, over the published records of its key, of 
         "100% efficiency): decode records give the achieved fraction of the memory bandwidth, prefill records of the "
         f"peak FLOPs. Keys from the most specific with at least {MIN_RECORDS} records to the least: (engine, GPU class, "
         "phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase. Records "
-        f"whose id has crc32 % {HOLDOUT_MODULUS} == 0 are held out of every median.")
+        f"whose id has crc32 % {HOLDOUT_MODULUS} == 0 are held out of every median, and only records of one sequence "
+        "on one GPU (concurrency 1, tp 1) enter one: batches, tensor parallelism and throughput are compared only.")
 KV_WORDS = {"": "bf16", "f16": "bf16", "fp16": "bf16", "bf16": "bf16", "fp8": "fp8", "q8_0": "q8_0",
             "q4_0": "q4_0", "q5_0": "q5_0", "f32": "fp32", "fp32": "fp32"}
 
@@ -60,8 +63,23 @@ def held_out(record_id: str) -> bool:
     return zlib.crc32(record_id.encode()) % HOLDOUT_MODULUS == 0
 
 
+THROUGHPUT_METRICS = ("output_throughput", "total_throughput")
+
+
 def phase_of(metric: str) -> str | None:
-    return "decode" if metric in DECODE_METRICS else "prefill" if metric in PREFILL_METRICS else None
+    """decode / prefill (they also set the efficiencies), throughput (compared only), None (not compared)."""
+    if metric in DECODE_METRICS:
+        return "decode"
+    return "prefill" if metric in PREFILL_METRICS else "throughput" if metric in THROUGHPUT_METRICS else None
+
+
+def derivable(c: Case) -> bool:
+    """Whether a record measures an efficiency: one sequence on one GPU (decode then reads the weights and one
+    cache: memory-bound; a prompt's prefill: compute-bound), not a held-out one. Batches, tensor parallelism and
+    serving throughput are compared with the estimate but set no efficiency."""
+    r = c.record
+    return (not c.skip and c.phase in ("decode", "prefill") and int(r["concurrency"] or 1) == 1
+            and int(r["tp"] or 1) == 1 and not held_out(r["id"]))
 
 
 @dataclass(frozen=True)
@@ -94,7 +112,7 @@ def weight_format_id(text: str) -> str | None:
 def case(record: dict) -> Case:
     phase = phase_of(record["metric"])
     if phase is None:
-        return Case(record, "", skip=f"metric {record['metric']} is not compared (training and throughput records)")
+        return Case(record, "", skip=f"metric {record['metric']} is not compared (training records)")
     try:
         model = catalog.model(SAME_ARCHITECTURE.get(record["model"], record["model"])).architecture
     except ValueError:
@@ -127,6 +145,10 @@ def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, t
         return fill.seconds * 1000 if r["metric"] == "ttft_ms" else prompt / fill.seconds
     context = out // 2 if r["metric"] == "llama_bench_tg" else inp + out // 2
     step = speed.decode_phase(c.model, c.weights, c.kv_dtype, tp, conc, context, p, e_bw, e_flops)
+    if c.phase == "throughput":  # each of `conc` requests: its prefill, then `out` steps of the batch
+        request_s = speed.prefill_phase(c.model, c.weights, tp, max(inp, 1), p, e_bw, e_flops).seconds \
+            + out * step.seconds
+        return conc * (out if r["metric"] == "output_throughput" else inp + out) / request_s
     return step.seconds * 1000 if r["metric"] == "tpot_ms" else 1 / step.seconds
 
 
@@ -139,7 +161,7 @@ def achieved(c: Case) -> float:
 
 def derive(cases: list[Case]) -> dict:
     """speed.json: the efficiencies of every key with enough fit records, each with its record ids."""
-    fit = [c for c in cases if not c.skip and not held_out(c.record["id"])]
+    fit = [c for c in cases if derivable(c)]
     keys: dict[tuple, list[Case]] = {}
     for c in fit:
         engine = speed.ENGINE_FAMILY.get(c.record["engine"], c.record["engine"])
@@ -195,7 +217,7 @@ def summary(rows: list[dict]) -> str:
     engines = sorted({row["engine"] for row in rows if not row["skip"]})
     lines.append("")
     for engine in engines:
-        for phase in ("decode", "prefill"):
+        for phase in ("decode", "prefill", "throughput"):
             members = [r for r in rows if not r["skip"] and r["engine"] == engine and r["phase"] == phase]
             if members:
                 lines.append(f"{engine} {phase}: median abs error {shown([abs(r['error_pct']) for r in members])} "

@@ -296,7 +296,7 @@ def _serve(args: argparse.Namespace) -> None:
         inputs_json["model"] = {"name": s.model.name, "id": model_id}
         out = report.to_dict(inputs_json)
         out["assumptions"] = notes + out["assumptions"]
-        out["speed"] = serve_speed(s, report).to_dict()
+        out["speed"] = serve_speed(s, report).to_dict() if report.starts else None  # no speed for a refusal
         print(json.dumps(out, indent=2))
         return
     print(f"{s.model.name} on {report.gpus} x {catalog.gpu(s.gpu).name}, {s.engine} (GiB per GPU):")
@@ -312,9 +312,11 @@ def _serve(args: argparse.Namespace) -> None:
         print(f"  {line}")
     for warning in report.warnings:
         print(f"\nwarning: {warning}")
-    rate = serve_speed(s, report)
-    print(f"\nSpeed: prefill {rate.prefill_tokens_per_s:,.0f} tokens/s (pp512), decode {rate.decode_tokens_per_s:,.1f} "
-          f"tokens/s (tg128, batch 1), {rate.throughput_tokens_per_s:,.1f} tokens/s over the concurrent requests")
+    if report.starts:
+        rate = serve_speed(s, report)
+        print(f"\nSpeed: prefill {rate.prefill_tokens_per_s:,.0f} tokens/s (pp512), decode "
+              f"{rate.decode_tokens_per_s:,.1f} tokens/s (tg128, batch 1), {rate.throughput_tokens_per_s:,.1f} "
+              "tokens/s over the concurrent requests")
     print(f"\nCommand: {report.command}")
     print("\nAssumptions:")
     for note in notes + list(report.assumptions):

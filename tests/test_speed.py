@@ -182,6 +182,11 @@ def test_serve_json_gains_llama_bench_pp512_and_tg128_speed():
     assert out["speed"]["ttft_s"] == pytest.approx(512 / out["speed"]["prefill_tokens_per_s"], rel=1e-4)
 
 
+def test_serve_json_has_no_speed_when_the_engine_would_refuse_to_start():
+    out = _cli("serve", "--model", "meta-llama/Llama-3.3-70B-Instruct", "--gpu", "rtx-4090", "--json")
+    assert out["starts"] is False and out["speed"] is None
+
+
 def test_finetune_json_gains_tokens_per_s_and_the_epoch_of_the_dataset():
     out = _cli("finetune", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "h100-sxm", "--technique", "lora",
                "--dataset-tokens", "100000000", "--json")

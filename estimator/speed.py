@@ -67,7 +67,8 @@ APPLE_FP16_TFLOPS = {"m2-ultra-192gb": 76 * 128 * 2 * 1.398e9 / TFLOP, "m3-max-1
 # Formats whose GEMMs run on FP8 / INT8 tensor cores when the GPU has them (W8A8: vLLM quantization/fp8.py
 # Fp8LinearMethod uses cutlass_scaled_mm on sm89+; w8a8-int8 compressed-tensors). Every other format is measured
 # against the 16-bit peak: weight-only kernels dequantise to 16-bit inside the GEMM (Marlin, AWQ, bitsandbytes),
-# and llama.cpp's int8 dot products on GGUF blocks have their own efficiency (`compute_note`).
+# and llama.cpp's GGUF kernels (int8 dot products, or FP16 cuBLAS after dequantisation) have their own efficiency
+# (`compute_note`).
 FP8_COMPUTE_FORMATS = frozenset({"fp8", "fp8-block", "fp8-channel", "w8a8-int8"})
 
 # Training MFU: Llama 3 (Dubey et al. 2024, arXiv:2407.21783, Table 4): 38-43% BF16 MFU on H100s, 8K-16K GPUs
@@ -386,8 +387,10 @@ def compute_note(format_id: str, g: Gpu) -> str:
         return "Weights as stored: 16-bit GEMMs (quantized checkpoints: as their format below)" \
             if format_id == CHECKPOINT else "16-bit weights: 16-bit GEMMs"
     if weight_format(format_id).scope == "gguf":
-        return ("GGUF weights: fewer bytes read; llama.cpp multiplies the quantized blocks directly (int8 dot "
-                "products, ggml-cuda mmvq.cu for decode and mmq.cu for prefill), measured against the 16-bit peak")
+        return ("GGUF weights: fewer bytes read; llama.cpp's decode multiplies the quantized blocks directly (int8 "
+                "dot products, ggml-cuda mmvq.cu); its prefill on tensor-core GPUs dequantised to FP16 for cuBLAS "
+                "(ggml-org/llama.cpp#3412, 2023) until int8 tensor-core MMQ kernels (#7676, #7860, June 2024); "
+                "measured against the 16-bit peak")
     return ("Quantized weights: fewer bytes read; the kernels (Marlin, AWQ, bitsandbytes) dequantise to 16-bit "
             "inside the GEMM, measured against the 16-bit peak")
 

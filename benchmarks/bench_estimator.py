@@ -3,7 +3,8 @@
 Targets (issue 2): at least 20,000 detailed estimates/s, and a 512-point memory-vs-context sweep in under
 25 ms; (issue 13) at least 10,000 engine start-up estimates/s (`serve`, vLLM); (issue 17) the speed model leaves the
 estimate alone (`estimate_inference` computes no speed: the first column is its rate) and computes a row's speed on a
-GPU (`estimator.speed.row_speed`) at least 20,000 times/s; the estimate and its speed together are shown too. Run: `.venv/bin/python benchmarks/bench_estimator.py` (pins itself to one CPU where it can).
+GPU (`estimator.speed.row_speed`) at least 20,000 times/s; the estimate and its speed together are shown too.
+Run: `.venv/bin/python benchmarks/bench_estimator.py` (pins itself to one CPU where it can).
 Each figure is the best of several repeats, so background noise does not count against the code.
 """
 

@@ -468,19 +468,19 @@ def training_speed(a: Architecture, g: Gpu, technique: str, batch: int, seq_len:
     return TrainingSpeed(rate, step, epoch, (low, high), tuple(notes))
 
 
-
 # The inference table's rows and the formats they stand for (inference.DETAILED_ROWS; a format id stands for itself)
 ROW_FORMATS = {"16-bit": "bf16", "8-bit": "fp8", "4-bit": "awq-4bit"}
 SERVE_PROMPT, SERVE_GENERATED = 512, 128  # llama-bench's pp512 / tg128, the convention of most published numbers
 
 
 def row_speed(s: InferenceScenario | FinetuneScenario, row: str, g: Gpu) -> Speed | TrainingSpeed | None:
-    """The speed of one table row of a scenario on GPU `g` (fine-tuning a model known only by its parameter count:
-    None; inference: `quick_speed`). Inference: the whole sequence as the prompt (TTFT of seq_len tokens), and decode with every one of the
-    batch x concurrency sequences at seq_len cached tokens (the last, slowest step of a full-length request)."""
+    """The speed of one table row of a scenario on GPU `g`. Inference: the whole sequence as the prompt (TTFT of
+    seq_len tokens), and decode with every one of the batch x concurrency sequences at seq_len cached tokens (the
+    last, slowest step of a full-length request); a bare parameter count: `quick_speed`. Fine-tuning: None for a
+    bare parameter count or a GPU without recorded TFLOPs."""
     if isinstance(s, InferenceScenario) and not isinstance(s.model, Architecture):
         return quick_speed(s, row, g)
-    if not isinstance(s.model, Architecture):
+    if not isinstance(s.model, Architecture) or (isinstance(s, FinetuneScenario) and peaks(g, "bf16").flops is None):
         return None
     if isinstance(s, InferenceScenario):
         sequences = s.batch_size * s.concurrency
@@ -538,6 +538,7 @@ def serve_speed(s: ServeScenario, report: ServeReport) -> Speed:
     scope = (f"Speed by llama-bench's conventions: pp{SERVE_PROMPT} and tg{SERVE_GENERATED} at batch 1; throughput "
              f"over {sequences} concurrent {request}-token request(s) (the engine's running-request limit {limit}, "
              "capped by its KV-cache tokens)",
-             *(("Pipeline parallel: each token passes the stages one after another; the stages' bytes are not "
-                "modelled (one stage's GPU reads its share)",) if s.pipeline_parallel > 1 else ()))
+             *(("Pipeline parallel: a token passes the stages one after another, so a step takes the sum of the "
+                "stages' times, as one GPU reading every layer's share would (transfers between stages not "
+                "modelled)",) if s.pipeline_parallel > 1 else ()))
     return dataclasses.replace(one, throughput_tokens_per_s=many.throughput_tokens_per_s, scope=scope)

@@ -229,7 +229,8 @@ def speed_frame(entries: Sequence[tuple[Gpu, int | None, object | None]], traini
     fit."""
     records = []
     for gpu, count, rate in sorted(entries, key=lambda e: (e[0].bandwidth_gb_s, e[0].name)):
-        line = {"GPU": f"{short_gpu_name(gpu.name)} {gpu.memory_gb:g} GB", "GPUs": "does not fit" if count is None else str(count)}
+        line = {"GPU": f"{short_gpu_name(gpu.name)} {gpu.memory_gb:g} GB",
+                "GPUs": "does not fit" if count is None else str(count)}
         if training:
             epoch = getattr(rate, "epoch_time_s", None)
             line.update({"Tokens/s per GPU": getattr(rate, "tokens_per_s", None),

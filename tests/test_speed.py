@@ -221,3 +221,21 @@ def test_a_parameter_count_gets_the_speed_of_the_quick_estimates_bytes():
     assert "reading 100.0%" not in " ".join(speed.row_speed(moe, "16-bit", RTX_4090).assumptions)
     one = InferenceScenario(ParamCount.from_billions(47, 13))
     assert "27.7% of the weights" in " ".join(speed.row_speed(one, "16-bit", RTX_4090).assumptions)
+
+
+@pytest.mark.parametrize("model_id", ["meta-llama/Llama-3.1-8B", "Qwen/Qwen3-30B-A3B", "deepseek-ai/DeepSeek-V3",
+                                      "google/gemma-3-27b-it", "Qwen/Qwen3-Next-80B-A3B-Thinking"])
+def test_more_sequences_or_longer_contexts_never_speed_a_sequence_up_and_more_sequences_never_slow_the_total(model_id):
+    a = catalog.model(model_id).architecture
+    g = catalog.gpu("h200")
+    previous = None
+    for sequences in (1, 2, 8, 64, 512):
+        rate = speed.inference_speed(a, g, "bf16", tp=8, sequences=sequences, context=4096)
+        if previous is not None:
+            assert rate.decode_tokens_per_s <= previous.decode_tokens_per_s
+            assert rate.throughput_tokens_per_s >= previous.throughput_tokens_per_s
+        previous = rate
+    contexts = [speed.inference_speed(a, g, "bf16", tp=8, context=c).decode_tokens_per_s for c in (0, 1024, 65536)]
+    assert contexts == sorted(contexts, reverse=True)
+    prompts = [speed.inference_speed(a, g, "bf16", tp=8, prompt=p).ttft_s for p in (1, 512, 32768)]
+    assert prompts == sorted(prompts)

@@ -222,7 +222,6 @@ def describe(page: str, model_name: str, state: Mapping, row_label: str) -> str:
     return f"{model_name} · {row_label} · {load}"
 
 
-
 def speed_frame(entries: Sequence[tuple[Gpu, int | None, object | None]], training: bool) -> pd.DataFrame:
     """One line per GPU, lowest memory bandwidth first: the GPUs the row needs and its speed on them
     (`estimator.speed`: a Speed for inference, a TrainingSpeed for fine-tuning); empty cells where it does not

@@ -38,6 +38,7 @@ from .inputs import Input, inputs
 from .kv_cache import kv_bytes_per_token
 from .scenarios import (ACTIVE_PARAMS, AUTO, CATALOG_MODEL, PARAMS, TARGET_GPU, FinetuneScenario, InferenceScenario,
                         Model, ParamCount)
+from .speed import row_speed, serve_speed
 from .units import GB
 
 
@@ -270,13 +271,37 @@ def _estimate(args: argparse.Namespace) -> None:
     s, row_functions = _rows(args)
     rows = tuple(row(s) for _, row in row_functions)
     gpu = _gpu_report(args.gpu, s, row_functions) if args.gpu is not None else None
+    speeds = [row_speed(with_gpus(s, fitted["gpus_needed"]), label, catalog.gpu(args.gpu)) if fitted["gpus_needed"]
+              else None for (label, _), fitted in zip(row_functions, gpu["rows"])] if gpu else []
     if args.json:
         out = {"method": s.resolved_method, "inputs": scenario_inputs(s), "rows": [r.to_dict() for r in rows]}
+        for row, rate in zip(out["rows"], speeds):
+            row["speed"] = rate.to_dict() if rate is not None else None
         if gpu:
             out["gpu"] = gpu
         print(json.dumps(out, indent=2))
     else:
         _print_table(s, rows, gpu)
+        _print_speeds(rows, speeds, gpu)
+
+
+def _print_speeds(rows: tuple[Breakdown, ...], speeds: list, gpu: dict | None) -> None:
+    """Speed per row on the --gpu, and the assumptions of the first row that has one."""
+    known = [(r, rate) for r, rate in zip(rows, speeds) if rate is not None]
+    if not known:
+        return
+    print(f"\nSpeed on {gpu['name']} (on the GPUs each row needs; none for a row that does not fit):")
+    for r, rate in known:
+        if hasattr(rate, "decode_tokens_per_s"):
+            print(f"  {r.row}: prefill {rate.prefill_tokens_per_s:,.0f} tokens/s (TTFT {rate.ttft_s:.3g} s), decode "
+                  f"{rate.decode_tokens_per_s:,.1f} tokens/s per sequence, {rate.throughput_tokens_per_s:,.1f} in all"
+                  f" ({rate.bound}-bound)")
+        else:
+            epoch = f", epoch {rate.epoch_time_s / 3600:,.2f} h" if rate.epoch_time_s is not None else ""
+            print(f"  {r.row}: {rate.tokens_per_s:,.0f} tokens/s per GPU, step {rate.step_time_s:.3g} s{epoch}")
+    print("Speed assumptions:")
+    for note in known[0][1].assumptions:
+        print(f"  - {note}")
 
 
 def _serve(args: argparse.Namespace) -> None:
@@ -311,6 +336,7 @@ def _serve(args: argparse.Namespace) -> None:
         inputs_json["model"] = {"name": s.model.name, "id": model_id}
         out = report.to_dict(inputs_json)
         out["assumptions"] = notes + out["assumptions"]
+        out["speed"] = serve_speed(s, report).to_dict() if report.starts else None  # no speed for a refusal
         print(json.dumps(out, indent=2))
         return
     print(f"{s.model.name} on {report.gpus} x {catalog.gpu(s.gpu).name}, {s.engine} (GiB per GPU):")
@@ -326,6 +352,11 @@ def _serve(args: argparse.Namespace) -> None:
         print(f"  {line}")
     for warning in report.warnings:
         print(f"\nwarning: {warning}")
+    if report.starts:
+        rate = serve_speed(s, report)
+        print(f"\nSpeed: prefill {rate.prefill_tokens_per_s:,.0f} tokens/s (pp512), decode "
+              f"{rate.decode_tokens_per_s:,.1f} tokens/s (tg128, batch 1), {rate.throughput_tokens_per_s:,.1f} "
+              "tokens/s over the concurrent requests")
     print(f"\nCommand: {report.command}")
     print("\nAssumptions:")
     for note in notes + list(report.assumptions):

@@ -37,6 +37,7 @@ MAX_LORA_RANK = 65_536  # the model's layer width bounds it further (FinetuneSce
 MAX_OVERHEAD_GB = 1_000
 MAX_IMAGES = 1_000  # images in one sequence's prompt
 MAX_GRAD_ACCUM = 65_536
+MAX_DATASET_TOKENS = 10**15  # a quadrillion tokens: above any training set (Llama 3: 15.6T, arXiv:2407.21783)
 METHODS = ("auto", "quick", "detailed")
 DEFAULT_OVERHEAD_GB = 2.0  # reference document: "1-2 GB" of framework overhead; we take the upper end
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B"  # the catalog model offered first
@@ -329,6 +330,9 @@ class FinetuneScenario:
              "fp32; frameworks with their own QLoRA (torchtune) keep them in 16-bit."))
     overhead_gb: float = declare(OVERHEAD_GB, help="CUDA context, allocator caching, workspaces.")
     activation_bits: int = declare(ACTIVATION_BITS)
+    dataset_tokens: int = declare(Input(  # speed only: the time of one epoch (memory does not depend on it)
+        "Dataset tokens", 0, link="dtok", flag="--dataset-tokens", unit="tokens", low=0, high=MAX_DATASET_TOKENS,
+        help="Tokens in the training set, for the time per epoch (speed); 0 = not given."))
     method: str = declare(METHOD)
 
     def __post_init__(self) -> None:

@@ -90,6 +90,7 @@ with inputs:
         form.flag(PAGE, "flash_attention")
         form.number(PAGE, "overhead_gb", step=0.5, fmt="%.1f")
         form.choice(PAGE, "activation_bits", {16: "16-bit", 32: "32-bit"}, radio=True)
+        form.number(PAGE, "dataset_tokens", step=1_000_000)  # speed only: the time per epoch
 with outputs:
     advice.render(PAGE)  # what would make the selected row fit the target GPU, when it does not
     results.render(PAGE)

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 import estimator as est
+from estimator import speed as speed_model
 from estimator.formats import WEIGHT_FORMATS
 from estimator.frameworks import FRAMEWORK_PRESETS
 from estimator.kv_cache import KV_DTYPE_LABELS
@@ -15,12 +16,14 @@ from estimator.quick import REFERENCE_SHARE, REFERENCE_TOKENS
 from estimator.training import OPTIMIZERS, QUICK_LORA_TRAINABLE_FRACTION, REGIMES, TECHNIQUE_LABELS
 from ui import charts, chrome, links, tables
 from validation import load_engine_results, load_results, recipes, summary
+from validation import speed as speed_validation
 
 PAGE = "methodology"
 MODULES = ("quick", "inference", "finetune", "formats", "kv_cache", "activations", "training", "sharding",
-           "frameworks", "architecture", "hardware", "hf_config", "units")
+           "frameworks", "architecture", "hardware", "speed", "hf_config", "units")
 load_results = st.cache_data(show_spinner=False)(load_results)  # the committed validation/results.csv
 load_engine_results = st.cache_data(show_spinner=False)(load_engine_results)  # validation/engine_results.csv
+load_speed_results = st.cache_data(show_spinner=False)(speed_validation.load_results)  # speed_results.csv
 
 
 @st.cache_data(show_spinner=False)
@@ -331,6 +334,39 @@ if not engine_rows.empty:
         Records=("record", "count"), **{"Median |error| (%)": ("abs_error", "median"),
                                         "Worst |error| (%)": ("abs_error", "max")}).round(1).reset_index(),
                  hide_index=True)
+
+st.header("Speed")
+st.markdown("""
+With a target GPU (the *Speed* tab, `--gpu` on the command line), each row also gets a speed from a roofline per
+phase (`estimator/speed.py`, its notes are below under *Module notes*): a **decode** step reads the weights it
+touches (MoE: the experts its tokens route to, $1-(1-k/E)^B$ of them for $B$ sequences) and each sequence's KV cache,
+and does $2N_{active}$ FLOPs per token plus attention; a **prefill** does $2N_{active}$ FLOPs per prompt token plus
+causal attention; each takes
+$\\max(\\text{bytes}/(\\text{bandwidth}\\cdot e_{bw}),\\ \\text{FLOPs}/(\\text{peak}\\cdot e_{flops}))$,
+plus two all-reduces per layer with tensor parallelism. The
+bytes are the memory estimate's own (weights in the chosen format, the KV cache in its dtype). The efficiencies
+$e_{bw}$, $e_{flops}$ are not one factor: each is the median achieved fraction of published measurements of an
+engine on a GPU class (`validation/published/speed.csv`, every record with its URL, quote and settings;
+`python -m validation speed --derive`). Fine-tuning: $6N$ FLOPs per token ($4N$ for LoRA's frozen base, $+2N$
+with gradient checkpointing) at 38-43% MFU (Llama 3, arXiv:2407.21783). `serve` follows llama-bench: pp512 and
+tg128 at batch 1.
+""")
+speed_rows = load_speed_results()
+compared = [r for r in speed_rows if not r["skip"]]
+if compared:
+    frame = pd.DataFrame(compared)
+    for column in ("error_pct", "loo_error_pct"):
+        frame[column] = frame[column].astype(float).abs()
+    st.dataframe(frame.groupby(["engine", "gpu_class", "phase"]).agg(
+        Records=("id", "count"), **{"Median |error| (%)": ("error_pct", "median"),
+                                    "Each left out (%)": ("loo_error_pct", "median")}).round(1).reset_index(),
+                 hide_index=True)
+    st.plotly_chart(charts.speed_scatter(speed_rows), config={"displaylogo": False}, key="methodology.speed")
+    st.caption("Hollow points are held out of every efficiency; 'each left out' re-derives the efficiencies without "
+               "the record. Outliers are explained in `validation/FINDINGS.md`.")
+st.dataframe(pd.DataFrame([{"Engine": e[0] or "any", "GPU class": e[1] or "any", "Phase": e[2],
+                            "Kernel": e[3] or "any", "Efficiency": value.value, "Records": len(value.records)}
+                           for e, value in speed_model._efficiency_table().items()]), hide_index=True)
 
 st.header("Formats and KV dtypes")
 st.dataframe(pd.DataFrame([{"Id (link)": f.id, "Format": f.label, "Bits per weight": round(float(f.bits), 4),

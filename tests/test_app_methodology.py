@@ -60,3 +60,23 @@ def test_the_presets_and_the_recipe_comparison_are_on_the_page():
     assert list(compared["error_pct"]) == [row["error_pct"] for row in rows]
     median = compared["error_pct"].abs().median()
     assert f"{len(rows)} records; median |error| {median:.1f}%." in texts(at)
+
+
+def test_the_speed_section_shows_the_committed_speed_errors_the_scatter_and_the_efficiencies():
+    import statistics
+
+    from estimator import speed
+    from validation import speed as speed_validation
+
+    at = start(page="methodology")
+    assert "Speed" in [h.value for h in at.header]
+    assert "methodology.speed" in [c.key for c in at.get("plotly_chart")]
+    frames = [d.value for d in at.dataframe]
+    errors = next(f for f in frames if "Each left out (%)" in f.columns)
+    rows = [r for r in speed_validation.load_results() if not r["skip"] and r["engine"] == "llama.cpp"
+            and r["gpu_class"] == "apple" and r["phase"] == "decode"]
+    line = errors[(errors["engine"] == "llama.cpp") & (errors["gpu_class"] == "apple")
+                  & (errors["phase"] == "decode")].iloc[0]
+    assert line["Median |error| (%)"] == round(statistics.median(abs(float(r["error_pct"])) for r in rows), 1)
+    efficiencies = next(f for f in frames if "Efficiency" in f.columns)
+    assert len(efficiencies) == len(speed._efficiency_table())

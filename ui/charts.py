@@ -285,6 +285,29 @@ def _tick(value: int) -> str:
     return f"{value // 1024}k" if value >= 1024 and value % 1024 == 0 else f"{value:,}"
 
 
+def speed_curve(x: Sequence[int], per_sequence: Sequence[float], total: Sequence[float], gpu: str,
+                current: int | None = None) -> go.Figure:
+    """Decode speed against concurrency on one GPU type (log-log): tokens/s of each sequence, which falls as the
+    KV cache and the touched experts grow, and over all sequences, which rises until compute bounds it."""
+    traces = []
+    for i, (label, y) in enumerate((("Per sequence", per_sequence), ("All sequences", total))):
+        colour = ROW_COLOURS[i % len(ROW_COLOURS)]
+        traces.append(dict(type="scatter", x=list(x), y=list(y), name=label, mode="lines+markers",
+                           line=dict(color=colour, width=2), marker=dict(size=5),
+                           hovertemplate=f"{label}<br>%{{x:,}} sequences: %{{y:,.1f}} tokens/s<extra></extra>"))
+        if current in x:
+            traces.append(dict(type="scatter", x=[current], y=[y[list(x).index(current)]], mode="markers",
+                               showlegend=False, marker=dict(color=colour, size=11, symbol="diamond"),
+                               hoverinfo="skip"))
+    fig = go.Figure(traces)
+    fig.update_layout(height=HEIGHT, margin=dict(t=30, r=20), legend=dict(orientation="h", y=-0.25),
+                      title=dict(text=html.escape(f"Decode speed on {gpu}"), font=dict(size=14)),
+                      xaxis=dict(type="log", title="Concurrent sequences", tickvals=list(x),
+                                 ticktext=[_tick(v) for v in x]),
+                      yaxis=dict(type="log", title="Tokens/s", dtick=1, tickformat=","))  # powers of ten only
+    return fig
+
+
 def validation_scatter(rows: list[dict]) -> go.Figure:
     """Estimated against measured bytes for every traced component (validation/results.csv), log-log, with
     the line where they are equal. Rows are dicts with component, estimate_bytes, measured_bytes, case."""
@@ -304,6 +327,35 @@ def validation_scatter(rows: list[dict]) -> go.Figure:
                                  line=dict(color=LINE_COLOUR, dash="dot"), hoverinfo="skip"))
     fig.update_layout(height=HEIGHT + 100, xaxis=dict(type="log", title="Measured (GB)"),
                       yaxis=dict(type="log", title="Estimated (GB)"), margin=dict(t=20, r=20),
+                      legend=dict(orientation="h", y=-0.2))
+    return fig
+
+
+def speed_scatter(rows: list[dict]) -> go.Figure:
+    """Estimated against measured speed for every compared record (validation/speed_results.csv), log-log, one
+    colour per engine and phase; held-out records hollow. Rows are dicts with id, engine, phase, measured,
+    estimated, held_out (text, as the CSV holds them)."""
+    fig = go.Figure()
+    shown = [r for r in rows if not r["skip"]]
+    for i, group in enumerate(sorted({(r["engine"], r["phase"]) for r in shown})):
+        points = [r for r in shown if (r["engine"], r["phase"]) == group]
+        fig.add_trace(go.Scatter(
+            x=[float(r["measured"]) for r in points], y=[float(r["estimated"]) for r in points], mode="markers",
+            name=html.escape(f"{group[0]} {group[1]}"), text=[html.escape(r["id"]) for r in points],
+            marker=dict(size=9, color=ROW_COLOURS[i % len(ROW_COLOURS)],
+                        symbol=["circle-open" if r["held_out"] == "True" else "circle" for r in points]),
+            hovertemplate="%{text}<br>measured %{x:,.1f}<br>estimated %{y:,.1f}<extra></extra>"))
+    if shown:
+        values = [float(r[k]) for r in shown for k in ("measured", "estimated")]
+        low, high = min(values) / 1.5, max(values) * 1.5
+        for factor, dash, label in ((1, "dot", "estimate = measured"), (1.2, "dash", "±20%")):
+            for i, f in enumerate((factor, 1 / factor) if factor != 1 else (1,)):
+                fig.add_trace(go.Scatter(x=[low, high], y=[low * f, high * f], mode="lines", name=label,
+                                         showlegend=i == 0, line=dict(color=LINE_COLOUR, dash=dash, width=1),
+                                         hoverinfo="skip"))
+    fig.update_layout(height=HEIGHT + 100, xaxis=dict(type="log", title="Measured (tokens/s)", dtick=1, tickformat=","),
+                      yaxis=dict(type="log", title="Estimated (tokens/s)", dtick=1, tickformat=","),
+                      margin=dict(t=20, r=20),
                       legend=dict(orientation="h", y=-0.2))
     return fig
 

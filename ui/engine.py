@@ -15,6 +15,7 @@ from estimator.engines import REFUSAL, ServeReport, import_command, serve
 from estimator.engines.command import MAX_COMMAND_CHARS, model_reference
 from estimator.formats import CHECKPOINT, WEIGHT_FORMATS
 from estimator.kv_cache import KV_DTYPE_LABELS
+from estimator.speed import serve_speed
 from estimator.units import in_unit
 from ui import charts, form, links, state
 from ui.text import escape
@@ -175,6 +176,28 @@ def report(inputs: dict, gpu_id: str) -> ServeReport:
     return serve(links.serve_scenario_of(inputs, gpu_id))
 
 
+@st.cache_data(max_entries=128, show_spinner=False)
+def speed(inputs: dict, gpu_id: str):
+    """The engine's speed by llama-bench's conventions (`estimator.speed.serve_speed`) for the page state."""
+    return serve_speed(links.serve_scenario_of(inputs, gpu_id), report(inputs, gpu_id))
+
+
+def _speed(inputs: dict, gpu_id: str) -> None:
+    """Prefill, TTFT, decode at batch 1 and the throughput over the engine's running requests, in one row."""
+    rate = speed(inputs, gpu_id)
+    cells = [("Prefill (pp512)", f"{rate.prefill_tokens_per_s:,.0f} tok/s",
+              "Prompt tokens per second while prefilling a 512-token prompt"),
+             ("TTFT (512 tokens)", f"{rate.ttft_s * 1000:,.0f} ms", "Time to the first token of a 512-token prompt"),
+             ("Decode (tg128)", f"{rate.decode_tokens_per_s:,.1f} tok/s",
+              "Tokens per second of one sequence generating 128 tokens from an empty context (batch 1)"),
+             ("All requests", f"{rate.throughput_tokens_per_s:,.0f} tok/s",
+              "Generated tokens per second over as many 640-token requests as the engine runs at once")]
+    for column, (label, value, help_text) in zip(st.columns(len(cells)), cells):
+        column.metric(label, value, help=help_text)
+    with st.expander("How the speed is estimated", icon=":material/speed:"):
+        st.markdown("\n".join(f"- {escape(note)}" for note in rate.assumptions))
+
+
 def _field_error(page: str, message: str) -> str:
     """A scenario's error with the field named as the form labels it ("Pipeline parallel: pipeline_parallel ...")."""
     for name, spec in links.fields(page).items():
@@ -210,6 +233,8 @@ def render(page: str) -> None:
     if refusals:
         _refusal(engine, refusals, r, unit)
     _numbers(r, unit)
+    if r.starts:
+        _speed(inputs, view["gpu"])
     st.plotly_chart(charts.engine_bar(r, unit), config={"displaylogo": False}, key=f"{page}.engine_bar")
     for warning in (w for w in r.warnings if not w.startswith(REFUSAL)):
         st.warning(escape(warning), icon=":material/warning:")

@@ -7,11 +7,14 @@ row or the target GPU recomputes nothing it already has.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import streamlit as st
 
 from estimator import catalog, fit, fit_table, max_concurrency, max_seq_len, sweep
 from estimator.hardware import with_gpus
+from estimator.speed import row_speed
 from estimator.units import in_unit
 from ui import charts, chrome, form, links, state, tables
 from ui.text import escape, markdown_table
@@ -107,6 +110,65 @@ def compared_spread(page: str, inputs: dict, gpu_id: str) -> tuple[str, object |
     s, rows = _scenario_rows(page, inputs)
     row = tables.selected_row(rows, inputs[links.ROW[page]])
     return spread_over(s, row.fn, fit(s, row.fn, catalog.gpu(gpu_id)))
+
+
+def _speed_row(page: str, inputs: dict, row_key: str) -> str:
+    """The row (or format) `estimator.speed.row_speed` takes: the extra weight-format row is its format."""
+    return inputs["weights"] if page == "inference" and row_key == "custom" else row_key
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def speeds(page: str, inputs: dict, row_key: str) -> list[tuple[object, int | None, object | None]]:
+    """(GPU, GPUs the row needs, its speed on that many) for every catalog GPU (no speed where it does not fit)."""
+    s, rows = _scenario_rows(page, inputs)
+    fn, name = tables.selected_row(rows, row_key).fn, _speed_row(page, inputs, row_key)
+    out = []
+    for gpu in catalog.gpus():
+        placed = fit(s, fn, gpu)
+        rate = row_speed(with_gpus(s, placed.count), name, gpu) if placed.count is not None else None
+        out.append((gpu, placed.count, rate))
+    return out
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def speed_sweep(inputs: dict, row_key: str, gpu_id: str, placed_count: int, most: int) -> tuple[list[int], list, list]:
+    """Decode tokens/s per sequence and over all sequences against concurrency, on `placed_count` target GPUs, up
+    to the `most` concurrent requests their memory holds."""
+    s, _ = _scenario_rows("inference", inputs)
+    s, gpu, name = with_gpus(s, placed_count), catalog.gpu(gpu_id), _speed_row("inference", inputs, row_key)
+    x = tables.sweep_values(min(inputs["concurrency"], most), 1, most)
+    rates = [row_speed(replace(s, concurrency=c), name, gpu) for c in x]
+    return x, [r.decode_tokens_per_s for r in rates], [r.throughput_tokens_per_s for r in rates]
+
+
+def _speed_tab(page: str, inputs: dict, view: dict, row: str) -> None:
+    """Speed of the selected row on every catalog GPU (at the count that holds it), and on the target GPU the
+    decode speed against concurrency (inference)."""
+    entries = speeds(page, inputs, row)
+    if all(rate is None for _, _, rate in entries):
+        st.info("Speed needs the architecture: choose a catalog model or a config.json.", icon=":material/speed:")
+        return
+    frame = tables.speed_frame(entries, training=page == "finetune")
+    formats = {col: st.column_config.NumberColumn(format="%.3f" if col in ("TTFT (s)", "Step (s)") else "%,.1f")
+               for col in frame.columns if col not in ("GPU", "GPUs")}
+    st.dataframe(frame, hide_index=True, column_config=formats, height=300)
+    st.caption("Lowest memory bandwidth first: the first line that meets your target speed is the least capable "
+               "card that does. Each on the GPUs the selected row needs (GPU fit).")
+    target = next((e for e in entries if e[0].id == view["gpu"]), None)
+    if page == "inference" and target is not None and target[1] is not None:
+        most = limits(page, inputs, row, view["gpu"])[2]
+        if most >= 1:
+            x, per_sequence, total = speed_sweep(inputs, row, view["gpu"], target[1], most)
+            name = charts.short_gpu_name(target[0].name)
+            st.plotly_chart(charts.speed_curve(x, per_sequence, total, name, inputs["concurrency"]),
+                            config={"displaylogo": False}, key=f"{page}.speed.curve")
+            st.caption(f"Up to {most:,} concurrent requests of {inputs['seq_len']:,} tokens, the most that "
+                       f"{target[1]} x {escape(name)} hold; each sequence at its full length (the slowest step).")
+    rate = target[2] if target is not None and target[2] is not None else next(r for _, _, r in entries if r)
+    with st.expander("How the speed is estimated", icon=":material/speed:"):  # on the target GPU when it fits
+        st.markdown("\n".join(f"- {escape(note)}" for note in rate.assumptions))
+        st.caption("A roofline per phase with efficiencies derived from published measurements (Methodology page, "
+                   "Speed); the same numbers as `python -m estimator ... --gpu ID --json`.")
 
 
 def out_of_range(totals: list[int], lines: list) -> bool:
@@ -292,8 +354,12 @@ def _gpu_tabs(page: str, inputs: dict, view: dict, row: str, unit: str, lines: l
     browser renders on every change."""
     field, load_title, _ = LOAD_FIELD[page]
     tab_key = f"{page}.tab"
-    fit_tab, seq_tab, load_tab = st.tabs(["GPU fit", "Memory vs sequence length", f"Memory vs {load_title.lower()}"],
-                                         key=tab_key, default=st.session_state.get(tab_key), on_change="rerun")
+    fit_tab, speed_tab, seq_tab, load_tab = st.tabs(
+        ["GPU fit", "Speed", "Memory vs sequence length", f"Memory vs {load_title.lower()}"],
+        key=tab_key, default=st.session_state.get(tab_key), on_change="rerun")
+    if speed_tab.open:
+        with speed_tab:
+            _speed_tab(page, inputs, view, row)
     if fit_tab.open:
         with fit_tab:
             placed, longest, most = limits(page, inputs, row, view["gpu"])

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from estimator.breakdown import Breakdown
+from estimator.catalog import Gpu
 from estimator.finetune import finetune_rows
 from estimator.formats import CHECKPOINT, WEIGHT_FORMATS
 from estimator.hardware import GpuFit
@@ -219,3 +220,25 @@ def describe(page: str, model_name: str, state: Mapping, row_label: str) -> str:
     else:
         load = f"b{state['batch_size']} × {state['seq_len']:,} tok"
     return f"{model_name} · {row_label} · {load}"
+
+
+def speed_frame(entries: Sequence[tuple[Gpu, int | None, object | None]], training: bool) -> pd.DataFrame:
+    """One line per GPU, lowest memory bandwidth first: the GPUs the row needs and its speed on them
+    (`estimator.speed`: a Speed for inference, a TrainingSpeed for fine-tuning); empty cells where it does not
+    fit."""
+    records = []
+    for gpu, count, rate in sorted(entries, key=lambda e: (e[0].bandwidth_gb_s, e[0].name)):
+        line = {"GPU": f"{short_gpu_name(gpu.name)} {gpu.memory_gb:g} GB",
+                "GPUs": "does not fit" if count is None else str(count)}
+        if training:
+            epoch = getattr(rate, "epoch_time_s", None)
+            line.update({"Tokens/s per GPU": getattr(rate, "tokens_per_s", None),
+                         "Step (s)": getattr(rate, "step_time_s", None),
+                         "Epoch (h)": None if epoch is None else epoch / 3600})
+        else:
+            line.update({"Decode (tokens/s)": getattr(rate, "decode_tokens_per_s", None),
+                         "All sequences (tokens/s)": getattr(rate, "throughput_tokens_per_s", None),
+                         "Prefill (tokens/s)": getattr(rate, "prefill_tokens_per_s", None),
+                         "TTFT (s)": getattr(rate, "ttft_s", None)})
+        records.append(line)
+    return pd.DataFrame.from_records(records)

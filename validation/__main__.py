@@ -4,6 +4,7 @@ python -m validation engines          (the engine estimates vs published start-u
 python -m validation objectives       (DPO / ORPO / KTO / GRPO estimates vs published records: published/objectives.csv)
 python -m validation recipes          (the fine-tuning estimate under each framework's preset vs published recipe
                                        peaks: recipes_results.csv)
+python -m validation speed [--derive] (the speed model vs published speed measurements: speed_results.csv)
 
 The first form runs the validation matrix (or its fast CI subset), writes the rows (the full matrix:
 validation/results.csv) and prints the summary: median and worst error per component; --summary prints the
@@ -147,10 +148,24 @@ def validate_recipes(argv: list[str]) -> int:
     return 0
 
 
+def validate_speed(argv: list[str]) -> int:
+    """Compare the speed model with validation/published/speed.csv; write validation/speed_results.csv."""
+    parser = Parser(prog="python -m validation speed", description=validate_speed.__doc__)
+    parser.add_argument("--derive", action="store_true",
+                        help="first rewrite estimator/data/speed.json (the efficiencies) from the records")
+    parser.add_argument("--no-write", action="store_true", help="print the summary without writing the CSV")
+    args = parser.parse_args(argv)
+    from . import speed
+
+    rows = speed.run(derive_first=args.derive, write=not args.no_write)
+    print(speed.summary(rows))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     commands = {"trace": trace, "engines": validate_engines, "objectives": validate_objectives,
-                "recipes": validate_recipes}
+                "recipes": validate_recipes, "speed": validate_speed}
     return commands[argv[0]](argv[1:]) if argv[:1] and argv[0] in commands else run(argv)
 
 

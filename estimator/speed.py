@@ -1,0 +1,544 @@
+"""Speed: prefill throughput, time to first token, decode speed and training throughput, from a roofline per phase.
+
+One GPU of a tensor-parallel group of `tp` runs every phase; a phase takes the longer of its memory time and its
+compute time, plus the tensor-parallel all-reduces (Williams, Waterman, Patterson 2009, "Roofline: an insightful
+visual performance model", CACM 52(4); for LLM inference, Pope et al. 2022, "Efficiently Scaling Transformer
+Inference", arXiv:2211.05102, section 2):
+
+    decode step (B sequences, each with c cached tokens):
+        bytes  = weights a step reads (2-D weights / tp + vectors; MoE: the experts B x k picks touch)
+                 + KV cache of the B sequences at c tokens (kv_cache.py: GQA, MLA, windows, the KV dtype)
+        flops  = 2 x active matmul parameters / tp x B  +  4 x q_width / tp x attended tokens x B (QK^T and PV)
+        time   = max(bytes / (bandwidth x e_bw), flops / (peak x e_flops)) + all-reduce time
+    prefill of a P-token prompt:
+        flops  = 2 x active matmul parameters / tp x P  +  4 x q_width / tp x sum over positions of the tokens seen
+        bytes  = the weights once (every expert the P x k picks touch)
+        time   = max(...) + all-reduce time;  TTFT = that time;  prefill throughput = P / time
+    all-reduce (tensor parallel, Megatron-LM, Shoeybi et al. 2019, arXiv:1909.08053, section 3: two per layer):
+        2 x layers x 2 (tp - 1) / tp x tokens x hidden x 2 bytes  /  link bandwidth (ring all-reduce)
+    training (Kaplan et al. 2020, arXiv:2001.08361, section 2.1: C = 6N per token; Chowdhury / Korthikanti et al.
+        2022, arXiv:2205.05198, section 5: recomputation adds a forward, 8N):
+        flops per token = 2N forward + 2N backward to the activations + 2N backward to the weights (only for
+        trained weights: LoRA's frozen base needs the first two, not the third) + 2N again with checkpointing
+        tokens/s per GPU = MFU x peak / flops per token; ZeRO / FSDP traffic overlaps the backward pass
+
+The efficiencies e_bw (achieved fraction of the memory bandwidth) and e_flops (of the dense 16-bit tensor peak)
+are not one global factor: each comes from published measurements of an engine on a GPU class, by the rule
+written in `estimator/data/speed.json` (median achieved fraction; `python -m validation speed --derive`).
+Everything here is a pure function of its inputs; the memory numbers come from formats.py and kv_cache.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from dataclasses import dataclass
+from importlib import resources
+
+from .architecture import Architecture, parameter_counts, tensors
+from .catalog import Gpu
+from .catalog import gpu as catalog_gpu
+from .engines.base import ServeReport, ServeScenario
+from .formats import CHECKPOINT, tensor_bytes, weight_format
+from .inference import QUICK_ROWS
+from .quick import quick_inference
+from .kv_cache import KV_DTYPE_LABELS, kv_cache_bytes
+from .scenarios import FinetuneScenario, InferenceScenario, gradient_checkpointing
+from .training import REGIMES
+from .units import BF16_BYTES
+
+TFLOP = 10**12
+GB_S = 10**9
+ACTIVATION_BYTES = BF16_BYTES  # the hidden states tensor parallelism all-reduces are 16-bit
+
+# GPU-to-GPU link when the catalog records none: PCIe 4.0 x16, 16 GT/s x 16 lanes x 128/130 encoding / 8 bits
+# = 31.5 GB/s per direction (PCI-SIG PCI Express Base Specification 4.0, section 4.2)
+FALLBACK_LINK_GB_S = 31.5
+FALLBACK_LINK = "PCIe 4.0 x16 (no interconnect recorded for this GPU)"
+
+# Apple GPUs publish no tensor TFLOPs: FP16 = FP32 rate = shaders (GPU cores x 128) x 2 (FMA) x clock, with the
+# shader counts and clocks hmc-tech.com lists (https://hmc-tech.com/gpu/apple-32-core-m4-max-vs-apple-60-core-m2-ultra:
+# M2 Ultra 1398 MHz; .../apple-32-core-m4-max-vs-apple-40-core-m3-max: M3 Max 1398 MHz, M4 Max 1678 MHz).
+# Used only where the catalog records no TFLOPs.
+APPLE_FP16_TFLOPS = {"m2-ultra-192gb": 76 * 128 * 2 * 1.398e9 / TFLOP, "m3-max-128gb": 40 * 128 * 2 * 1.398e9 / TFLOP,
+                     "m4-max-128gb": 40 * 128 * 2 * 1.678e9 / TFLOP}
+
+# Formats whose GEMMs run on FP8 / INT8 tensor cores when the GPU has them (W8A8: vLLM quantization/fp8.py
+# Fp8LinearMethod uses cutlass_scaled_mm on sm89+; w8a8-int8 compressed-tensors). Every other format is measured
+# against the 16-bit peak: weight-only kernels dequantise to 16-bit inside the GEMM (Marlin, AWQ, bitsandbytes),
+# and llama.cpp's GGUF kernels (int8 dot products, or FP16 cuBLAS after dequantisation) have their own efficiency
+# (`compute_note`).
+FP8_COMPUTE_FORMATS = frozenset({"fp8", "fp8-block", "fp8-channel", "w8a8-int8"})
+
+# Training MFU: Llama 3 (Dubey et al. 2024, arXiv:2407.21783, Table 4): 38-43% BF16 MFU on H100s, 8K-16K GPUs
+# (4D parallelism). A range, not a fit: single-node fine-tuning without tuned kernels can fall below it.
+MFU_LOW, MFU_HIGH = 0.38, 0.43
+MFU = (MFU_LOW + MFU_HIGH) / 2
+
+ENGINE_FAMILY = {"ollama": "llama.cpp"}  # Ollama runs llama.cpp's kernels (ollama/ollama llama/ vendors ggml)
+
+
+def gpu_class(g: Gpu) -> str:
+    """The GPU class efficiencies are grouped by: NVIDIA datacenter (HBM), NVIDIA consumer and workstation
+    (GDDR), AMD, Apple (unified memory)."""
+    if g.kind == "apple" or g.vendor.lower() == "apple":
+        return "apple"
+    if g.vendor.upper() == "AMD":
+        return "amd"
+    return "nvidia-datacenter" if g.kind == "datacenter" else "nvidia-consumer"
+
+
+def kernel_kind(format_id: str) -> str:
+    """'16-bit' for unquantized weights, 'quantized' for the rest (their kernels differ: dequantisation, int8
+    MMQ, Marlin): efficiencies are derived separately where records allow."""
+    return "16-bit" if format_id in ("bf16", "fp32") else "quantized"
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """An achieved fraction of a peak, and where it comes from."""
+
+    value: float  # achieved / peak
+    key: str  # what it is the median of, e.g. "llama.cpp, nvidia-consumer, decode, quantized"
+    records: tuple[str, ...]  # ids of validation/published/speed.csv it was derived from
+
+    @property
+    def text(self) -> str:
+        return f"{self.value:.2f} (median of {len(self.records)} published record(s): {self.key})"
+
+
+def efficiency_table(data: dict) -> dict[tuple[str, ...], Efficiency]:
+    """speed.json's efficiencies by key (engine, GPU class, phase, kernel; '' = any)."""
+    return {tuple(e["key"]): Efficiency(float(e["value"]), ", ".join(part for part in e["key"] if part),
+                                        tuple(e["records"])) for e in data["efficiencies"]}
+
+
+@functools.lru_cache(maxsize=1)
+def _efficiency_table() -> dict[tuple[str, ...], Efficiency]:
+    return efficiency_table(json.loads(resources.files("estimator").joinpath("data", "speed.json")
+                                       .read_text(encoding="utf-8")))
+
+
+def lookup_efficiency(table: dict[tuple[str, ...], Efficiency], engine: str, klass: str, phase: str,
+                      kernel: str) -> Efficiency:
+    """The most specific efficiency of `table`: (engine, GPU class, phase, kernel), then without the kernel, then
+    the GPU class with any engine (the hardware sets most of what is achievable), the engine on any GPU, and the
+    phase over every record (speed.json's rule)."""
+    engine = ENGINE_FAMILY.get(engine, engine)
+    for key in ((engine, klass, phase, kernel), (engine, klass, phase, ""), ("", klass, phase, ""),
+                (engine, "", phase, ""), ("", "", phase, "")):
+        if key in table:
+            return table[key]
+    raise ValueError(f"estimator/data/speed.json has no efficiency for phase {phase!r}")
+
+
+@functools.lru_cache(maxsize=256)
+def efficiency(engine: str, klass: str, phase: str, kernel: str) -> Efficiency:
+    """`lookup_efficiency` in the derived efficiencies of estimator/data/speed.json."""
+    return lookup_efficiency(_efficiency_table(), engine, klass, phase, kernel)
+
+
+@dataclass(frozen=True)
+class Peaks:
+    """What one GPU can do, and what the estimate assumed for what the catalog does not record."""
+
+    bandwidth: float  # bytes/s
+    flops: float | None  # FLOP/s of the weight format's tensor path; None: not published
+    link: float  # bytes/s per direction between GPUs
+    notes: tuple[str, ...]
+
+
+@functools.lru_cache(maxsize=1024)
+def peaks(g: Gpu, format_id: str) -> Peaks:
+    notes = []
+    tflops, path = g.bf16_tflops or g.fp16_tflops, "dense BF16/FP16"
+    if format_id in FP8_COMPUTE_FORMATS and g.fp8_tflops:
+        tflops, path = g.fp8_tflops, "dense FP8 (W8A8 GEMMs)"
+    if tflops is None and g.id in APPLE_FP16_TFLOPS:
+        tflops, path = APPLE_FP16_TFLOPS[g.id], "FP16 from GPU cores x 128 ALUs x 2 x clock (Apple publishes none)"
+    if tflops is None:
+        notes.append(f"{g.name}: no TFLOPs recorded, so compute never bounds a phase (prefill is optimistic)")
+    else:
+        notes.append(f"{g.name}: {g.bandwidth_gb_s:g} GB/s, {tflops:.1f} TFLOPs {path}")
+    link, link_name = g.interconnect_gb_s, g.interconnect
+    if not link:
+        link, link_name = FALLBACK_LINK_GB_S, FALLBACK_LINK
+    return Peaks(g.bandwidth_gb_s * GB_S, tflops * TFLOP if tflops else None, link * GB_S,
+                 (*notes, f"GPU-to-GPU link: {link_name}, {link:g} GB/s per direction"))
+
+
+@dataclass(frozen=True)
+class WeightTraffic:
+    """Weight bytes of a model in one format, split by what a step reads of them."""
+
+    layers: int  # 2-D weights every token uses (attention, dense MLPs, shared experts, router, lm_head)
+    experts: int  # routed-expert matrices (all E experts)
+    vectors: int  # norms, biases: replicated on every tensor-parallel rank
+    lookup: int  # input embeddings: a step reads only its tokens' rows (not counted)
+
+
+@functools.lru_cache(maxsize=1024)
+def weight_traffic(a: Architecture, format_id: str) -> WeightTraffic:
+    """The weights in `format_id` (CHECKPOINT: the checkpoint's own layout) as formats.py sizes them. The input
+    embedding is a row lookup, unless tied: then it is also the lm_head every step reads in full."""
+    if format_id == CHECKPOINT and a.checkpoint is not None and a.checkpoint.format_id is not None:
+        size_of = functools.partial(a.checkpoint.tensor_bytes, a)
+    else:
+        fmt = weight_format("bf16" if format_id == CHECKPOINT else format_id)
+        size_of = lambda t: tensor_bytes(fmt, t, a)  # noqa: E731
+    layers = experts = vectors = lookup = 0
+    for t in tensors(a):
+        size = size_of(t)
+        if not t.is_matrix:
+            vectors += size
+        elif t.is_expert:
+            experts += size
+        elif t.role in ("token_embd", "position_embd", "per_layer_embd") and not (
+                t.role == "token_embd" and a.tie_word_embeddings):
+            lookup += size
+        else:
+            layers += size
+    return WeightTraffic(layers, experts, vectors, lookup)
+
+
+def experts_touched(a: Architecture, tokens: int) -> float:
+    """Expected fraction of a layer's experts that `tokens` tokens route to, each picking k of E uniformly:
+    1 - (1 - k/E)^tokens (k/E for one token; all of them once the batch is large)."""
+    if not a.is_moe:
+        return 0.0
+    return 1.0 - (1.0 - a.experts_per_token / a.num_experts) ** tokens
+
+
+@functools.lru_cache(maxsize=1024)
+def matmul_parameters(a: Architecture) -> int:
+    """Parameters a token multiplies by: the active parameters without the input embedding lookups (a tied
+    embedding is the lm_head, so it stays)."""
+    counts = parameter_counts(a)
+    lookups = sum(t.numel for t in tensors(a) if t.role in ("token_embd", "position_embd", "per_layer_embd")
+                  and not (t.role == "token_embd" and a.tie_word_embeddings))
+    return counts.active - lookups
+
+
+@functools.lru_cache(maxsize=1024)
+def attention_layer_counts(a: Architecture) -> tuple[int, int]:
+    """(full-attention layers, windowed layers); linear-attention and Mamba layers attend to no cached keys."""
+    sliding = set(a.sliding_layers)
+    windowed = sum(1 for i in a.attention_layers if i in sliding)
+    return len(a.attention_layers) - windowed, windowed
+
+
+def attended_tokens(a: Architecture, context: int) -> int:
+    """Keys one new token attends to, summed over the attention layers (windowed layers see at most the window;
+    linear-attention and Mamba layers keep a fixed state and attend to none)."""
+    full, windowed = attention_layer_counts(a)
+    return full * context + windowed * min(context, a.sliding_window)
+
+
+def attention_flops(a: Architecture, context: int) -> int:
+    """FLOPs of one token's attention at `context` cached tokens: QK^T and PV, 2 x 2 x q_width per key."""
+    return 4 * a.q_width * attended_tokens(a, context)
+
+
+def prefill_attention_flops(a: Architecture, prompt: int) -> int:
+    """Causal attention of a whole prompt: token t attends to t keys (sum 1..P = P(P+1)/2, windows capped)."""
+    full, windowed_layers = attention_layer_counts(a)
+    causal = prompt * (prompt + 1) // 2
+    w = a.sliding_window
+    windowed = causal if prompt <= w else w * (w + 1) // 2 + (prompt - w) * w
+    return 4 * a.q_width * (full * causal + windowed_layers * windowed)
+
+
+def allreduce_seconds(a: Architecture, tokens: int, tp: int, link: float) -> float:
+    """Two ring all-reduces per layer of tokens x hidden 16-bit activations; each GPU sends 2 (tp - 1) / tp of
+    the tensor (Megatron-LM: after the attention output and the MLP down projection)."""
+    if tp == 1:
+        return 0.0
+    per_gpu = 2 * a.num_layers * 2 * (tp - 1) / tp * tokens * a.hidden_size * ACTIVATION_BYTES
+    return per_gpu / link
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One forward on one GPU: its bytes, FLOPs and times (seconds)."""
+
+    bytes: float
+    flops: float
+    memory_s: float
+    compute_s: float
+    comm_s: float
+
+    @property
+    def seconds(self) -> float:
+        return max(self.memory_s, self.compute_s) + self.comm_s
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.compute_s > self.memory_s else "memory"
+
+
+def _phase(num_bytes: float, flops: float, comm_s: float, p: Peaks, e_bw: float, e_flops: float) -> Phase:
+    compute = flops / (p.flops * e_flops) if p.flops else 0.0
+    return Phase(num_bytes, flops, num_bytes / (p.bandwidth * e_bw), compute, comm_s)
+
+
+def decode_phase(a: Architecture, format_id: str, kv_dtype: str, tp: int, sequences: int, context: int,
+                 p: Peaks, e_bw: float, e_flops: float, mla_latent: bool = True) -> Phase:
+    """One decode step of `sequences` sequences, each with `context` cached tokens."""
+    w = weight_traffic(a, format_id)
+    weights = (w.layers + w.experts * experts_touched(a, sequences)) / tp + w.vectors
+    kv = kv_cache_bytes(a, context, sequences, kv_dtype, tp, mla_latent)
+    flops = sequences * (2 * matmul_parameters(a) + attention_flops(a, context)) / tp
+    return _phase(weights + kv, flops, allreduce_seconds(a, sequences, tp, p.link), p, e_bw, e_flops)
+
+
+def prefill_phase(a: Architecture, format_id: str, tp: int, prompt: int, p: Peaks, e_bw: float,
+                  e_flops: float) -> Phase:
+    """The forward of one `prompt`-token prompt: weights read once, the prompt's FLOPs."""
+    w = weight_traffic(a, format_id)
+    weights = (w.layers + w.experts * experts_touched(a, prompt)) / tp + w.vectors
+    flops = (2 * matmul_parameters(a) * prompt + prefill_attention_flops(a, prompt)) / tp
+    return _phase(weights, flops, allreduce_seconds(a, prompt, tp, p.link), p, e_bw, e_flops)
+
+
+@dataclass(frozen=True)
+class Basis:
+    """What a Speed was computed from, kept so its assumptions are written only when someone reads them."""
+
+    model: Architecture
+    gpu: Gpu
+    format_id: str
+    kv_dtype: str
+    tp: int
+    sequences: int
+    prompt: int
+    context: int
+    step: Phase
+    fill: Phase
+    peaks: Peaks
+    e_bw: Efficiency
+    e_flops: Efficiency
+
+    def notes(self) -> tuple[str, ...]:
+        a, step, fill, tp = self.model, self.step, self.fill, self.tp
+        return (
+            f"Decode: each step reads {step.bytes / 1e9:.3g} GB per GPU (the weights it touches in this format + the "
+            f"KV cache of {self.sequences} sequence(s) at {self.context:,} tokens, {KV_DTYPE_LABELS[self.kv_dtype]}) "
+            f"and does {step.flops / 1e9:.3g} GFLOPs; {step.bound}-bound",
+            f"Prefill of a {self.prompt:,}-token prompt: {fill.flops / 1e12:.3g} TFLOPs per GPU (2 x "
+            f"{matmul_parameters(a):,} active matmul parameters per token + causal attention); {fill.bound}-bound",
+            *((f"MoE: a step of {self.sequences} sequence(s) touches {experts_touched(a, self.sequences):.1%} of the "
+               f"experts, a {self.prompt:,}-token prompt {experts_touched(a, self.prompt):.1%}",) if a.is_moe else ()),
+            *(self.peaks.notes if tp > 1 else self.peaks.notes[:-1]),  # the link matters only between GPUs
+            f"Achieved fraction of bandwidth {self.e_bw.text}; of peak FLOPs {self.e_flops.text}",
+            compute_note(self.format_id, self.gpu),
+            *((f"Tensor parallel over {tp}: bytes and FLOPs split, plus two all-reduces per layer "
+               f"({(step.comm_s * 1e3):.3g} ms per decode step; link latency not modelled)",) if tp > 1 else ()),
+        )
+
+
+@dataclass(frozen=True)
+class Speed:
+    """Inference speed of one scenario row on one GPU type."""
+
+    prefill_tokens_per_s: float  # prompt tokens per second while prefilling one prompt
+    ttft_s: float  # time to first token of one prompt (its prefill)
+    decode_tokens_per_s: float  # generated tokens per second of one sequence
+    throughput_tokens_per_s: float  # generated tokens per second over all concurrent sequences
+    bound: str  # what limits decode: "memory" or "compute"
+    basis: Basis | None = None  # what it was computed from (its assumptions)
+    scope: tuple[str, ...] = ()  # notes of the caller: what scenario the numbers are for
+
+    @property
+    def assumptions(self) -> tuple[str, ...]:
+        """The assumptions in words (written on demand: a sweep of thousands of speeds never reads them)."""
+        return self.scope + (self.basis.notes() if self.basis is not None else ())
+
+    def to_dict(self) -> dict:
+        return {"prefill_tokens_per_s": round(self.prefill_tokens_per_s, 2), "ttft_s": round(self.ttft_s, 6),
+                "decode_tokens_per_s": round(self.decode_tokens_per_s, 3),
+                "throughput_tokens_per_s": round(self.throughput_tokens_per_s, 3), "bound": self.bound,
+                "assumptions": list(self.assumptions)}
+
+
+def inference_speed(a: Architecture, g: Gpu, format_id: str, kv_dtype: str = "bf16", tp: int = 1,
+                    sequences: int = 1, prompt: int = 512, context: int = 512, engine: str = "",
+                    mla_latent: bool = True, scope: tuple[str, ...] = ()) -> Speed:
+    """Prefill of one `prompt`-token prompt, and a decode step of `sequences` sequences at `context` cached
+    tokens each, on `tp` GPUs of type `g` running `engine` ('' = no engine chosen: the GPU class's efficiencies
+    over every engine); `scope` says in words what scenario that is (the first assumptions)."""
+    p = peaks(g, format_id)
+    klass, kernel = gpu_class(g), kernel_kind("bf16" if format_id == CHECKPOINT and not _quantized_checkpoint(a)
+                                              else format_id)
+    e_bw, e_flops = efficiency(engine, klass, "decode", kernel), efficiency(engine, klass, "prefill", kernel)
+    step = decode_phase(a, format_id, kv_dtype, tp, sequences, context, p, e_bw.value, e_flops.value, mla_latent)
+    fill = prefill_phase(a, format_id, tp, prompt, p, e_bw.value, e_flops.value)
+    basis = Basis(a, g, format_id, kv_dtype, tp, sequences, prompt, context, step, fill, p, e_bw, e_flops)
+    return Speed(prefill_tokens_per_s=prompt / fill.seconds, ttft_s=fill.seconds,
+                 decode_tokens_per_s=1 / step.seconds, throughput_tokens_per_s=sequences / step.seconds,
+                 bound=step.bound, basis=basis, scope=scope)
+
+
+def compute_note(format_id: str, g: Gpu) -> str:
+    """Which kernels the weight format runs on, in words (the peak it is measured against)."""
+    if format_id in FP8_COMPUTE_FORMATS and g.fp8_tflops:
+        return "FP8 weights: W8A8 GEMMs on the FP8 tensor cores (measured against the FP8 peak)"
+    if format_id in ("bf16", "fp32", CHECKPOINT):
+        return "Weights as stored: 16-bit GEMMs (quantized checkpoints: as their format below)" \
+            if format_id == CHECKPOINT else "16-bit weights: 16-bit GEMMs"
+    if weight_format(format_id).scope == "gguf":
+        return ("GGUF weights: fewer bytes read; llama.cpp's decode multiplies the quantized blocks directly (int8 "
+                "dot products, ggml-cuda mmvq.cu); its prefill on tensor-core GPUs dequantised to FP16 for cuBLAS "
+                "(ggml-org/llama.cpp#3412, 2023) until int8 tensor-core MMQ kernels (#7676, #7860, June 2024); "
+                "measured against the 16-bit peak")
+    return ("Quantized weights: fewer bytes read; the kernels (Marlin, AWQ, bitsandbytes) dequantise to 16-bit "
+            "inside the GEMM, measured against the 16-bit peak")
+
+
+def _quantized_checkpoint(a: Architecture) -> bool:
+    return a.checkpoint is not None and a.checkpoint.format_id is not None
+
+
+def llama_bench(a: Architecture, g: Gpu, format_id: str, kv_dtype: str = "bf16", pp: int = 512,
+                tg: int = 128, tp: int = 1) -> Speed:
+    """llama.cpp's `llama-bench` conventions: ppN = prefill throughput of an N-token prompt; tgN = decode speed
+    of N tokens generated from an empty context at batch 1 (the cache grows 0..N: on average N / 2 tokens)."""
+    return inference_speed(a, g, format_id, kv_dtype, tp, sequences=1, prompt=pp, context=tg // 2,
+                           engine="llama.cpp")
+
+
+@dataclass(frozen=True)
+class TrainingSpeed:
+    tokens_per_s: float  # per GPU
+    step_time_s: float  # one optimizer step of micro-batch x sequence length on every GPU
+    epoch_time_s: float | None  # the dataset once over all GPUs; None when no dataset size is given
+    tokens_per_s_range: tuple[float, float]  # at MFU_LOW and MFU_HIGH
+    assumptions: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"tokens_per_s": round(self.tokens_per_s, 3), "step_time_s": round(self.step_time_s, 6),
+                "epoch_time_s": None if self.epoch_time_s is None else round(self.epoch_time_s, 3),
+                "tokens_per_s_range": [round(v, 3) for v in self.tokens_per_s_range], "mfu": MFU,
+                "assumptions": list(self.assumptions)}
+
+
+def training_flops_per_token(a: Architecture, seq_len: int, technique: str, checkpointing: bool) -> float:
+    """FLOPs per trained token: forward 2N, backward to the activations 2N, backward to the weights 2N for full
+    fine-tuning only (LoRA adapters' own FLOPs are a fraction of a percent), one more forward with gradient
+    checkpointing; attention (2 x q_width x seq per layer forward) scales the same way."""
+    n = matmul_parameters(a)
+    attention = 2 * a.q_width * attended_tokens(a, seq_len)  # causal: half the 4 x q_width x seq of a full row
+    passes = (3 if technique == "full" else 2) + (1 if checkpointing else 0)
+    return passes * (2 * n + attention)
+
+
+def training_speed(a: Architecture, g: Gpu, technique: str, batch: int, seq_len: int, gpus: int = 1,
+                   zero_stage: int = 0, checkpointing: bool = False, dataset_tokens: int = 0,
+                   grad_bytes: int = BF16_BYTES) -> TrainingSpeed:
+    """Tokens/s per GPU at the MFU of published runs; a step is micro-batch x seq_len tokens on each GPU; data
+    parallel communication (ZeRO paper, Rajbhandari et al. 2020, arXiv:1910.02054, section 7: 2 Psi per GPU for
+    DP / ZeRO-1 / 2, 3 Psi for ZeRO-3) overlaps compute unless it takes longer."""
+    p = peaks(g, "bf16")
+    per_token = training_flops_per_token(a, seq_len, technique, checkpointing)
+    notes = [f"FLOPs per token: {per_token / 1e9:.3g} G ({'6' if technique == 'full' else '4'}N"
+             f"{' + 2N recomputation' if checkpointing else ''}, N = {matmul_parameters(a):,} matmul parameters, "
+             "plus attention" + ("; LoRA: no weight gradients of the frozen base" if technique != "full" else "")
+             + ")", *p.notes[:1],
+             f"MFU {MFU:.3f} (range {MFU_LOW}-{MFU_HIGH}: Llama 3, arXiv:2407.21783 Table 4)"]
+    if p.flops is None:
+        raise ValueError(f"{g.name} has no recorded TFLOPs: training speed cannot be estimated")
+    if technique.startswith("qlora"):
+        notes.append("QLoRA: the base is dequantised to 16-bit for every matmul (the same FLOPs; the dequantisation "
+                     "costs are inside the MFU range only approximately)")
+    tokens = batch * seq_len
+    compute_s = tokens * per_token / (p.flops * MFU)
+    trained = parameter_counts(a).total if technique == "full" else 0
+    comm_s = 0.0
+    if gpus > 1 and trained:
+        volume = (3 if zero_stage == 3 else 2) * trained * grad_bytes * (gpus - 1) / gpus
+        comm_s = volume / p.link
+        notes.append(f"Data parallel over {gpus} GPUs (ZeRO-{zero_stage}): {volume / 1e9:.3g} GB per GPU per step "
+                     f"over the link ({comm_s:.3g} s), overlapped with compute")
+    elif gpus > 1:
+        notes.append("LoRA over several GPUs: only the adapters' gradients are all-reduced (negligible)")
+    step = max(compute_s, comm_s)
+    rate = tokens / step
+    low, high = (tokens / max(tokens * per_token / (p.flops * m), comm_s) for m in (MFU_LOW, MFU_HIGH))
+    epoch = dataset_tokens / (rate * gpus) if dataset_tokens else None
+    return TrainingSpeed(rate, step, epoch, (low, high), tuple(notes))
+
+
+# The inference table's rows and the formats they stand for (inference.DETAILED_ROWS; a format id stands for itself)
+ROW_FORMATS = {"16-bit": "bf16", "8-bit": "fp8", "4-bit": "awq-4bit"}
+SERVE_PROMPT, SERVE_GENERATED = 512, 128  # llama-bench's pp512 / tg128, the convention of most published numbers
+
+
+def row_speed(s: InferenceScenario | FinetuneScenario, row: str, g: Gpu) -> Speed | TrainingSpeed | None:
+    """The speed of one table row of a scenario on GPU `g`. Inference: the whole sequence as the prompt (TTFT of
+    seq_len tokens), and decode with every one of the batch x concurrency sequences at seq_len cached tokens (the
+    last, slowest step of a full-length request); a bare parameter count: `quick_speed`. Fine-tuning: None for a
+    bare parameter count or a GPU without recorded TFLOPs."""
+    if isinstance(s, InferenceScenario) and not isinstance(s.model, Architecture):
+        return quick_speed(s, row, g)
+    if not isinstance(s.model, Architecture) or (isinstance(s, FinetuneScenario) and peaks(g, "bf16").flops is None):
+        return None
+    if isinstance(s, InferenceScenario):
+        sequences = s.batch_size * s.concurrency
+        return inference_speed(s.model, g, ROW_FORMATS.get(row, row), s.kv_dtype, s.tensor_parallel, sequences,
+                               prompt=s.seq_len, context=s.seq_len, mla_latent=s.mla_latent_cache, scope=(
+                                   f"Speed: prefill of one {s.seq_len:,}-token prompt; decode of {sequences} "
+                                   f"sequence(s) each at {s.seq_len:,} cached tokens (the last step of a full-length "
+                                   "request); no engine chosen",))
+    return training_speed(s.model, g, row, s.batch_size, s.seq_len, s.num_gpus, s.zero_stage,
+                          gradient_checkpointing(s.gradient_checkpointing, row), s.dataset_tokens,
+                          REGIMES[s.regime].grad_bytes if row == "full" else BF16_BYTES)
+
+
+def quick_speed(s: InferenceScenario, row: str, g: Gpu) -> Speed:
+    """Speed of a model known only by its parameter counts, from the quick estimate's own bytes (the reference
+    document's weights and KV cache at seq_len): decode reads the weights (a MoE batch of B sequences at most
+    B x active / total of them: no expert count is known) and the KV cache, and does 2 x active FLOPs per token;
+    prefill does 2 x active FLOPs per prompt token. Without the layer shapes, attention FLOPs and the
+    tensor-parallel all-reduces are left out."""
+    bits = dict(QUICK_ROWS).get(row) or weight_format(row).bits
+    b = quick_inference(s, bits, row)
+    total, active = s.model.total_params, s.model.active_params
+    tp, sequences = s.tensor_parallel, s.batch_size * s.concurrency
+    p, klass, kernel = peaks(g, "bf16"), gpu_class(g), "16-bit" if bits >= 16 else "quantized"
+    e_bw, e_flops = efficiency("", klass, "decode", kernel), efficiency("", klass, "prefill", kernel)
+    touched = min(1.0, sequences * active / total)
+    step = _phase(b.component("weights") * touched + b.component("kv_cache"), 2 * active * sequences / tp, 0.0, p,
+                  e_bw.value, e_flops.value)
+    fill = _phase(b.component("weights"), 2 * active * s.seq_len / tp, 0.0, p, e_bw.value, e_flops.value)
+    notes = (f"Speed from the parameter counts (quick method): prefill of one {s.seq_len:,}-token prompt at "
+             f"2 x {active:,} FLOPs per token; decode of {sequences} sequence(s) reading "
+             + (f"{touched:.1%} of the weights (at most B x active / total of a MoE's) " if touched < 1 else
+                "the weights ") + "and the quick KV cache; attention FLOPs and tensor-parallel traffic not modelled "
+             "(choose a catalog model or a config.json for them)",
+             *p.notes[:1], f"Achieved fraction of bandwidth {e_bw.text}; of peak FLOPs {e_flops.text}")
+    return Speed(prefill_tokens_per_s=s.seq_len / fill.seconds, ttft_s=fill.seconds,
+                 decode_tokens_per_s=1 / step.seconds, throughput_tokens_per_s=sequences / step.seconds,
+                 bound=step.bound, scope=notes)
+
+
+def serve_speed(s: ServeScenario, report: ServeReport) -> Speed:
+    """An engine's speed by llama-bench's conventions: pp512 (prefill throughput and TTFT of a 512-token prompt)
+    and tg128 (decode at batch 1 from an empty context); the throughput over as many 640-token requests as the
+    engine runs at once (its running-request limit, capped by what its KV cache holds)."""
+    settings = dict(report.settings)
+    limit = next((int(settings[k]) for k in ("max_num_seqs", "n_parallel", "num_parallel", "batch") if k in settings),
+                 s.max_num_seqs or 1)
+    request = SERVE_PROMPT + SERVE_GENERATED
+    sequences = max(1, min(limit, report.kv_cache_tokens // request)) if report.kv_cache_tokens else 1
+    g = catalog_gpu(s.gpu)
+    one = inference_speed(s.model, g, s.weights, s.kv_dtype, s.tensor_parallel, 1, SERVE_PROMPT,
+                          SERVE_GENERATED // 2, s.engine)
+    many = inference_speed(s.model, g, s.weights, s.kv_dtype, s.tensor_parallel, sequences, SERVE_PROMPT,
+                           SERVE_PROMPT + SERVE_GENERATED // 2, s.engine)
+    scope = (f"Speed by llama-bench's conventions: pp{SERVE_PROMPT} and tg{SERVE_GENERATED} at batch 1; throughput "
+             f"over {sequences} concurrent {request}-token request(s) (the engine's running-request limit {limit}, "
+             "capped by its KV-cache tokens)",
+             *(("Pipeline parallel: a token passes the stages one after another, so a step takes the sum of the "
+                "stages' times, as one GPU reading every layer's share would (transfers between stages not "
+                "modelled)",) if s.pipeline_parallel > 1 else ()))
+    return dataclasses.replace(one, throughput_tokens_per_s=many.throughput_tokens_per_s, scope=scope)

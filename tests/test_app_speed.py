@@ -1,0 +1,64 @@
+"""The Speed tab of the estimate pages (AppTest): tokens/s and TTFT per catalog GPU, and decode speed against
+concurrency on the target GPU, the same numbers as the CLI's."""
+
+from app_helpers import assert_clean, start
+
+from estimator import catalog, speed
+from estimator.scenarios import FinetuneScenario, InferenceScenario
+
+LLAMA_31_8B = "meta-llama/Llama-3.1-8B"
+
+
+def _open_speed(at, page: str):
+    at.session_state[f"{page}.tab"] = "Speed"
+    at.run()
+    assert_clean(at)
+    return at
+
+
+def test_inference_speed_tab_lists_every_gpu_and_draws_decode_speed_vs_concurrency():
+    at = _open_speed(start({"model": LLAMA_31_8B, "gpu": "rtx-4090"}), "inference")
+    assert [c.key for c in at.get("plotly_chart")] == ["inference.bars", "inference.speed.curve"]
+    frame = at.dataframe[0].value
+    assert len(frame) == len(catalog.gpus())
+    line = frame[frame["GPU"] == "RTX 4090 24 GB"].iloc[0]
+    a = catalog.model(LLAMA_31_8B).architecture
+    expected = speed.row_speed(InferenceScenario(a), "16-bit", catalog.gpu("rtx-4090"))
+    assert line["GPUs"] == "1"
+    assert line["Decode (tokens/s)"] == expected.decode_tokens_per_s
+    assert line["TTFT (s)"] == expected.ttft_s
+
+
+def test_finetune_speed_tab_gives_tokens_per_second_and_the_epoch_of_the_dataset():
+    at = _open_speed(start({"model": LLAMA_31_8B, "gpu": "h100-sxm", "dtok": "100000000", "row": "lora"},
+                           page="finetune"), "finetune")
+    frame = at.dataframe[0].value
+    line = frame[frame["GPU"] == "H100 SXM 80 GB"].iloc[0]
+    a = catalog.model(LLAMA_31_8B).architecture
+    expected = speed.row_speed(FinetuneScenario(a, dataset_tokens=10**8), "lora", catalog.gpu("h100-sxm"))
+    assert line["Tokens/s per GPU"] == expected.tokens_per_s
+    assert line["Epoch (h)"] == expected.epoch_time_s / 3600
+
+
+def test_a_parameter_count_gets_the_quick_speed_and_fine_tuning_it_a_note():
+    at = _open_speed(start({"gpu": "rtx-4090"}), "inference")
+    frame = at.dataframe[0].value
+    line = frame[frame["GPU"] == "RTX 4090 24 GB"].iloc[0]
+    from estimator.scenarios import ParamCount
+
+    expected = speed.row_speed(InferenceScenario(ParamCount.from_billions(7)), "16-bit", catalog.gpu("rtx-4090"))
+    assert line["Decode (tokens/s)"] == expected.decode_tokens_per_s
+    at = _open_speed(start(page="finetune"), "finetune")
+    assert any("Speed needs the architecture" in i.value for i in at.info)
+
+
+def test_the_engine_view_shows_llama_bench_speed_of_the_engine():
+    from estimator.engines import ServeScenario, serve
+
+    at = start({"model": LLAMA_31_8B, "engine": "llama.cpp", "gpu": "rtx-4090"})
+    s = ServeScenario(catalog.model(LLAMA_31_8B).architecture, engine="llama.cpp", gpu="rtx-4090",
+                      model_id=LLAMA_31_8B)
+    rate = speed.serve_speed(s, serve(s))
+    metric = lambda label: next(m.value for m in at.metric if m.label == label)  # noqa: E731
+    assert metric("Decode (tg128)") == f"{rate.decode_tokens_per_s:,.1f} tok/s"
+    assert metric("Prefill (pp512)") == f"{rate.prefill_tokens_per_s:,.0f} tok/s"

@@ -1,0 +1,241 @@
+"""The speed model's roofline, pinned to hand-computed examples (one dense, one MoE, one quantized, one TP case),
+and its interfaces. Efficiencies are 1 in the roofline tests, so the arithmetic is the model's alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from estimator import catalog, speed
+from estimator.catalog import Gpu
+
+LLAMA2_7B = catalog.model("meta-llama/Llama-2-7b-hf").architecture
+MIXTRAL = catalog.model("mistralai/Mixtral-8x7B-v0.1").architecture
+RTX_4090 = catalog.gpu("rtx-4090")
+
+# Llama 2 7B: 32 layers x (q, k, v, o 4 x 4096 x 4096 + gate, up, down 3 x 4096 x 11008) = 6,476,005,376, plus the
+# untied lm_head 32,000 x 4096 = 131,072,000: 6,607,077,376 matrix weights a step reads (the input embedding is a
+# row lookup); 65 RMSNorm vectors of 4096 = 266,240 parameters
+LLAMA_MATRICES = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008) + 32000 * 4096
+LLAMA_NORMS = 65 * 4096
+
+
+def test_llama_2_7b_reads_its_matrices_but_not_the_input_embedding():
+    assert LLAMA_MATRICES == 6_607_077_376
+    w = speed.weight_traffic(LLAMA2_7B, "bf16")
+    assert (w.layers, w.vectors, w.experts, w.lookup) == (LLAMA_MATRICES * 2, LLAMA_NORMS * 2, 0, 32000 * 4096 * 2)
+
+
+def test_dense_decode_at_batch_1_is_bytes_over_bandwidth():
+    """Llama 2 7B bf16 on an RTX 4090 (1008 GB/s), tg128: 64 cached tokens on average, each K and V x 32 layers x
+    4096 x 2 bytes = 524,288 B."""
+    p = speed.peaks(RTX_4090, "bf16")
+    step = speed.decode_phase(LLAMA2_7B, "bf16", "bf16", 1, 1, 64, p, 1.0, 1.0)
+    expected = LLAMA_MATRICES * 2 + LLAMA_NORMS * 2 + 64 * 2 * 32 * 4096 * 2
+    assert step.bytes == expected == 13_248_241_664
+    assert step.memory_s == pytest.approx(13_248_241_664 / 1008e9)
+    # FLOPs: 2 x (6,607,077,376 + 266,240) + attention 4 x 4096 x 64 keys x 32 layers
+    assert step.flops == 2 * (LLAMA_MATRICES + LLAMA_NORMS) + 4 * 4096 * 64 * 32
+    assert step.bound == "memory"
+    assert 1 / step.seconds == pytest.approx(1008e9 / 13_248_241_664)  # 76.1 tokens/s at 100% of the bandwidth
+
+
+def test_dense_prefill_of_512_tokens_is_flops_over_peak():
+    """2 x 6,607,343,616 x 512 + causal attention 4 x 4096 x 32 layers x (512 x 513 / 2) at 165.2 TFLOPs."""
+    p = speed.peaks(RTX_4090, "bf16")
+    fill = speed.prefill_phase(LLAMA2_7B, "bf16", 1, 512, p, 1.0, 1.0)
+    flops = 2 * 6_607_343_616 * 512 + 4 * 4096 * 32 * (512 * 513 // 2)
+    assert fill.flops == flops == 6_834_773_557_248
+    assert fill.bound == "compute"
+    assert 512 / fill.seconds == pytest.approx(512 * 165.2e12 / flops)  # 12,375 tokens/s at 100% of the peak
+
+
+def test_moe_decode_reads_only_the_experts_its_tokens_touch():
+    """Mixtral 8x7B: 8 experts of 3 x 4096 x 14336 in each of 32 layers, 2 per token. One sequence touches 2/8 of
+    them; four touch 1 - (6/8)^4 = 68.36%."""
+    experts = 32 * 8 * 3 * 4096 * 14336 * 2
+    # attention q, o 4096 x 4096, k, v 1024 x 4096, router 8 x 4096 per layer, and the lm_head
+    layers = (32 * (2 * 4096 * 4096 + 2 * 1024 * 4096 + 8 * 4096) + 32000 * 4096) * 2
+    w = speed.weight_traffic(MIXTRAL, "bf16")
+    assert (w.experts, w.layers) == (experts, layers) == (90_194_313_216, 2_948_595_712)
+    assert speed.experts_touched(MIXTRAL, 1) == 0.25
+    assert speed.experts_touched(MIXTRAL, 4) == pytest.approx(1 - 0.75**4) == pytest.approx(0.68359375)
+    assert speed.experts_touched(MIXTRAL, 4096) == pytest.approx(1.0)
+    p = speed.peaks(catalog.gpu("h100-sxm"), "bf16")
+    one = speed.decode_phase(MIXTRAL, "bf16", "bf16", 1, 1, 0, p, 1.0, 1.0)
+    assert one.bytes == layers + experts * 0.25 + w.vectors  # 25,497,719,296 B: 13.1 tokens/s at 3350 GB/s
+    four = speed.decode_phase(MIXTRAL, "bf16", "bf16", 1, 4, 0, p, 1.0, 1.0)
+    assert four.bytes == pytest.approx(layers + experts * 0.68359375 + w.vectors)
+
+
+def test_quantized_q4_0_reads_18_bytes_per_32_weights_and_q6_k_output():
+    """llama.cpp's Q4_0 recipe: block linears Q4_0 (18 B per 32), output Q6_K (210 B per 256), norms F32."""
+    w = speed.weight_traffic(LLAMA2_7B, "q4_0")
+    blocks = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008) * 18 // 32
+    output = 32000 * 4096 * 210 // 256
+    assert w.layers == blocks + output == 3_750_273_024
+    assert w.vectors == LLAMA_NORMS * 4
+    bench = speed.llama_bench(LLAMA2_7B, RTX_4090, "q4_0")  # tg128: 64 cached tokens on average
+    e = speed.efficiency("llama.cpp", "nvidia-consumer", "decode", "quantized").value
+    step_bytes = 3_750_273_024 + LLAMA_NORMS * 4 + 64 * 524_288
+    assert bench.decode_tokens_per_s == pytest.approx(1008e9 * e / step_bytes)
+
+
+def test_tensor_parallel_halves_the_bytes_and_adds_two_all_reduces_per_layer():
+    """TP 2 on H100 SXM (no link recorded: the PCIe 4.0 x16 fallback, 31.5 GB/s): each GPU reads half the matrices
+    and all the norms, and sends 2 x 32 layers x 2 (2 - 1) / 2 x 4096 x 2 bytes = 524,288 B per decoded token."""
+    g = catalog.gpu("h100-sxm")
+    p = speed.peaks(g, "bf16")
+    expected_link = g.interconnect_gb_s or speed.FALLBACK_LINK_GB_S
+    step = speed.decode_phase(LLAMA2_7B, "bf16", "bf16", 2, 1, 0, p, 1.0, 1.0)
+    assert step.bytes == LLAMA_MATRICES * 2 / 2 + LLAMA_NORMS * 2 == 6_607_609_856
+    assert step.comm_s == pytest.approx(524_288 / (expected_link * 1e9))
+    assert step.seconds == pytest.approx(6_607_609_856 / 3350e9 + 524_288 / (expected_link * 1e9))
+
+
+def test_fp8_weights_use_the_fp8_peak_where_the_gpu_has_one():
+    h100 = catalog.gpu("h100-sxm")
+    fp8 = Gpu(**{**vars(h100), "fp8_tflops": 1979.0})
+    assert speed.peaks(fp8, "fp8").flops == 1979e12
+    assert speed.peaks(fp8, "awq-4bit").flops == h100.bf16_tflops * 1e12
+    assert speed.peaks(Gpu(**{**vars(h100), "fp8_tflops": None}), "fp8").flops == h100.bf16_tflops * 1e12
+
+
+def test_apple_peak_is_shaders_times_two_times_clock():
+    assert speed.peaks(catalog.gpu("m2-ultra-192gb"), "bf16").flops == pytest.approx(76 * 128 * 2 * 1.398e9)
+
+
+def test_decode_throughput_grows_with_concurrency_and_per_sequence_speed_falls():
+    one = speed.inference_speed(LLAMA2_7B, RTX_4090, "bf16", sequences=1, context=1024)
+    many = speed.inference_speed(LLAMA2_7B, RTX_4090, "bf16", sequences=64, context=1024)
+    assert many.throughput_tokens_per_s > 10 * one.throughput_tokens_per_s
+    assert many.decode_tokens_per_s < one.decode_tokens_per_s
+    assert many.throughput_tokens_per_s == pytest.approx(64 * many.decode_tokens_per_s)
+    assert one.ttft_s == pytest.approx(512 / one.prefill_tokens_per_s)
+
+
+def test_every_efficiency_names_its_records_and_lies_in_0_1():
+    for key, e in speed._efficiency_table().items():
+        assert 0 < e.value <= 1.5, key  # a measured fraction a little above 1 would be a peak understated
+        assert e.records, key
+    assert speed.efficiency("ollama", "apple", "decode", "quantized") == \
+        speed.efficiency("llama.cpp", "apple", "decode", "quantized")
+
+
+def test_training_flops_6n_full_4n_lora_8n_with_checkpointing():
+    n = speed.matmul_parameters(LLAMA2_7B)
+    attention = 2 * 4096 * 32 * 2048
+    assert speed.training_flops_per_token(LLAMA2_7B, 2048, "full", False) == 3 * (2 * n + attention)
+    assert speed.training_flops_per_token(LLAMA2_7B, 2048, "full", True) == 4 * (2 * n + attention)
+    assert speed.training_flops_per_token(LLAMA2_7B, 2048, "lora", False) == 2 * (2 * n + attention)
+
+
+def test_training_speed_is_mfu_times_peak_over_flops_and_epoch_is_dataset_over_rate():
+    g = catalog.gpu("h100-sxm")
+    t = speed.training_speed(LLAMA2_7B, g, "full", batch=4, seq_len=2048, dataset_tokens=10**9)
+    per_token = speed.training_flops_per_token(LLAMA2_7B, 2048, "full", False)
+    assert t.tokens_per_s == pytest.approx(speed.MFU * 989e12 / per_token)
+    assert t.step_time_s == pytest.approx(4 * 2048 / t.tokens_per_s)
+    assert t.epoch_time_s == pytest.approx(10**9 / t.tokens_per_s)
+    low, high = t.tokens_per_s_range
+    assert low < t.tokens_per_s < high
+    # ZeRO-3 over 8 GPUs: 3 x parameters x 2 bytes x 7/8 per GPU per step over the link, overlapped with compute
+    eight = speed.training_speed(LLAMA2_7B, g, "full", batch=4, seq_len=2048, gpus=8, zero_stage=3,
+                                 dataset_tokens=10**9)
+    link = (g.interconnect_gb_s or speed.FALLBACK_LINK_GB_S) * 1e9
+    comm = 3 * 6_738_415_616 * 2 * 7 / 8 / link
+    assert eight.step_time_s == pytest.approx(max(comm, t.step_time_s))
+    assert eight.epoch_time_s == pytest.approx(10**9 / (8 * 4 * 2048 / eight.step_time_s))
+
+
+def _cli(*argv: str) -> dict:
+    import contextlib
+    import io
+    import json
+
+    from estimator.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(list(argv)) == 0
+    return json.loads(out.getvalue())
+
+
+def test_inference_json_rows_gain_the_speed_of_their_format_on_the_gpu():
+    out = _cli("inference", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "rtx-4090", "--seq-len", "1024",
+               "--concurrency", "4", "--json")
+    by_row = {row["scenario"]: row["speed"] for row in out["rows"]}
+    assert set(by_row["16-bit"]) == {"prefill_tokens_per_s", "ttft_s", "decode_tokens_per_s",
+                                     "throughput_tokens_per_s", "bound", "assumptions"}
+    expected = speed.inference_speed(LLAMA2_7B, RTX_4090, "awq-4bit", sequences=4, prompt=1024, context=1024)
+    assert by_row["4-bit"]["decode_tokens_per_s"] == round(expected.decode_tokens_per_s, 3)
+    assert by_row["4-bit"]["throughput_tokens_per_s"] == pytest.approx(4 * by_row["4-bit"]["decode_tokens_per_s"],
+                                                                       rel=1e-4)
+    assert by_row["4-bit"]["decode_tokens_per_s"] > by_row["16-bit"]["decode_tokens_per_s"]  # fewer bytes a step
+
+
+def test_serve_json_gains_llama_bench_pp512_and_tg128_speed():
+    out = _cli("serve", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "rtx-4090", "--engine", "llama.cpp",
+               "--weights", "q4_0", "--json")
+    bench = speed.llama_bench(LLAMA2_7B, RTX_4090, "q4_0")
+    assert out["speed"]["decode_tokens_per_s"] == round(bench.decode_tokens_per_s, 3)
+    assert out["speed"]["prefill_tokens_per_s"] == round(bench.prefill_tokens_per_s, 2)
+    assert out["speed"]["ttft_s"] == pytest.approx(512 / out["speed"]["prefill_tokens_per_s"], rel=1e-4)
+
+
+def test_serve_json_has_no_speed_when_the_engine_would_refuse_to_start():
+    out = _cli("serve", "--model", "meta-llama/Llama-3.3-70B-Instruct", "--gpu", "rtx-4090", "--json")
+    assert out["starts"] is False and out["speed"] is None
+
+
+def test_finetune_json_gains_tokens_per_s_and_the_epoch_of_the_dataset():
+    out = _cli("finetune", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "h100-sxm", "--technique", "lora",
+               "--dataset-tokens", "100000000", "--json")
+    rate = out["rows"][0]["speed"]
+    assert rate["epoch_time_s"] == pytest.approx(1e8 / rate["tokens_per_s"], rel=1e-5)
+    assert rate["step_time_s"] == pytest.approx(2048 / rate["tokens_per_s"], rel=1e-5)
+
+
+def test_a_negative_dataset_size_is_one_line_on_stderr_and_exit_2(capsys):
+    from estimator.cli import main
+
+    assert main(["finetune", "--params", "7", "--dataset-tokens", "-5"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Dataset tokens must be between 0 and" in err
+
+
+def test_a_parameter_count_gets_the_speed_of_the_quick_estimates_bytes():
+    """7B at 16-bit: 14 GB of weights + the quick KV cache of 2,048 tokens, read once per decode step; prefill of
+    the 2,048-token prompt at 2 x 7e9 FLOPs per token."""
+    from estimator.quick import quick_inference
+    from estimator.scenarios import InferenceScenario, ParamCount
+
+    s = InferenceScenario(ParamCount.from_billions(7))
+    rate = speed.row_speed(s, "16-bit", RTX_4090)
+    kv = quick_inference(s, 16, "16-bit").component("kv_cache")
+    e_bw = speed.efficiency("", "nvidia-consumer", "decode", "16-bit").value
+    e_flops = speed.efficiency("", "nvidia-consumer", "prefill", "16-bit").value
+    assert rate.decode_tokens_per_s == pytest.approx(1008e9 * e_bw / (14_000_000_000 + kv))
+    assert rate.prefill_tokens_per_s == pytest.approx(165.2e12 * e_flops / (2 * 7e9))
+    # a MoE batch reads at most B x active / total of its weights: 4 x 13 / 47 of Mixtral-like counts
+    moe = InferenceScenario(ParamCount.from_billions(47, 13), concurrency=4)
+    assert "reading 100.0%" not in " ".join(speed.row_speed(moe, "16-bit", RTX_4090).assumptions)
+    one = InferenceScenario(ParamCount.from_billions(47, 13))
+    assert "27.7% of the weights" in " ".join(speed.row_speed(one, "16-bit", RTX_4090).assumptions)
+
+
+@pytest.mark.parametrize("model_id", ["meta-llama/Llama-3.1-8B", "Qwen/Qwen3-30B-A3B", "deepseek-ai/DeepSeek-V3",
+                                      "google/gemma-3-27b-it", "Qwen/Qwen3-Next-80B-A3B-Thinking"])
+def test_more_sequences_or_longer_contexts_never_speed_a_sequence_up_and_more_sequences_never_slow_the_total(model_id):
+    a = catalog.model(model_id).architecture
+    g = catalog.gpu("h200")
+    previous = None
+    for sequences in (1, 2, 8, 64, 512):
+        rate = speed.inference_speed(a, g, "bf16", tp=8, sequences=sequences, context=4096)
+        if previous is not None:
+            assert rate.decode_tokens_per_s <= previous.decode_tokens_per_s
+            assert rate.throughput_tokens_per_s >= previous.throughput_tokens_per_s
+        previous = rate
+    contexts = [speed.inference_speed(a, g, "bf16", tp=8, context=c).decode_tokens_per_s for c in (0, 1024, 65536)]
+    assert contexts == sorted(contexts, reverse=True)
+    prompts = [speed.inference_speed(a, g, "bf16", tp=8, prompt=p).ttft_s for p in (1, 512, 32768)]
+    assert prompts == sorted(prompts)

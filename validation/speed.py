@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import statistics
 import zlib
 from dataclasses import dataclass
@@ -35,11 +36,91 @@ DECODE_METRICS = ("llama_bench_tg", "decode_tokens_per_s_per_seq", "tpot_ms")
 PREFILL_METRICS = ("llama_bench_pp", "prefill_tokens_per_s", "ttft_ms")
 MIN_RECORDS = 2
 HOLDOUT_MODULUS = 4
-# Published models the catalog holds under another id: same architecture (layers, widths, heads)
-SAME_ARCHITECTURE = {
-    "codellama/CodeLlama-7b-hf": "meta-llama/Llama-2-7b-hf",  # vocabulary 32,016 instead of 32,000
-    "huggyllama/llama-7b": "meta-llama/Llama-2-7b-hf",  # LLaMA 1 7B: the same shapes, 2K context
+# Published model names -> the catalog id whose architecture (layers, widths, heads, experts) the record ran, and
+# why. A quantized re-upload keeps its base model's shapes; the record's `weights` column says how it is stored.
+MODEL_NAMES = {
+    "codellama/CodeLlama-7b-hf": ("meta-llama/Llama-2-7b-hf", "Code Llama 7B is Llama 2 7B further trained: same "
+                                  "shapes, vocabulary 32,016 instead of 32,000 (Roziere et al. 2023, "
+                                  "arXiv:2308.12950, section 2)"),
+    "codellama/CodeLlama-7b-hf (GGUF)": ("meta-llama/Llama-2-7b-hf", "the GGUF conversion of Code Llama 7B (above)"),
+    "huggyllama/llama-7b": ("meta-llama/Llama-2-7b-hf", "LLaMA 1 7B: the shapes of Llama 2 7B (32 layers, 4096 "
+                            "wide, 32 heads, MLP 11008, vocabulary 32,000), 2K instead of 4K context (Touvron et "
+                            "al. 2023, arXiv:2307.09288, section 2.2: Llama 2 'adopt[s] most of the pretraining "
+                            "setting and model architecture from Llama 1')"),
+    "LLaMA 7B (GGUF)": ("meta-llama/Llama-2-7b-hf", "llama.cpp's 'LLaMA 7B' GGUF is LLaMA 1 7B (above)"),
+    "LLaMA 7B (llama 7B GGUF)": ("meta-llama/Llama-2-7b-hf", "llama.cpp's 'LLaMA 7B' GGUF is LLaMA 1 7B (above)"),
+    "ggml-org/gpt-oss-20b-GGUF": ("openai/gpt-oss-20b", "ggml-org's GGUF of gpt-oss-20b keeps the MXFP4 experts"),
+    "ggml-org/gpt-oss-120b-GGUF": ("openai/gpt-oss-120b", "ggml-org's GGUF of gpt-oss-120b keeps the MXFP4 experts"),
+    "ggml-org/Qwen2.5-Coder-7B-Q8_0-GGUF": ("Qwen/Qwen2.5-7B", "Qwen2.5-Coder 7B has the shapes of Qwen2.5 7B (28 "
+                                            "layers, 3584 wide, 28 query / 4 KV heads, MLP 18944; Hui et al. 2024, "
+                                            "arXiv:2409.12186, Table 1)"),
+    "ggml-org/Qwen3-Coder-30B-A3B-Instruct-Q8_0-GGUF": ("Qwen/Qwen3-30B-A3B", "Qwen3-Coder-30B-A3B has the shapes of "
+                                                        "Qwen3-30B-A3B (48 layers, 128 experts, 8 active); only "
+                                                        "the context length differs"),
+    "ggml-org/gemma-3-4b-it-qat-GGUF": ("google/gemma-3-4b-it", "the quantization-aware-trained Gemma 3 4B: same "
+                                        "model, stored as Q4_0"),
+    "mlx-community/Llama-3.3-70B-Instruct-4bit": ("meta-llama/Llama-3.3-70B-Instruct", "mlx-community's 4-bit "
+                                                  "conversion (mlx_lm.convert -q)"),
+    "nvidia/Llama-3.1-8B-Instruct-FP8": ("meta-llama/Llama-3.1-8B-Instruct", "NVIDIA ModelOpt FP8 quantization of "
+                                         "the Meta model"),
+    "nvidia/Llama-3.3-70B-Instruct-FP8": ("meta-llama/Llama-3.3-70B-Instruct", "NVIDIA ModelOpt FP8 quantization"),
+    "nvidia/Llama-3.3-70B-Instruct-FP4": ("meta-llama/Llama-3.3-70B-Instruct", "NVIDIA ModelOpt NVFP4 quantization"),
+    "nvidia/Llama-3.1-405B-Instruct-FP8": ("meta-llama/Llama-3.1-405B-Instruct", "NVIDIA ModelOpt FP8 quantization"),
+    "nvidia/Qwen3-235B-A22B-FP8": ("Qwen/Qwen3-235B-A22B", "NVIDIA ModelOpt FP8 quantization"),
+    "nvidia/Qwen3-30B-A3B-FP4": ("Qwen/Qwen3-30B-A3B", "NVIDIA ModelOpt NVFP4 quantization"),
+    "Qwen/Qwen3-14B-AWQ": ("Qwen/Qwen3-14B", "Qwen's own AWQ 4-bit release of Qwen3-14B"),
+    "Llama 3.1 405B FP8 (checkpoint not named)": ("meta-llama/Llama-3.1-405B-Instruct", "every Llama 3.1 405B FP8 "
+                                                  "checkpoint quantizes the same architecture; which one the source "
+                                                  "ran changes only the few layers kept in 16-bit"),
 }
+# Published names the estimator cannot read as one model: skipped with the reason
+AMBIGUOUS_MODELS = {
+    "Mistral 7B 4-bit (MLX)": "checkpoint not named: Mistral 7B v0.1 attends a 4,096-token sliding window, v0.2 / "
+                              "v0.3 the whole prompt; at the record's 33,898 tokens the attention FLOPs differ ~4x",
+}
+# GPU names the sources wrote loosely (estimator.catalog.gpu() reads the rest), with why each is that GPU
+GPU_NAMES = {
+    "H100 80G": ("h100-sxm", "NVIDIA NIM docs (and SGLang's benchmark_vllm_060, whose rows are skipped for their "
+                 "unstated lengths): the NIM support matrix names its optimized H100 profiles, TP2 FP8 among them, "
+                 "'H100 SXM/NVLink 80' (docs.nvidia.com/nim/large-language-models/latest/support-matrix.html)"),
+    "A100 80GB": ("a100-80gb-sxm", "form factor not stated; both A100 80GB have 312 dense BF16 TFLOPs and 2,039 "
+                  "(SXM) vs 1,935 GB/s (PCIe): SXM, the multi-GPU server part, and at most 5% on a decode estimate"),
+    "A100 80G": ("a100-80gb-sxm", "as 'A100 80GB'"),
+}
+AMBIGUOUS_GPUS = {
+    "H100": "H100 PCIe, SXM or NVL not stated (756 / 989 / 835 dense BF16 TFLOPs)",
+    "NVIDIA H100 96GB HBM2e (Grand Teton, 500 W)": "Meta's Grand Teton H100 (96 GB HBM2e, 500 W cap): a part "
+                                                   "between SXM and NVL with no published peaks",
+    "Apple M2 Ultra": "M2 Ultra 60- or 76-core GPU not stated (the FLOPs differ by 27%)",
+}
+# MLX 4-bit (mlx_lm.convert -q: q_bits 4, q_group_size 64; ml-explore/mlx-lm mlx_lm/convert.py) stores per group of
+# 64 a 16-bit scale and a 16-bit bias (mlx.core.quantize, mode "affine"): 4 + 32/64 = 4.5 bits a weight, the bytes
+# of int4-g32 (4 + 16/32). MLX also quantizes the embedding and lm_head that int4-g32 keeps 16-bit: the estimate
+# reads ~1.5 GB more of a 70B's ~40 GB (a few % slower).
+WEIGHT_WORDS = {"mlx-4bit": "int4-g32"}
+# The sources' training setups, by record id prefix: (technique, activation checkpointing, why). A record of
+# another setup (torchtitan's selective checkpointing recomputes part of the forward, which the estimate, knowing
+# none or all, does not model) is skipped.
+TRAINING_SETUPS = {
+    "titan-a100-llama2-2-no-": ("full", False, "torchtitan pre-training, activation checkpointing 'no'"),
+    "titan-a100-llama2-2-full-": ("full", True, "torchtitan pre-training, activation checkpointing 'full'"),
+    "titan-a100-llama3-70b-full-": ("full", True, "torchtitan pre-training, activation checkpointing 'full'"),
+    "torchtune-llama31-8b-full-": ("full", True, "torchtune llama3_1/8B_full_single_device.yaml: "
+                                   "enable_activation_checkpointing: True (pytorch/torchtune@02d70355)"),
+    "torchtune-llama31-8b-lora-": ("lora", True, "torchtune's single-device LoRA configs checkpoint activations too"),
+    "torchtune-llama31-8b-qlora-": ("qlora", True, "the LoRA recipe with the base in NF4"),
+    "llmq-rtx-5090-": ("full", True, "llm.q full-parameter training; --recompute-ffn --recompute-att recompute "
+                       "the forward"),
+}
+TRAINING_METRICS = ("train_tokens_per_s", "train_mfu")
+# What a metric needs of the record's fields (the schema lets a source leave them empty)
+NEEDS = {"llama_bench_pp": ("input_tokens",), "llama_bench_tg": ("output_tokens",),
+         "prefill_tokens_per_s": ("input_tokens",), "ttft_ms": ("concurrency", "input_tokens"),
+         "decode_tokens_per_s_per_seq": ("concurrency", "input_tokens"),
+         "tpot_ms": ("concurrency", "input_tokens", "output_tokens"),
+         "output_throughput": ("concurrency", "input_tokens", "output_tokens"),
+         "total_throughput": ("concurrency", "input_tokens", "output_tokens"),
+         "train_tokens_per_s": ("concurrency", "input_tokens")}
 RULE = ("An efficiency is the median, over the published records of its key, of measured / (the roofline estimate at "
         "100% efficiency): decode records give the achieved fraction of the memory bandwidth, prefill records of the "
         f"peak FLOPs. Keys from the most specific with at least {MIN_RECORDS} records to the least: (engine, GPU "
@@ -67,9 +148,11 @@ THROUGHPUT_METRICS = ("output_throughput", "total_throughput")
 
 
 def phase_of(metric: str) -> str | None:
-    """decode / prefill (they also set the efficiencies), throughput (compared only), None (not compared)."""
+    """decode / prefill (they also set the efficiencies), throughput and training (compared only), None."""
     if metric in DECODE_METRICS:
         return "decode"
+    if metric in TRAINING_METRICS:
+        return "training"
     return "prefill" if metric in PREFILL_METRICS else "throughput" if metric in THROUGHPUT_METRICS else None
 
 
@@ -105,33 +188,120 @@ class Case:
 
 def weight_format_id(text: str) -> str | None:
     word = text.lower().removeprefix("gguf-")
+    word = WEIGHT_WORDS.get(word, word)
     word = {"f16": "bf16", "fp16": "bf16", "bf16": "bf16", "f32": "fp32"}.get(word, word)
     return word if word in WEIGHT_FORMATS else resolve_word(word, tuple(WEIGHT_FORMATS))
+
+
+def model_of(name: str):
+    """The catalog architecture of a published model name (MODEL_NAMES first), or the reason there is none."""
+    if name in AMBIGUOUS_MODELS:
+        return None, f"model {name}: {AMBIGUOUS_MODELS[name]}"
+    try:
+        return catalog.model(MODEL_NAMES.get(name, (name,))[0]).architecture, ""
+    except ValueError:
+        return None, f"model {name} is not in the catalog"
+
+
+MEMORY_SUFFIX = re.compile(r"^(.*\S)\s+(\d+)\s*GB$", re.IGNORECASE)
+
+
+def gpu_of(name: str):
+    """The catalog GPU of a published name: GPU_NAMES, then estimator.catalog.gpu() (nvidia-smi names, aliases),
+    then the name without a trailing memory size ("... RTX 3070 8GB": the id of that name, if its memory is that
+    size); else None and the reason."""
+    if name in AMBIGUOUS_GPUS:
+        return None, f"GPU {name}: {AMBIGUOUS_GPUS[name]}"
+    try:
+        return catalog.gpu(GPU_NAMES.get(name, (name,))[0]), ""
+    except ValueError:
+        pass
+    match = MEMORY_SUFFIX.match(name)
+    if match:
+        try:
+            g = catalog.gpu(match[1])
+        except ValueError:
+            g = None
+        if g is not None and g.memory_gb == int(match[2]):
+            return g, ""
+    return None, f"GPU {name} is not in the catalog"
+
+
+def training_setup(record_id: str) -> tuple[str, bool, str] | None:
+    return next((v for k, v in TRAINING_SETUPS.items() if record_id.startswith(k)), None)
 
 
 def case(record: dict) -> Case:
     phase = phase_of(record["metric"])
     if phase is None:
-        return Case(record, "", skip=f"metric {record['metric']} is not compared (training records)")
-    try:
-        model = catalog.model(SAME_ARCHITECTURE.get(record["model"], record["model"])).architecture
-    except ValueError:
-        return Case(record, phase, skip=f"model {record['model']} is not in the catalog")
-    try:
-        gpu = catalog.gpu(record["gpu"])
-    except ValueError:
-        return Case(record, phase, skip=f"GPU {record['gpu']} is not in the catalog")
+        return Case(record, "", skip=f"metric {record['metric']} is not compared")
+    missing = [f for f in NEEDS.get(record["metric"], ()) if not record[f]]
+    if missing:
+        return Case(record, phase, skip=f"the source states no {' / '.join(missing)}, which {record['metric']} "
+                                        "needs")
+    model, why = model_of(record["model"])
+    if model is None:
+        return Case(record, phase, skip=why)
+    gpu, why = gpu_of(record["gpu"])
+    if gpu is None:
+        return Case(record, phase, skip=why)
     weights = weight_format_id(record["weights"])
     kv = KV_WORDS.get(record["kv_dtype"].lower())
     if weights is None or kv is None:
         return Case(record, phase, skip=f"weights {record['weights']!r} / KV {record['kv_dtype']!r} not modelled")
+    if phase == "training":
+        if record["metric"] == "train_tokens_per_s" and training_setup(record["id"]) is None:
+            return Case(record, phase, skip="training setup not modelled (selective activation checkpointing, or "
+                                            "checkpointing not stated)")
+        if weights not in ("bf16", "nf4"):
+            return Case(record, phase, skip=f"training with {weights} weights: the estimate's training speed "
+                                            "runs 16-bit matmuls")
+    if phase in ("prefill", "throughput", "training") and speed.peaks(gpu, weights).flops is None:
+        return Case(record, phase, skip=f"{gpu.name} has no recorded TFLOPs: a {phase} estimate needs the "
+                                        "compute peak (its roofline is not memory-bound)")
     return Case(record, phase, model=model, gpu=gpu, weights=weights, kv_dtype=kv)
+
+
+def mark_duplicates(cases: list[Case]) -> list[Case]:
+    """A measurement collected twice (the same number for the same model, GPU, format, metric and lengths) is
+    compared once: the later record is skipped, naming the first."""
+    seen: dict[tuple, str] = {}
+    out = []
+    for c in cases:
+        r = c.record
+        if not c.skip:
+            key = (c.gpu.id, c.model, c.weights, r["metric"], float(r["value"]), r["input_tokens"] or "0",
+                   r["output_tokens"] or "0")
+            if key in seen:
+                c = Case(r, c.phase, skip=f"the same measurement as {seen[key]} (collected twice)")
+            else:
+                seen[key] = r["id"]
+        out.append(c)
+    return out
+
+
+def cases_of(records: list[dict]) -> list[Case]:
+    return mark_duplicates([case(r) for r in records])
+
+
+def training_estimate(c: Case) -> float:
+    """train_tokens_per_s per GPU at the estimate's MFU (speed.training_speed), or the MFU itself."""
+    r = c.record
+    if r["metric"] == "train_mfu":
+        return speed.MFU
+    technique, checkpointing, _ = training_setup(r["id"])
+    gpus = int(r["gpus"] or 1)  # several: torchtitan's FSDP2 shards everything (ZeRO-3)
+    return speed.training_speed(c.model, c.gpu, technique, int(r["concurrency"]), int(r["input_tokens"]),
+                                gpus=gpus, zero_stage=3 if gpus > 1 else 0,
+                                checkpointing=checkpointing).tokens_per_s
 
 
 def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, table: dict | None = None) -> float:
     """The record's metric as the model estimates it; with e_bw / e_flops given, at those efficiencies (the
     roofline at 100% is e = 1), else at those of `table` (default: the derived ones of speed.json)."""
     r = c.record
+    if c.phase == "training":
+        return training_estimate(c)
     tp, conc = int(r["tp"] or 1), int(r["concurrency"] or 1)
     inp, out = int(r["input_tokens"] or 0), int(r["output_tokens"] or 0)
     p = speed.peaks(c.gpu, c.weights)
@@ -217,13 +387,21 @@ def summary(rows: list[dict]) -> str:
     engines = sorted({row["engine"] for row in rows if not row["skip"]})
     lines.append("")
     for engine in engines:
-        for phase in ("decode", "prefill", "throughput"):
+        for phase in ("decode", "prefill", "throughput", "training"):
             members = [r for r in rows if not r["skip"] and r["engine"] == engine and r["phase"] == phase]
             if members:
                 lines.append(f"{engine} {phase}: median abs error {shown([abs(r['error_pct']) for r in members])} "
                              f"over {len(members)} record(s); each left out of the derivation: "
                              f"{shown([abs(r['loo_error_pct']) for r in members])}")
     skipped = [row for row in rows if row["skip"]]
+    reasons: dict[str, int] = {}
+    for row in skipped:
+        reason = re.sub(r"^(model|GPU) .*? (is not in the catalog)$", r"\1 not in the catalog", row["skip"])
+        reason = re.sub(r"^the same measurement as .*", "the same measurement collected twice", reason)
+        reasons[reason] = reasons.get(reason, 0) + 1
+    compared = len(rows) - len(skipped)
+    lines.append(f"\n{compared} of {len(rows)} records compared; skipped by reason:")
+    lines += [f"- {n} x {reason}" for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1])]
     if skipped:
         lines.append(f"\n{len(skipped)} record(s) not compared:")
         lines += [f"- {row['id']}: {row['skip']}" for row in skipped]
@@ -247,7 +425,7 @@ def load_results(path: Path = SPEED_RESULTS_CSV) -> list[dict]:
 
 
 def run(derive_first: bool = False, write: bool = True) -> list[dict]:
-    cases = [case(r) for r in load_records()]
+    cases = cases_of(load_records())
     if derive_first:
         SPEED_JSON.write_text(json.dumps(derive(cases), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         speed._efficiency_table.cache_clear()

@@ -331,12 +331,16 @@ def validation_scatter(rows: list[dict]) -> go.Figure:
     return fig
 
 
+NOT_RATES = ("ttft_ms", "tpot_ms", "train_mfu")  # speed metrics that are not tokens/s
+
+
 def speed_scatter(rows: list[dict]) -> go.Figure:
     """Estimated against measured speed for every compared record (validation/speed_results.csv), log-log, one
     colour per engine and phase; held-out records hollow. Rows are dicts with id, engine, phase, measured,
-    estimated, held_out (text, as the CSV holds them)."""
+    estimated, held_out (text, as the CSV holds them). Rates only: TTFT / TPOT (ms) and MFU (a fraction) are in the
+    table, not on the tokens/s axes."""
     fig = go.Figure()
-    shown = [r for r in rows if not r["skip"]]
+    shown = [r for r in rows if not r["skip"] and r.get("metric") not in NOT_RATES]
     for i, group in enumerate(sorted({(r["engine"], r["phase"]) for r in shown})):
         points = [r for r in shown if (r["engine"], r["phase"]) == group]
         fig.add_trace(go.Scatter(

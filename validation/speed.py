@@ -157,12 +157,28 @@ def phase_of(metric: str) -> str | None:
 
 
 def derivable(c: Case) -> bool:
-    """Whether a record measures an efficiency: one sequence on one GPU (decode then reads the weights and one
-    cache: memory-bound; a prompt's prefill: compute-bound), not a held-out one. Batches, tensor parallelism and
-    serving throughput are compared with the estimate but set no efficiency."""
+    """Whether a record measures an efficiency: one sequence on one GPU whose roofline at 100% is bound the way
+    its phase's efficiency is (decode reads the weights and one cache: memory; a prompt's prefill: compute; a
+    16-token prompt of a 70B reads far more bytes than it does FLOPs, so its speed is a fraction of the bandwidth,
+    not of the FLOPs), not a held-out one. Batches, tensor parallelism and serving throughput are compared with
+    the estimate but set no efficiency."""
     r = c.record
     return (not c.skip and c.phase in ("decode", "prefill") and int(r["concurrency"] or 1) == 1
-            and int(r["tp"] or 1) == 1 and not held_out(r["id"]))
+            and int(r["tp"] or 1) == 1 and not held_out(r["id"])
+            and roofline_bound(c) == ("memory" if c.phase == "decode" else "compute"))
+
+
+def roofline_bound(c: Case) -> str:
+    """'memory' or 'compute': what bounds the record's phase at 100% efficiency."""
+    r = c.record
+    p = speed.peaks(c.gpu, c.weights)
+    if c.phase == "prefill":
+        return speed.prefill_phase(c.model, c.weights, int(r["tp"] or 1), int(r["input_tokens"] or 512), p,
+                                   1.0, 1.0).bound
+    context = int(r["output_tokens"] or 0) // 2 if r["metric"] == "llama_bench_tg" \
+        else int(r["input_tokens"] or 0) + int(r["output_tokens"] or 0) // 2
+    return speed.decode_phase(c.model, c.weights, c.kv_dtype, int(r["tp"] or 1), int(r["concurrency"] or 1),
+                              context, p, 1.0, 1.0).bound
 
 
 @dataclass(frozen=True)
@@ -360,6 +376,7 @@ def results(cases: list[Case]) -> list[dict]:
     for c in cases:
         r = c.record
         row = {"id": r["id"], "engine": r["engine"], "gpu": r["gpu"], "metric": r["metric"],
+               "concurrency": r["concurrency"],
                "measured": float(r["value"]), "held_out": held_out(r["id"]), "skip": c.skip}
         if not c.skip:
             row.update(gpu_class=c.klass, phase=c.phase, estimated=round(estimate(c), 3))
@@ -386,13 +403,24 @@ def summary(rows: list[dict]) -> str:
                      f"| {shown(loo)} |")
     engines = sorted({row["engine"] for row in rows if not row["skip"]})
     lines.append("")
+    lines.append("Per engine (decode and prefill: one sequence, concurrency 1 or a llama-bench run; then every record):")
+    lines.append("")
+    lines.append("| engine | phase | records (held out) | fit | held out | each record left out |")
+    lines.append("|---|---|---|---|---|---|")
     for engine in engines:
         for phase in ("decode", "prefill", "throughput", "training"):
             members = [r for r in rows if not r["skip"] and r["engine"] == engine and r["phase"] == phase]
-            if members:
-                lines.append(f"{engine} {phase}: median abs error {shown([abs(r['error_pct']) for r in members])} "
-                             f"over {len(members)} record(s); each left out of the derivation: "
-                             f"{shown([abs(r['loo_error_pct']) for r in members])}")
+            subsets = [("", members)]
+            if phase in ("decode", "prefill"):
+                subsets = [(" (batch 1)", [m for m in members if (m["concurrency"] or "1") == "1"]),
+                           (" (all)", members)]
+            for label, group in subsets:
+                if not group or (label == " (all)" and len(group) == len(subsets[0][1])):
+                    continue
+                fit = [abs(m["error_pct"]) for m in group if not m["held_out"]]
+                out = [abs(m["error_pct"]) for m in group if m["held_out"]]
+                lines.append(f"| {engine} | {phase}{label} | {len(group)} ({len(out)}) | {shown(fit)} | {shown(out)} "
+                             f"| {shown([abs(m['loo_error_pct']) for m in group])} |")
     skipped = [row for row in rows if row["skip"]]
     reasons: dict[str, int] = {}
     for row in skipped:
@@ -409,7 +437,7 @@ def summary(rows: list[dict]) -> str:
 
 
 def write_results(rows: list[dict], path: Path = SPEED_RESULTS_CSV) -> None:
-    names = ("id", "engine", "gpu", "gpu_class", "metric", "phase", "measured", "estimated", "error_pct",
+    names = ("id", "engine", "gpu", "gpu_class", "metric", "concurrency", "phase", "measured", "estimated", "error_pct",
              "loo_error_pct", "held_out", "skip")
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=names, lineterminator="\n")

@@ -125,3 +125,14 @@ def test_serving_throughput_is_each_requests_prefill_then_its_decode_steps_and_s
     assert vs.estimate(c, 1.0, 1.0) == pytest.approx(8 * 256 / (fill + 256 * step))
     assert not vs.derivable(vs.case(_record(concurrency="4", metric="decode_tokens_per_s_per_seq")))
     assert not vs.derivable(vs.case(_record(tp="2", gpus="2", metric="llama_bench_tg")))
+
+
+def test_a_prefill_bound_by_memory_at_the_roofline_sets_no_flops_efficiency():
+    """A 16-token prompt of Llama 3 70B in BF16 on an M2 Ultra: 16 x 2 x ~70e9 FLOPs at 27.2 TFLOPs take ~82 ms,
+    the 141 GB of weights at 800 GB/s 176 ms: the record's speed is a fraction of the bandwidth, so it is compared
+    but enters no FLOPs median; the same prompt at 512 tokens is compute-bound and would."""
+    record = {r["id"]: r for r in vs.load_records()}["mlx1069-m2ultra-llama3-70b-bf16-wired-pp"]
+    c = vs.case(record)
+    assert not c.skip and vs.roofline_bound(c) == "memory" and not vs.derivable(c)
+    longer = vs.case({**record, "id": "x", "input_tokens": "512"})
+    assert vs.roofline_bound(longer) == "compute" and vs.derivable(longer)

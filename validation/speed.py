@@ -10,8 +10,13 @@ batch 1; prefill: of the peak FLOPs). An efficiency is the median achieved fract
 from the most specific key with at least MIN_RECORDS records to the least:
 (engine, GPU class, phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase.
 Held-out records (crc32 of the id % HOLDOUT_MODULUS == 0) never enter a median; their error is reported apart. Only
-records of one sequence on one GPU enter a median (`derivable`); batches, tensor parallelism and serving throughput
-(output_throughput, total_throughput) are compared with the estimate but set no efficiency.
+records of one sequence on one GPU whose roofline at 100% is bound as its phase enter a median (`derivable`);
+batches, tensor parallelism, serving throughput (output_throughput, total_throughput) and training
+(train_tokens_per_s, train_mfu: against the fine-tuning speed at its MFU) are compared but set no efficiency.
+
+Published names reach the catalog through tables with a reason per entry (MODEL_NAMES, GPU_NAMES, WEIGHT_WORDS,
+TRAINING_SETUPS); a record that stays ambiguous, or whose metric needs a field the source does not state, is
+skipped with the reason (speed_results.csv's `skip`).
 """
 
 from __future__ import annotations
@@ -107,7 +112,8 @@ TRAINING_SETUPS = {
     "titan-a100-llama3-70b-full-": ("full", True, "torchtitan pre-training, activation checkpointing 'full'"),
     "torchtune-llama31-8b-full-": ("full", True, "torchtune llama3_1/8B_full_single_device.yaml: "
                                    "enable_activation_checkpointing: True (pytorch/torchtune@02d70355)"),
-    "torchtune-llama31-8b-lora-": ("lora", True, "torchtune's single-device LoRA configs checkpoint activations too"),
+    "torchtune-llama31-8b-lora-": ("lora", True, "assumed as in the full fine-tuning config (the published table "
+                                   "does not restate it)"),
     "torchtune-llama31-8b-qlora-": ("qlora", True, "the LoRA recipe with the base in NF4"),
     "llmq-rtx-5090-": ("full", True, "llm.q full-parameter training; --recompute-ffn --recompute-att recompute "
                        "the forward"),
@@ -126,7 +132,8 @@ RULE = ("An efficiency is the median, over the published records of its key, of 
         f"peak FLOPs. Keys from the most specific with at least {MIN_RECORDS} records to the least: (engine, GPU "
         "class, phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase. Records "
         f"whose id has crc32 % {HOLDOUT_MODULUS} == 0 are held out of every median, and only records of one sequence "
-        "on one GPU (concurrency 1, tp 1) enter one: batches, tensor parallelism and throughput are compared only.")
+        "on one GPU (concurrency 1, tp 1) whose roofline at 100% is bound as its phase (decode: memory; prefill: "
+        "compute) enter one: batches, tensor parallelism, throughput and training are compared only.")
 KV_WORDS = {"": "bf16", "f16": "bf16", "fp16": "bf16", "bf16": "bf16", "fp8": "fp8", "q8_0": "q8_0",
             "q4_0": "q4_0", "q5_0": "q5_0", "f32": "fp32", "fp32": "fp32"}
 
@@ -209,7 +216,7 @@ def weight_format_id(text: str) -> str | None:
     return word if word in WEIGHT_FORMATS else resolve_word(word, tuple(WEIGHT_FORMATS))
 
 
-def model_of(name: str):
+def model_of(name: str) -> tuple[object, str]:
     """The catalog architecture of a published model name (MODEL_NAMES first), or the reason there is none."""
     if name in AMBIGUOUS_MODELS:
         return None, f"model {name}: {AMBIGUOUS_MODELS[name]}"
@@ -222,7 +229,7 @@ def model_of(name: str):
 MEMORY_SUFFIX = re.compile(r"^(.*\S)\s+(\d+)\s*GB$", re.IGNORECASE)
 
 
-def gpu_of(name: str):
+def gpu_of(name: str) -> tuple[catalog.Gpu | None, str]:
     """The catalog GPU of a published name: GPU_NAMES, then estimator.catalog.gpu() (nvidia-smi names, aliases),
     then the name without a trailing memory size ("... RTX 3070 8GB": the id of that name, if its memory is that
     size); else None and the reason."""
@@ -403,7 +410,7 @@ def summary(rows: list[dict]) -> str:
                      f"| {shown(loo)} |")
     engines = sorted({row["engine"] for row in rows if not row["skip"]})
     lines.append("")
-    lines.append("Per engine (decode and prefill: one sequence, concurrency 1 or a llama-bench run; then every record):")
+    lines.append("Per engine (decode and prefill: concurrency 1, as llama-bench runs; then every record):")
     lines.append("")
     lines.append("| engine | phase | records (held out) | fit | held out | each record left out |")
     lines.append("|---|---|---|---|---|---|")
@@ -437,8 +444,8 @@ def summary(rows: list[dict]) -> str:
 
 
 def write_results(rows: list[dict], path: Path = SPEED_RESULTS_CSV) -> None:
-    names = ("id", "engine", "gpu", "gpu_class", "metric", "concurrency", "phase", "measured", "estimated", "error_pct",
-             "loo_error_pct", "held_out", "skip")
+    names = ("id", "engine", "gpu", "gpu_class", "metric", "concurrency", "phase", "measured", "estimated",
+             "error_pct", "loo_error_pct", "held_out", "skip")
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=names, lineterminator="\n")
         writer.writeheader()

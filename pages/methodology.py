@@ -362,8 +362,10 @@ if compared:
                                     "Each left out (%)": ("loo_error_pct", "median")}).round(1).reset_index(),
                  hide_index=True)
     st.plotly_chart(charts.speed_scatter(speed_rows), config={"displaylogo": False}, key="methodology.speed")
-    st.caption("Hollow points are held out of every efficiency; 'each left out' re-derives the efficiencies without "
-               "the record. Outliers are explained in `validation/FINDINGS.md`.")
+    st.caption("One colour per engine; circles decode, squares prefill, diamonds serving throughput, triangles "
+               "training tokens/s (TTFT, TPOT and MFU are in the table only). Hollow points are held out of every "
+               "efficiency; 'each left out' re-derives the efficiencies without the record. Outliers are explained "
+               "in `validation/FINDINGS.md`.")
 st.dataframe(pd.DataFrame([{"Engine": e[0] or "any", "GPU class": e[1] or "any", "Phase": e[2],
                             "Kernel": e[3] or "any", "Efficiency": value.value, "Records": len(value.records)}
                            for e, value in speed_model._efficiency_table().items()]), hide_index=True)

@@ -80,3 +80,17 @@ def test_the_speed_section_shows_the_committed_speed_errors_the_scatter_and_the_
     assert line["Median |error| (%)"] == round(statistics.median(abs(float(r["error_pct"])) for r in rows), 1)
     efficiencies = next(f for f in frames if "Efficiency" in f.columns)
     assert len(efficiencies) == len(speed._efficiency_table())
+
+
+def test_the_speed_scatter_plots_rates_one_colour_per_engine_one_marker_per_phase():
+    from ui import charts
+    from validation import speed as speed_validation
+
+    rows = speed_validation.load_results()
+    fig = charts.speed_scatter(rows)
+    points = [t for t in fig.data if t.mode == "markers"]
+    rates = [r for r in rows if not r["skip"] and r["metric"] not in ("ttft_ms", "tpot_ms", "train_mfu")]
+    assert sum(len(t.x) for t in points) == len(rates) < len([r for r in rows if not r["skip"]])
+    colours = {t.name.split(" ")[0]: t.marker.color for t in points}
+    assert len(set(colours.values())) == len(colours)  # each engine its own colour
+    assert {t.marker.symbol[0].removesuffix("-open") for t in points if t.name.endswith("prefill")} == {"square"}

@@ -332,22 +332,25 @@ def validation_scatter(rows: list[dict]) -> go.Figure:
 
 
 NOT_RATES = ("ttft_ms", "tpot_ms", "train_mfu")  # speed metrics that are not tokens/s
+PHASE_SYMBOLS = {"decode": "circle", "prefill": "square", "throughput": "diamond", "training": "triangle-up"}
 
 
 def speed_scatter(rows: list[dict]) -> go.Figure:
     """Estimated against measured speed for every compared record (validation/speed_results.csv), log-log, one
-    colour per engine and phase; held-out records hollow. Rows are dicts with id, engine, phase, measured,
+    colour per engine and one marker per phase; held-out records hollow. Rows are dicts with id, engine, phase, measured,
     estimated, held_out (text, as the CSV holds them). Rates only: TTFT / TPOT (ms) and MFU (a fraction) are in the
     table, not on the tokens/s axes."""
     fig = go.Figure()
     shown = [r for r in rows if not r["skip"] and r.get("metric") not in NOT_RATES]
-    for i, group in enumerate(sorted({(r["engine"], r["phase"]) for r in shown})):
+    engines = sorted({r["engine"] for r in shown})
+    for group in sorted({(r["engine"], r["phase"]) for r in shown}):
         points = [r for r in shown if (r["engine"], r["phase"]) == group]
+        symbol = PHASE_SYMBOLS.get(group[1], "circle")
         fig.add_trace(go.Scatter(
             x=[float(r["measured"]) for r in points], y=[float(r["estimated"]) for r in points], mode="markers",
             name=html.escape(f"{group[0]} {group[1]}"), text=[html.escape(r["id"]) for r in points],
-            marker=dict(size=9, color=ROW_COLOURS[i % len(ROW_COLOURS)],
-                        symbol=["circle-open" if r["held_out"] == "True" else "circle" for r in points]),
+            marker=dict(size=9, color=ROW_COLOURS[engines.index(group[0]) % len(ROW_COLOURS)],
+                        symbol=[f"{symbol}-open" if r["held_out"] == "True" else symbol for r in points]),
             hovertemplate="%{text}<br>measured %{x:,.1f}<br>estimated %{y:,.1f}<extra></extra>"))
     if shown:
         values = [float(r[k]) for r in shown for k in ("measured", "estimated")]

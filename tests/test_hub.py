@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import huggingface_hub.constants
 import pytest
 
 from estimator import catalog, hub
@@ -50,6 +51,9 @@ def standin(tmp_path, monkeypatch):
             monkeypatch.setenv(name, value)
         for name in ("HF_TOKEN", "HF_HUB_OFFLINE", "HF_HUB_CACHE", "TRANSFORMERS_OFFLINE"):
             monkeypatch.delenv(name, raising=False)
+        # huggingface_hub reads HF_HUB_OFFLINE once, at import: imported earlier in the session (transformers, with
+        # conftest's HF_HUB_OFFLINE=1) it would refuse every request to the stand-in as "offline mode"
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
         yield server
 
 

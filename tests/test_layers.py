@@ -107,9 +107,17 @@ def test_core_does_not_import_the_app_or_the_validation_package():
     assert not bad, "the estimator core imports the app / validation layers or their stacks:\n" + "\n".join(bad)
 
 
+# Optional packages the core may import inside the one function that needs them (the core still imports without
+# them, test_every_core_module_imports_without_site_packages): the Hub path reads models with huggingface_hub
+# (issue 16) and says how to install it when it is missing.
+OPTIONAL_IMPORTS = {("estimator/hub.py", "huggingface_hub")}
+
+
 def test_core_imports_only_the_standard_library():
     # the -S subprocess cannot see imports inside functions; this catches them
-    bad = _violations(lambda name: name in sys.stdlib_module_names or name == "estimator")
+    bad = [line for line in _violations(lambda name: name in sys.stdlib_module_names or name == "estimator")
+           if not any(line.strip().startswith(path + ":") and line.endswith(f"imports {name}")
+                      for path, name in OPTIONAL_IMPORTS)]
     assert not bad, "the estimator core imports beyond the standard library:\n" + "\n".join(bad)
 
 

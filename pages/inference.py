@@ -42,13 +42,13 @@ with inputs:
             if state.page_state(PAGE)["src"] != "params":
                 form.flag(PAGE, "mla_latent_cache")
         if form.applies(PAGE, "images"):  # a multimodal model: its images' tokens join each sequence
-            count, width, height = st.columns(3)
-            with count:
-                form.number(PAGE, "images", step=1)
+            form.number(PAGE, "images", step=1)
+            width, height = st.columns(2)
             with width:
                 form.number(PAGE, "image_width", step=64)
             with height:
                 form.number(PAGE, "image_height", step=64)
+            form.image_tokens_caption(PAGE)
 with outputs:
     if serving is None:
         advice.render(PAGE)  # what would make the selected row fit the target GPU, when it does not

@@ -1,5 +1,7 @@
 """DataFrame shaping for the pages: the scenario table, GPU fit, the comparison and its exports."""
 
+from dataclasses import replace
+
 import pandas as pd
 
 import estimator as est
@@ -48,12 +50,16 @@ def test_the_selected_row_falls_back_to_the_first():
 def test_gpu_count_cpu_memory_and_peak_columns_appear_only_when_they_say_something():
     s = est.FinetuneScenario(est.model("meta-llama/Llama-3.1-8B").architecture, num_gpus=4, zero_stage=2,
                              offload_optimizer=True)
-    frame = tables.scenario_frame(labelled(tables.table_rows("finetune", s), s))
-    assert {"GPUs", "All GPUs (GB)", "CPU memory (GB)", "Peak phase"} <= set(frame.columns)
+    rows = labelled(tables.table_rows("finetune", s), s)
+    frame = tables.scenario_frame(rows)
+    assert {"GPUs", "All GPUs (GB)", "CPU memory (GB)"} <= set(frame.columns)
     b = est.finetune_table(s)[0]
     assert frame.loc[0, "All GPUs (GB)"] == round(b.total_all_gpus / 1e9, 1)
     assert frame.loc[0, "CPU memory (GB)"] == round(b.host_bytes / 1e9, 1)
-    assert frame.loc[0, "Peak phase"] == b.peak_phase
+    assert {b.peak_phase for _, b in rows} == {"backward start"} and "Peak phase" not in frame.columns
+    short = replace(s, num_gpus=1, zero_stage=0, offload_optimizer=False, seq_len=128)  # phases differ: a column
+    mixed = tables.scenario_frame(labelled(tables.table_rows("finetune", short), short))
+    assert list(mixed["Peak phase"]) == ["optimizer step"] + ["backward start"] * 3
     plain = tables.scenario_frame([("x", est.inference_table(est.InferenceScenario(SEVEN_B))[0])])
     assert not {"GPUs", "Peak phase"} & set(plain.columns)
 
@@ -66,10 +72,9 @@ def test_every_training_component_shows_in_every_row_with_zero_where_the_phase_h
     assert {b.peak_phase for _, b in rows} == {"backward start"}
     frame = tables.scenario_frame(rows)
     assert list(frame.columns) == ["Scenario", "Required GPU Memory (GB)", "Weights", "Activations", "Logits",
-                                   "Gradients", "Optimizer states", "Overhead", "Peak phase"]
+                                   "Gradients", "Optimizer states", "Overhead"]  # one phase: said under it
     assert list(frame["Gradients"]) == [0.0, 0.0, 0.0, 0.0]
     assert list(frame["Optimizer states"]) == [60.92, 0.04, 0.04, 0.04]
-    assert set(frame["Peak phase"]) == {"backward start"}
     assert tables.phase_line(rows) == "Peak phase: backward start: activations alive, no gradients yet (0)."
     reference = est.FinetuneScenario(SEVEN_B)
     quick = tables.scenario_frame(labelled(tables.table_rows("finetune", reference), reference))

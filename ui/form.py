@@ -18,6 +18,7 @@ from estimator.architecture import Architecture
 from estimator.scenarios import LORA_SHORT_NAMES, canonical_lora_targets
 from estimator.training import LORA_ROLES, LORA_TARGET_PRESETS
 from estimator.units import in_unit
+from estimator.vision import image_tokens
 from ui import links, state
 from ui.text import escape
 
@@ -140,6 +141,18 @@ ONLY_FOR: dict[str, Callable[[Architecture | None], bool]] = {
     "mla_latent_cache": lambda a: a is not None and a.is_mla,  # DeepSeek-style multi-head latent attention
     "images": _multimodal, "image_width": _multimodal, "image_height": _multimodal,  # an image processor is known
 }
+
+
+def image_tokens_caption(page: str) -> None:
+    """How many context tokens the images become, in the model's own processor ('' when an input is invalid)."""
+    inputs, a = state.page_state(page), _architecture(page)
+    try:
+        per_image = image_tokens(a.vision_tower, inputs["image_width"], inputs["image_height"])
+    except (AttributeError, TypeError, ValueError):  # no tower, or a size the field already names as invalid
+        return
+    count = inputs["images"]
+    total = f"; {count} per sequence add {count * per_image:,} tokens to it" if isinstance(count, int) and count else ""
+    st.caption(f"An image of this size is {per_image:,} tokens in the model's image processor{total}.")
 
 
 def applies(page: str, name: str) -> bool:

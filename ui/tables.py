@@ -101,12 +101,12 @@ def phase_line(rows: Sequence[tuple[str, Breakdown]]) -> str:
 
 def scenario_frame(rows: Sequence[tuple[str, Breakdown]], unit: str = "GB") -> pd.DataFrame:
     """The reference document's table "Scenario | Required GPU Memory (GB)", then each component in the same
-    unit (headers kept short so the table fits a narrow column); GPU count, all-GPU total, CPU memory and peak
-    phase only when some row has them.
+    unit (headers kept short so the table fits a narrow column); GPU count, all-GPU total and CPU memory only when
+    some row has them, the peak phase only when rows differ in it (`phase_line` says it under the table).
 
     Training tables show weights, gradients, optimizer states, activations and overhead in every row, 0 where a
     component is not alive at the row's peak phase (gradients do not exist yet at backward start; activations
-    are freed by the optimizer step), and the phase cell says so. Other components appear when some row has
+    are freed by the optimizer step), and the phase cell (or `phase_line`) says so. Other components appear when some row has
     them at the table's precision (0.01): an inference row's fp32 logits of a few MB would read 0.00."""
     training = any(b.peak_phase for _, b in rows)
     present = [name for name in COMPONENT_STYLE
@@ -121,7 +121,7 @@ def scenario_frame(rows: Sequence[tuple[str, Breakdown]], unit: str = "GB") -> p
             record[f"All GPUs ({unit})"] = _round(b.total_all_gpus, unit, 1)
         if any(other.host_bytes for _, other in rows):
             record[f"CPU memory ({unit})"] = _round(b.host_bytes, unit, 1)
-        if any(other.peak_phase for _, other in rows):
+        if len({other.peak_phase for _, other in rows}) > 1:  # one phase for all: the line under the table says it
             record["Peak phase"] = PHASE_CELLS.get(b.peak_phase, b.peak_phase)
         records.append(record)
     return pd.DataFrame.from_records(records)

@@ -26,8 +26,9 @@ from tests.e2e.browser import IDLE_APP  # noqa: E402
 from tests.e2e.conftest import (CHROMIUM_FLAGS, chromium_path, free_port, start_server, stop_server,  # noqa: E402
                                 wait_healthy)
 
-TOTAL_CELL = "[data-testid='stMarkdownContainer'] td"  # the scenario table's cells (one of them is the first row's total)
-SHOWS = "(text) => [...document.querySelectorAll(\"" + TOTAL_CELL.replace('"', '\\"') + "\")].some(c => c.innerText === text)"
+TOTAL_CELL = "[data-testid='stMarkdownContainer'] td"  # the scenario table's cells (one is the first row's total)
+SHOWS = ("(text) => [...document.querySelectorAll(\"" + TOTAL_CELL.replace('"', '\\"')
+         + "\")].some(c => c.innerText === text)")
 
 
 def shown(total_bytes: int) -> str:

@@ -353,7 +353,8 @@ def test_serve_imports_llama_server_hf_with_a_hub_gguf_quant(standin, tmp_path):
     from gguf_files import write_tiny_llama
 
     standin.add("someone/Tiny-GGUF", {"Tiny-Q4_K_M.gguf": write_tiny_llama(tmp_path / "tiny.gguf").read_bytes()})
-    done = _cli("serve", "--gpu", "rtx-4090", "--json", "--command", "llama-server -hf someone/Tiny-GGUF:Q4_K_M -c 4096",
+    done = _cli("serve", "--gpu", "rtx-4090", "--json", "--command",
+                "llama-server -hf someone/Tiny-GGUF:Q4_K_M -c 4096",
                 env=dict(os.environ))
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)

@@ -337,9 +337,9 @@ PHASE_SYMBOLS = {"decode": "circle", "prefill": "square", "throughput": "diamond
 
 def speed_scatter(rows: list[dict]) -> go.Figure:
     """Estimated against measured speed for every compared record (validation/speed_results.csv), log-log, one
-    colour per engine and one marker per phase; held-out records hollow. Rows are dicts with id, engine, phase, measured,
-    estimated, held_out (text, as the CSV holds them). Rates only: TTFT / TPOT (ms) and MFU (a fraction) are in the
-    table, not on the tokens/s axes."""
+    colour per engine and one marker per phase; held-out records hollow. Rows are dicts with id, engine, phase,
+    measured, estimated, held_out (text, as the CSV holds them). Rates only: TTFT / TPOT (ms) and MFU (a fraction)
+    are in the table, not on the tokens/s axes."""
     fig = go.Figure()
     shown = [r for r in rows if not r["skip"] and r.get("metric") not in NOT_RATES]
     engines = sorted({r["engine"] for r in shown})

@@ -106,8 +106,8 @@ def scenario_frame(rows: Sequence[tuple[str, Breakdown]], unit: str = "GB") -> p
 
     Training tables show weights, gradients, optimizer states, activations and overhead in every row, 0 where a
     component is not alive at the row's peak phase (gradients do not exist yet at backward start; activations
-    are freed by the optimizer step), and the phase cell (or `phase_line`) says so. Other components appear when some row has
-    them at the table's precision (0.01): an inference row's fp32 logits of a few MB would read 0.00."""
+    are freed by the optimizer step), and the phase cell (or `phase_line`) says so. Other components appear when
+    some row has them at the table's precision (0.01): an inference row's fp32 logits of a few MB would read 0.00."""
     training = any(b.peak_phase for _, b in rows)
     present = [name for name in COMPONENT_STYLE
                if (training and name in TRAINING_COMPONENTS) or any(_round(b.component(name), unit, 2)

@@ -319,7 +319,8 @@ def _small_cases() -> list[Case]:
         *[Case(f"{fam}-{kind}-chunked-loss", fam, "training", dict(train, technique=kind, loss="chunked"),
                fast=fam == "llama" and kind == "full")
           for fam in ("llama", "qwen2") for kind in ("full", "lora")],
-        Case("llama-full-chunked-loss-gc", "llama", "training", dict(train, loss="chunked", gradient_checkpointing=True)),
+        Case("llama-full-chunked-loss-gc", "llama", "training",
+             dict(train, loss="chunked", gradient_checkpointing=True)),
         Case("llama-full-optim-in-bwd", "llama", "training", dict(train, optimizer_in_backward=True), fast=True),
         Case("llama-full-optim-in-bwd-foreach", "llama", "training",
              dict(train, optimizer_in_backward=True, optimizer_impl="foreach"),

@@ -130,10 +130,10 @@ NEEDS = {"llama_bench_pp": ("input_tokens",), "llama_bench_tg": ("output_tokens"
 RULE = ("An efficiency is the median, over the published records of its key, of measured / (the roofline estimate at "
         "100% efficiency): decode records give the achieved fraction of the memory bandwidth, prefill records of the "
         f"peak FLOPs. Keys from the most specific with at least {MIN_RECORDS} records to the least: (engine, GPU "
-        "class, phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase. Records "
-        f"whose id has crc32 % {HOLDOUT_MODULUS} == 0 are held out of every median, and only records of one sequence "
-        "on one GPU (concurrency 1, tp 1) whose roofline at 100% is bound as its phase (decode: memory; prefill: "
-        "compute) enter one: batches, tensor parallelism, throughput and training are compared only.")
+        "class, phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase. "
+        f"Records whose id has crc32 % {HOLDOUT_MODULUS} == 0 are held out of every median, and only records of one "
+        "sequence on one GPU (concurrency 1, tp 1) whose roofline at 100% is bound as its phase (decode: memory; "
+        "prefill: compute) enter one: batches, tensor parallelism, throughput and training are compared only.")
 KV_WORDS = {"": "bf16", "f16": "bf16", "fp16": "bf16", "bf16": "bf16", "fp8": "fp8", "q8_0": "q8_0",
             "q4_0": "q4_0", "q5_0": "q5_0", "f32": "fp32", "fp32": "fp32"}
 

@@ -10,13 +10,14 @@ from ui import state
 
 st.set_page_config(page_title="LLM GPU Memory Estimator", page_icon=":material/memory:", layout="wide")
 
-TITLES = {"inference": ("Inference", ":material/bolt:"), "finetune": ("Fine-tuning", ":material/model_training:"),
-          "compare": ("Compare", ":material/compare_arrows:"), "methodology": ("Methodology", ":material/menu_book:")}
 PAGES = {name: st.Page(f"pages/{name}.py", title=title, icon=icon, url_path=state.URL_PATHS[name] or None,
                        default=name == "inference")
-         for name, (title, icon) in TITLES.items()}
+         for name, (title, icon) in state.TITLES.items()}
 
-current = st.navigation(list(PAGES.values()), position="top")
+# The pages draw their own navigation (ui/chrome.py): its links carry each page's share link, so a page switch
+# adds one browser-history entry, not two (Streamlit's navigation opens a page without its link, and writing the
+# link then adds a second entry: Back needed two presses)
+current = st.navigation(list(PAGES.values()), position="hidden")
 landing = next(name for name, page in PAGES.items() if page.url_path == current.url_path)
 wanted = state.load_link(landing)
 if wanted != landing:

@@ -23,7 +23,7 @@ def remove(uid: int) -> None:
 
 def open_on_its_page(item: links.Item) -> None:
     state.page_state(item.page).update(item.state)
-    st.switch_page(PAGE_FILES[item.page])
+    st.switch_page(PAGE_FILES[item.page], query_params=state.link_params(item.page))  # one history entry
 
 
 slot = chrome.header(PAGE, "Compare scenarios", "Scenarios added with \"Add to comparison\" on the Inference and "
@@ -32,8 +32,9 @@ items = state.compare_items()
 if not items:
     st.info("Nothing to compare yet. On the Inference or Fine-tuning page, pick a row and press "
             "**Add to comparison** (up to six scenarios).", icon=":material/add_chart:")
-    st.page_link(PAGE_FILES["inference"], label="Inference", icon=":material/bolt:")
-    st.page_link(PAGE_FILES["finetune"], label="Fine-tuning", icon=":material/model_training:")
+    for name in PAGE_FILES:
+        title, icon = state.TITLES[name]
+        st.page_link(PAGE_FILES[name], label=title, icon=icon, query_params=state.link_params(name))
 else:
     gpu_col, _, unit_col = st.columns([2, 3, 1], vertical_alignment="bottom")
     with gpu_col:

@@ -45,6 +45,7 @@ def header(page: str, title: str, intro: str):
     final inputs."""
     state.enter(page)
     st.html(STYLE)
+    navigation()
     left, right = st.columns([5, 1], vertical_alignment="bottom")
     left.title(title)
     slot = right.empty()
@@ -55,6 +56,14 @@ def header(page: str, title: str, intro: str):
                    + "\n".join(f"- {escape(w)}" for w in warnings), icon=":material/link_off:")
     _run.headline = st.empty()
     return slot
+
+
+def navigation() -> None:
+    """A link to every page, carrying that page's share link (`state.link_params`), so that the address the
+    browser records on a switch is already the page's link and writing it changes nothing."""
+    with st.container(horizontal=True, gap="small", key="navigation"):
+        for name, (title, icon) in state.TITLES.items():
+            st.page_link(f"pages/{name}.py", label=title, icon=icon, query_params=state.link_params(name))
 
 
 def headline_slot():

@@ -19,6 +19,8 @@ from ui import links
 PAGES, VIEW, COMPARE, WARNINGS, SHOWN = "_pages", "_view", "_compare", "_link_warnings", "_shown_page"
 # URL path of each page. They differ from the file names on purpose: with a pages/ folder, the first request
 # a fresh server gets runs a page file whose name matches the path directly, without app.py.
+TITLES = {"inference": ("Inference", ":material/bolt:"), "finetune": ("Fine-tuning", ":material/model_training:"),
+          "compare": ("Compare", ":material/compare_arrows:"), "methodology": ("Methodology", ":material/menu_book:")}
 URL_PATHS = {"inference": "", "finetune": "fine-tuning", "compare": "comparison", "methodology": "how-it-works"}
 VIEW_KEYS = set(links.VIEW_FIELDS)
 
@@ -96,10 +98,14 @@ def bind(page: str, key: str, to_widget: Callable[[object], object] = lambda val
     return widget_key, st.session_state[widget_key]
 
 
+def link_params(page: str) -> dict[str, str]:
+    """The share link's parameters of `page` as this session has it (its inputs, the view, the comparison)."""
+    return links.encode(page, page_state(page) if page in links.ESTIMATE_PAGES else None, view(), compare_items())
+
+
 def sync_url(page: str) -> dict[str, str]:
     """Write the page's link into the address bar (only when it changed); the link's parameters."""
-    inputs = page_state(page) if page in links.ESTIMATE_PAGES else None
-    params = links.encode(page, inputs, view(), compare_items())
+    params = link_params(page)
     if st.query_params.to_dict() != params:
         st.query_params.from_dict(params)
     return params

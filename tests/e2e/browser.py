@@ -37,7 +37,9 @@ def open_app(page: Page, url: str) -> None:
 def table(page: Page) -> list[list[str]]:
     """Rows of the scenario table, header first."""
     rows = page.locator(SCENARIO_TABLE).first.locator("tr")
-    return [[cell.inner_text() for cell in rows.nth(r).locator("td,th").all()] for r in range(rows.count())]
+    # all_inner_texts does not wait: a cell that vanishes while a rerun swaps the table (a page switch, Back)
+    # would hold inner_text for its whole timeout, longer than the polls of wait_for_totals
+    return [rows.nth(r).locator("td,th").all_inner_texts() for r in range(rows.count())]
 
 
 def totals(page: Page) -> dict[str, str]:

@@ -121,3 +121,16 @@ def test_the_stacked_bar_chart_has_one_bar_per_row_and_component(page, app_url):
     assert chart.locator(".barlayer .trace").count() == components
     assert chart.locator(".barlayer .trace .point").count() == 3 * components
     assert totals(page) == REFERENCE_INFERENCE
+
+
+def test_one_back_press_returns_to_the_previous_page_with_its_link(page, app_url):
+    """Issue 14 item 10: Streamlit's own navigation opened a page without its link and writing the link added a
+    second history entry, so Back needed two presses. The pages' links carry each page's link now."""
+    open_app(page, f"{app_url}/?v=1&p=inference&params=13")
+    wait_for_totals(page, {"Inference (16-bit)": "33.2"})
+    page.get_by_role("link", name="Fine-tuning").click()
+    wait_for_totals(page, {"Full-parameter": REFERENCE_FINETUNE["Full-parameter"]})  # its own inputs: 7B
+    assert "p=finetune" in page.url
+    page.go_back()
+    wait_for_totals(page, {"Inference (16-bit)": "33.2"})
+    assert "p=inference" in page.url and "params=13" in page.url

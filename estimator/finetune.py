@@ -217,6 +217,8 @@ def detailed_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
         + (" (auto: on for QLoRA, as peft's prepare_model_for_kbit_training turns it on; off for full "
            "fine-tuning and LoRA)" if s.gradient_checkpointing == AUTO and not objective_checkpointing(s) else ""),
         shape.loss_note or LOSS_NOTES[s.loss].format(vocab=a.vocab_size),
+        *([f"Loss computation '{s.loss}' applies to SFT: TRL's {s.objective.upper()} computes its own log-probs "
+           "from the logits (the loss head above)"] if shape.loss_note and s.loss != "standard" else []),
         f"Optimizer step: {s.optimizer_impl} implementation" + (f", {step:,} B of temporaries" if step else ""),
         f"Peak at {peak_phase}: " + PHASE_NOTES[peak_phase],
         f"Runtime overhead: {s.overhead_gb:g} GB per GPU",

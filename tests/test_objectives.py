@@ -189,3 +189,15 @@ def test_published_comparison_reports_each_record_and_the_median(capsys):
     rows = {r["id"]: r for r in objectives.compare_published()}
     assert rows["unsloth-grpo-trl-fa2-logits"]["estimate_gb"] == round(2 * 2 * 8 * 19_488 * V / 1e9, 2)
     assert rows["unsloth-grpo-trl-fa2-kv"]["estimate_gb"] == round(20_000 * KV_PER_TOKEN / 1e9, 2)
+
+
+def test_the_loss_computation_applies_to_sft_only_and_says_so():
+    """TRL's DPO scores its own log-probs from the logits (selective_log_softmax): the savers' loss computation
+    (estimator/frameworks.py: chunked, fused) changes SFT's loss head, not DPO's."""
+    a = est.model("meta-llama/Llama-3.1-8B").architecture
+    dpo = est.FinetuneScenario(a, objective="dpo", technique="lora")
+    fused = est.estimate_finetune(dataclasses.replace(dpo, loss="fused"))
+    assert fused.total == est.estimate_finetune(dpo).total
+    assert any(note.startswith("Loss computation 'fused' applies to SFT") for note in fused.assumptions)
+    sft = dataclasses.replace(dpo, objective="sft")
+    assert est.estimate_finetune(dataclasses.replace(sft, loss="fused")).total < est.estimate_finetune(sft).total

@@ -281,13 +281,13 @@ class Architecture:
         """Parameters of the vision and audio towers beside the language model."""
         return self.vision_parameters + self.audio_parameters
 
-    @property
+    @functools.cached_property  # read by every estimate (activations, KV cache): computed once per architecture
     def attention_layers(self) -> tuple[int, ...]:
         """Indices of the layers with softmax attention: the layers that keep a KV cache."""
         free = set(self.linear_layers) | set(self.attention_free_layers)
         return tuple(i for i in range(self.num_layers) if i not in free)
 
-    @property
+    @functools.cached_property
     def cached_layers(self) -> tuple[int, ...]:
         """Indices of the attention layers that keep a KV cache of their own."""
         shared = set(self.kv_shared_layers)

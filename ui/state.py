@@ -17,10 +17,11 @@ import streamlit as st
 from ui import links
 
 PAGES, VIEW, COMPARE, WARNINGS, SHOWN = "_pages", "_view", "_compare", "_link_warnings", "_shown_page"
-# URL path of each page. They differ from the file names on purpose: with a pages/ folder, the first request
-# a fresh server gets runs a page file whose name matches the path directly, without app.py.
+# Title and icon of each page (the navigation and app.py's st.Page)
 TITLES = {"inference": ("Inference", ":material/bolt:"), "finetune": ("Fine-tuning", ":material/model_training:"),
           "compare": ("Compare", ":material/compare_arrows:"), "methodology": ("Methodology", ":material/menu_book:")}
+# URL path of each page. They differ from the file names on purpose: with a pages/ folder, the first request
+# a fresh server gets runs a page file whose name matches the path directly, without app.py.
 URL_PATHS = {"inference": "", "finetune": "fine-tuning", "compare": "comparison", "methodology": "how-it-works"}
 VIEW_KEYS = set(links.VIEW_FIELDS)
 

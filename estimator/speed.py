@@ -39,8 +39,8 @@ from importlib import resources
 from .architecture import Architecture, parameter_counts, tensors
 from .catalog import Gpu
 from .catalog import gpu as catalog_gpu
-from .engines.base import ServeReport, ServeScenario
-from .formats import CHECKPOINT, tensor_bytes, weight_format
+from .engines.base import ServeReport, ServeScenario, tensor_size
+from .formats import CHECKPOINT, weight_format
 from .inference import QUICK_ROWS
 from .quick import quick_inference
 from .kv_cache import KV_DTYPE_LABELS, kv_cache_bytes
@@ -187,11 +187,7 @@ class WeightTraffic:
 def weight_traffic(a: Architecture, format_id: str) -> WeightTraffic:
     """The weights in `format_id` (CHECKPOINT: the checkpoint's own layout) as formats.py sizes them. The input
     embedding is a row lookup, unless tied: then it is also the lm_head every step reads in full."""
-    if format_id == CHECKPOINT and a.checkpoint is not None and a.checkpoint.format_id is not None:
-        size_of = functools.partial(a.checkpoint.tensor_bytes, a)
-    else:
-        fmt = weight_format("bf16" if format_id == CHECKPOINT else format_id)
-        size_of = lambda t: tensor_bytes(fmt, t, a)  # noqa: E731
+    size_of = tensor_size(a, format_id)
     layers = experts = vectors = lookup = 0
     for t in tensors(a):
         size = size_of(t)

@@ -78,11 +78,7 @@ with inputs:
                     radio=True, disabled=quick)
         form.choice(PAGE, "optimizer_impl", IMPL_LABELS, disabled=quick)
         form.choice(PAGE, "adapter_bits", {32: "fp32 (peft's default)", 16: "16-bit"}, radio=True, disabled=quick)
-        left, right = st.columns(2)
-        with left:
-            form.number(PAGE, "lora_rank", step=8)
-        with right:
-            form.number(PAGE, "num_gpus", step=1)
+        form.number_pair(PAGE, ("lora_rank", 8), ("num_gpus", 1))
         form.lora_targets(PAGE)
         form.choice(PAGE, "zero_stage", ZERO_LABELS)
         form.flag(PAGE, "offload_optimizer")

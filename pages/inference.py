@@ -25,11 +25,7 @@ with inputs:
     if serving is not None:
         engine.inputs(PAGE)
     else:
-        left, right = st.columns(2)
-        with left:
-            form.number(PAGE, "concurrency", step=1)
-        with right:
-            form.number(PAGE, "seq_len", step=1024)
+        form.number_pair(PAGE, ("concurrency", 1), ("seq_len", 1024))
         with st.expander("Advanced", icon=":material/tune:"):
             form.number(PAGE, "batch_size", step=1)
             form.choice(PAGE, "weights", WEIGHT_LABELS)
@@ -43,11 +39,7 @@ with inputs:
                 form.flag(PAGE, "mla_latent_cache")
         if form.applies(PAGE, "images"):  # a multimodal model: its images' tokens join each sequence
             form.number(PAGE, "images", step=1)
-            width, height = st.columns(2)
-            with width:
-                form.number(PAGE, "image_width", step=64)
-            with height:
-                form.number(PAGE, "image_height", step=64)
+            form.number_pair(PAGE, ("image_width", 64), ("image_height", 64))
             form.image_tokens_caption(PAGE)
 with outputs:
     if serving is None:

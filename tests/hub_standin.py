@@ -118,22 +118,23 @@ class HubStandIn:
                     return self._resolve("/".join(parts[:2]), parts[3], "/".join(parts[4:]), head)
                 self._error(404, "RepoNotFound", head)
 
-            def _repo(self, repo_id: str, head: bool) -> Repo | None:
+            def _revision(self, repo_id: str, rev: str, head: bool) -> tuple[Repo, str] | None:
+                """The repo and the commit `rev` names, or None once the error is sent."""
                 repo = hub.repos.get(repo_id)
                 if repo is None:
-                    self._error(404, "RepoNotFound", head)
-                elif not self._authorized(repo):
-                    self._error(401, "GatedRepo", head)
-                    return None
-                return repo
-
-            def _model_info(self, repo_id: str, rev: str, head: bool) -> None:
-                repo = self._repo(repo_id, head)
-                if repo is None:
-                    return
+                    return self._error(404, "RepoNotFound", head)
+                if not self._authorized(repo):
+                    return self._error(401, "GatedRepo", head)
                 commit = repo.commit(rev)
                 if commit is None:
                     return self._error(404, "RevisionNotFound", head)
+                return repo, commit
+
+            def _model_info(self, repo_id: str, rev: str, head: bool) -> None:
+                found = self._revision(repo_id, rev, head)
+                if found is None:
+                    return
+                repo, commit = found
                 info = {"id": repo_id, "modelId": repo_id, "sha": commit, "gated": "auto" if repo.gated else False,
                         "private": False, "siblings": [{"rfilename": name} for name in repo.files_at(commit)]}
                 if repo.safetensors is not None:
@@ -141,12 +142,10 @@ class HubStandIn:
                 self._send(200, json.dumps(info).encode(), {"Content-Type": "application/json"}, head)
 
             def _resolve(self, repo_id: str, rev: str, filename: str, head: bool) -> None:
-                repo = self._repo(repo_id, head)
-                if repo is None:
+                found = self._revision(repo_id, rev, head)
+                if found is None:
                     return
-                commit = repo.commit(rev)
-                if commit is None:
-                    return self._error(404, "RevisionNotFound", head)
+                repo, commit = found
                 data = repo.files_at(commit).get(filename)
                 if data is None:
                     return self._error(404, "EntryNotFound", head)

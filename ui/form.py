@@ -74,6 +74,13 @@ def number(page: str, name: str, *, step: float, fmt: str | None = None, placeho
     return _store(page, name, value)
 
 
+def number_pair(page: str, left: tuple[str, float], right: tuple[str, float]) -> None:
+    """Two whole-number inputs side by side, each given as (name, step)."""
+    for column, (name, step) in zip(st.columns(2), (left, right)):
+        with column:
+            number(page, name, step=step)
+
+
 def choice(page: str, name: str, labels: Mapping | None = None, *, radio: bool = False,
            disabled: bool = False, on_change: Callable | None = None) -> object:
     """A select box (or horizontal radio) over the input's choices (led by None when it may be left unset);

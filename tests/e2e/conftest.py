@@ -7,10 +7,12 @@ under CI (CI=true) a missing browser is a failure, because CI installs it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,11 +35,12 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 60) -> No
     replicas.wait_healthy(url, [process], timeout)
 
 
-def start_server(port: int) -> subprocess.Popen:
+def start_server(port: int, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """The app on 127.0.0.1:`port`, with this process's environment or `env`."""
     return subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
          "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def stop_server(process: subprocess.Popen) -> None:
@@ -58,16 +61,23 @@ def browser_path() -> str:
     return path
 
 
-@pytest.fixture(scope="session")
-def app_url(browser_path) -> str:
+@contextlib.contextmanager
+def running_app(env: dict[str, str] | None = None) -> Iterator[str]:
+    """The app's URL while it runs on a free port (with `env` as its environment when given)."""
     port = free_port()
-    process = start_server(port)
+    process = start_server(port, env)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, process)
         yield url
     finally:
         stop_server(process)
+
+
+@pytest.fixture(scope="session")
+def app_url(browser_path) -> str:
+    with running_app() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from estimator import catalog
 from tests.e2e.browser import idle, open_app, totals, wait_for_totals
-from tests.e2e.conftest import ROOT, free_port, stop_server, wait_healthy
+from tests.e2e.conftest import running_app
 from tests.hub_standin import HubStandIn, commit_of
 
 HUB_ONLY = "someone/Qwen3-8B-copy"  # Qwen3-8B's config under an id the catalog does not have
@@ -32,20 +30,11 @@ def hub_app(browser_path, tmp_path_factory):
         gguf_files = pytest.importorskip("tests.gguf_files")
         hub.add(GGUF_REPO, {"Tiny-Q4_K_M.gguf": gguf_files.write_tiny_llama(
             tmp_path_factory.mktemp("gguf") / "tiny.gguf").read_bytes()})
-        port = free_port()
         env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path_factory.mktemp("hf"))}
         env.pop("HF_HUB_OFFLINE", None)
         env.pop("HF_TOKEN", None)
-        process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port",
-             str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_healthy(url, process)
+        with running_app(env) as url:
             yield url
-        finally:
-            stop_server(process)
 
 
 def _type_model(page, text: str) -> None:

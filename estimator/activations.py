@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 
 from .architecture import Architecture
-from .training import lora_modules, moe_targets
+from .training import SPLIT_DELTANET_TYPES, lora_modules, moe_targets
 from .units import FP32_BYTES
 
 LOSS_HEAD_BYTES_PER_LOGIT = 12  # fp32 log-softmax kept 4 B + two fp32 temporaries at backward start 8 B
@@ -133,9 +133,11 @@ def _rope_bytes(a: Architecture, tokens: int, A: int) -> int:
 
 
 def inference_layer_peak(a: Architecture, batch: int, query_len: int, context: int, *, act_bytes: int = 2,
-                         flash_attention: bool = True, tp: int = 1) -> int:
+                         flash_attention: bool = True, tp: int = 1, linear_attention_kernels: bool = False) -> int:
     """Largest working set of one decoder layer processing `batch` x `query_len` tokens without autograd,
-    attending to `context` tokens, on one of `tp` tensor-parallel ranks (validation/FINDINGS.md 5, 9)."""
+    attending to `context` tokens, on one of `tp` tensor-parallel ranks (validation/FINDINGS.md 5, 9).
+    Gated DeltaNet layers run transformers' torch fallback (`_linear_attention_inference`, FINDINGS 45) unless
+    `linear_attention_kernels`: serving engines' flash-linear-attention kernels, costed as an attention layer."""
     A, t, h = act_bytes, batch * query_len, a.hidden_size
     base = 3 * A * t * h + _rope_bytes(a, t, A)  # embedding output (held by the model), layer input, normed
     kernel = sdpa_kernel(a, flash_attention)
@@ -156,6 +158,9 @@ def inference_layer_peak(a: Architecture, batch: int, query_len: int, context: i
         attn = 0  # attention-free (pure Mamba) stacks
     mamba = max((base + _mamba_inference(a, batch, query_len, A, tp) for layer in kinds if layer in a.mamba_layers),
                 default=0)
+    linear = 0 if linear_attention_kernels else max(
+        (base + _linear_attention_inference(a, batch, query_len, A, tp) for layer in kinds if layer in a.linear_layers),
+        default=0)
     mlp = 0
     for layer in kinds:
         if layer in a.mlp_free_layers:
@@ -175,7 +180,7 @@ def inference_layer_peak(a: Architecture, batch: int, query_len: int, context: i
             tensors = MLP_INFERENCE_TENSORS[FAMILY_MLP_ACTIVATION.get(a.model_type, "gelu")]
             work = tensors * A * t * a.intermediate_size // tp
         mlp = max(mlp, base + A * t * h + work)  # + the residual after attention
-    return max(attn, mamba, mlp)
+    return max(attn, mamba, linear, mlp)
 
 
 MAMBA_CHUNK = 256  # tokens per chunk of the SSD scan (mamba_chunk_size of Granite 4 / Falcon-H1; Nemotron-H: 128)
@@ -376,6 +381,44 @@ def _linear_attention_saved(a: Architecture, batch: int, seq: int, A: int) -> in
     gated_norm = 3 * FP32_BYTES * t * value + 3 * A * t * value
     small = 9 * FP32_BYTES * t * n_v + A * t * n_v
     return conv + k_side + v_side + chunk_matrices + states + gated_norm + small
+
+
+
+def _linear_attention_inference(a: Architecture, batch: int, seq: int, A: int, tp: int = 1) -> int:
+    """Working set of one Gated DeltaNet layer prefilling b x s tokens without autograd in transformers' torch
+    fallback (`torch_chunk_gated_delta_rule`, transformers v5.24.0 src/transformers/models/qwen3_next/
+    modeling_qwen3_next.py L371-512; models/qwen3_5/modeling_qwen3_5.py L287-423), at its largest moment: the reshape
+    of the chunked output after the chunk loop (L505). `torch.linalg.solve_triangular` returns column-major matrices,
+    `zeros_like(new_values)` (L485) keeps that layout, so `core_attn_out.reshape` copies it while every chunk tensor
+    is still a live local. Traced with distinct sizes (validation/FINDINGS.md 45), exact to the byte; the layer's
+    input, its norm and the embedding output are `base`. K = n_k d_k, V = n_v d_v, C = 64, N = ceil(s / C) chunks,
+    T = b N C padded tokens, U = 4 b n_v C d_v (one chunk of v):
+        the caller's 16-bit tensors: conv output (q, k, v views) and z     A t (2K + 2V)
+            b, a and beta (sigmoid) 3 A t n_v; g in fp32 4 t n_v
+            Qwen3-Next also keeps its fused in_proj_qkvz / in_proj_ba outputs (the forward's locals, L678-679)
+            while z, b and a are reshaped copies of them (L652-654): + A t (2K + 2V) + 2 A t n_v
+        k side, fp32: k_beta, decayed k_beta, the solved k_cumdecay, decayed q and k       5 x 4 T n_v d_k
+        v side, fp32: padded v, v_beta, the solved new_values, core_attn_out             4 x 4 T n_v d_v
+        C x C, fp32: pairwise decays, the UT system, intra-chunk attention                  3 x 4 T n_v C
+        padded beta and decay, cumulative decay 3 x 4 T n_v; chunk decay 4 b n_v N; the bool mask C^2
+        the recurrent state 4 b n_v d_k d_v
+        then the larger of: the reshape copy 4 T n_v d_v with the last chunk's v_new and state read (2 U), or the
+        loop's own moment, v_new, the state read, the intra-chunk product and their sum (4 U; only for N = 1)
+    q and k are repeated to the n_v value heads; heads split over tensor parallelism. The states the cache keeps
+    are the `state` component (kv_cache.state_bytes), not counted here."""
+    n_k, n_v = max(1, a.linear_key_heads // tp), max(1, a.linear_value_heads // tp)
+    d_k, d_v, C = a.linear_key_head_dim, a.linear_value_head_dim, GDN_CHUNK
+    t, key, value = batch * seq, n_k * d_k, n_v * d_v
+    chunks = -(-seq // C)
+    padded = batch * chunks * C
+    caller = A * t * (2 * key + 2 * value) + 3 * A * t * n_v + FP32_BYTES * t * n_v
+    if a.model_type not in SPLIT_DELTANET_TYPES:  # Qwen3-Next's fused projections stay alive beside their copies
+        caller += A * t * (2 * key + 2 * value) + 2 * A * t * n_v
+    chunk_tensors = FP32_BYTES * padded * n_v * (5 * d_k + 4 * d_v + 3 * C + 3)
+    small = FP32_BYTES * batch * n_v * chunks + C * C + FP32_BYTES * batch * n_v * d_k * d_v
+    one_chunk = FP32_BYTES * batch * n_v * C * d_v
+    end = max(FP32_BYTES * padded * value + 2 * one_chunk, 4 * one_chunk)
+    return caller + chunk_tensors + small + end
 
 
 def _mlp_saved(a: Architecture, batch: int, seq: int, layer: int, A: int, frozen: bool,

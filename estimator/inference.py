@@ -98,6 +98,10 @@ def _assumptions(s: InferenceScenario, format_id: str) -> tuple[str, ...]:
         "Logits: fp32 last-position logits of every running sequence, as a vLLM-style sampler keeps them",
         f"Runtime overhead: {s.overhead_gb:g} GB per GPU",
     ]
+    if a.linear_layers:
+        notes.append(f"{len(a.linear_layers)} Gated DeltaNet layers prefill with transformers' torch fallback "
+                     "(torch_chunk_gated_delta_rule: fp32 chunk tensors of 64 tokens); flash-linear-attention's "
+                     "kernels, which vLLM and SGLang run, keep less")
     if a.sliding_layers:
         kind = (f"chunked local attention in {a.sliding_window:,}-token chunks (a token sees only its own chunk; "
                 "vLLM's ChunkedLocalAttentionSpec frees finished chunks)" if a.chunked_attention

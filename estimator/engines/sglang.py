@@ -261,7 +261,8 @@ def estimate(s: ServeScenario) -> ServeReport:
 
     graphs = 0 if s.enforce_eager else d.cuda_graph_max_bs * RESERVE_PER_GRAPH_BATCH_MIB * MiB
     activations = max(0, reserve - graphs)
-    prefill = inference_layer_peak(a, 1, d.chunked_prefill_size, d.chunked_prefill_size, flash_attention=True, tp=tp)
+    prefill = inference_layer_peak(a, 1, d.chunked_prefill_size, d.chunked_prefill_size, flash_attention=True, tp=tp,
+                                   linear_attention_kernels=True)
     if starts and prefill + graphs > reserve:
         warnings.append(
             f"The (1 - mem_fraction_static) reserve ({gib(reserve)} GiB) is smaller than a prefill chunk of "

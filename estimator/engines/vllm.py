@@ -337,7 +337,7 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
 @functools.lru_cache(maxsize=4096)
 def _forward_peak(a: Architecture, tokens: int, tp: int) -> int:
     """The largest layer working set of one forward of `tokens` tokens (FlashAttention)."""
-    return inference_layer_peak(a, 1, tokens, tokens, flash_attention=True, tp=tp)
+    return inference_layer_peak(a, 1, tokens, tokens, flash_attention=True, tp=tp, linear_attention_kernels=True)
 
 
 @functools.lru_cache(maxsize=1024)

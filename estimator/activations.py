@@ -140,7 +140,7 @@ def inference_layer_peak(a: Architecture, batch: int, query_len: int, context: i
     `linear_attention_kernels`: serving engines' flash-linear-attention kernels, costed as an attention layer."""
     A, t, h = act_bytes, batch * query_len, a.hidden_size
     base = 3 * A * t * h + _rope_bytes(a, t, A)  # embedding output (held by the model), layer input, normed
-    kernel = sdpa_kernel(a, flash_attention)
+    kernel, indexer = sdpa_kernel(a, flash_attention), 0
     if kernel == "math":  # Falcon MQA (validation/FINDINGS.md 19): fused qkv output, roped q, 16-bit mask; fp32 q,
         # scaled q, k and v (one head); fp32 scores and masked scores
         q_w, kv_w, heads = a.q_width // tp, a.num_kv_heads * a.head_dim, max(1, a.num_heads // tp)
@@ -153,6 +153,9 @@ def inference_layer_peak(a: Architecture, batch: int, query_len: int, context: i
         repeated_kv = 2 * A * t * a.q_width // tp if a.num_kv_heads < a.num_heads else 0
         attn = (base + A * t * a.q_width // tp + repeated_kv + A * t * context
                 + (A + 2 * FP32_BYTES + (A if a.softcap_attention else 0)) * heads * t * context)
+        if a.model_type in INDEXER_EAGER_FAMILIES and a.index_heads:  # the indexer's top-k as a dense mask
+            attn += _indexer_mask_inference(a, batch, query_len, context, A)
+            indexer = base + A * t * context + _indexer_inference(a, batch, query_len, context, A, tp)
     kinds = [layer for layer, _ in layer_kinds(a)]
     if not any(layer in a.attention_layers for layer in kinds):
         attn = 0  # attention-free (pure Mamba) stacks
@@ -180,7 +183,50 @@ def inference_layer_peak(a: Architecture, batch: int, query_len: int, context: i
             tensors = MLP_INFERENCE_TENSORS[FAMILY_MLP_ACTIVATION.get(a.model_type, "gelu")]
             work = tensors * A * t * a.intermediate_size // tp
         mlp = max(mlp, base + A * t * h + work)  # + the residual after attention
-    return max(attn, mamba, linear, mlp)
+    return max(attn, indexer, mamba, linear, mlp)
+
+
+
+# DeepSeek-V3.2's lightning indexer as transformers runs it (DeepseekV32Indexer, v5.24.0
+# src/transformers/models/deepseek_v32/modeling_deepseek_v32.py L147-242, "the bf16 equivalent of the reference
+# Indexer" without its fp8 kernel): fp32 q.k scores for every key and index head, the top-k folded into a dense mask
+# for eager and sdpa attention (L449-458). Followed for eager only, the path the estimate's eager attention stands
+# for; its fused attention stands for serving engines, whose indexer kernels (vLLM's fp8 MQA logits) keep neither.
+INDEXER_EAGER_FAMILIES = ("deepseek_v32",)
+
+
+def _indexer_inference(a: Architecture, batch: int, seq: int, context: int, A: int, tp: int = 1) -> int:
+    """The indexer's scoring moment in one MLA layer (validation/FINDINGS.md 43), beyond the layer input, its norm,
+    the embedding output and the model's additive mask: `torch.matmul(q.float(), k.transpose(-1, -2).float()
+    .unsqueeze(1))` (L228) broadcasts the (b, 1, d_I, T) keys over the s query positions, and matmul's expand +
+    reshape copies them (aten/src/ATen/native/LinearAlgebra.cpp, _matmul_impl) before the (b s, H_I, T) product.
+    Traced with distinct sizes (b 2, s = T = 300, 8 heads of 64 + 32 / 64, r_q 192, r_kv 128, H_I 6 x d_I 48),
+    exact to the byte (45,427,200 B). T = context tokens:
+        MLA so far (16-bit): q_resid A t r_q, q_b_proj's output and the concatenated query 2 A t a (d_n + d_r),
+            kv_a's output A t (r_kv + d_r), the roped q A t a d_r, kv_b_proj's output over the cached latent
+            A b T a (d_n + d_v) and the assembled keys A b T a (d_n + d_r)
+        indexer (16-bit): wq_b's output and the roped q 2 A t H_I d_I, k_norm's output A t d_I, the roped halves
+            A t H_I d_r + A t d_r
+        indexer (fp32): q.float() 4 t H_I d_I, the keys transposed 4 b d_I T, their copy per query position
+            4 t d_I T and the scores 4 t H_I T
+    The cached indexer keys are KV cache (`kv_cache.indexer_bytes_per_token`). MLA heads split over tensor
+    parallelism, the indexer's do not (one key per token)."""
+    t, heads = batch * seq, max(1, a.num_heads // tp)
+    qk, rope = a.qk_nope_head_dim + a.qk_rope_head_dim, a.qk_rope_head_dim
+    n_i, d_i = a.index_heads, a.index_head_dim
+    mla = (A * t * (a.q_lora_rank + 2 * heads * qk + a.kv_lora_rank + rope + heads * rope)
+           + A * batch * context * heads * (a.qk_nope_head_dim + a.v_head_dim + qk))
+    scoring = (A * t * (2 * n_i * d_i + d_i + n_i * rope + rope)
+               + FP32_BYTES * (t * n_i * d_i + batch * d_i * context + t * d_i * context + t * n_i * context))
+    return mla + scoring
+
+
+def _indexer_mask_inference(a: Architecture, batch: int, seq: int, context: int, A: int) -> int:
+    """What the indexer leaves alive during eager attention (L449-458): its int32 top-k indices 4 t min(k, T), the
+    bool mask of the keys not selected b s T (`new_ones(...).scatter`) and the additive mask with them filled, a
+    16-bit copy A b s T."""
+    t = batch * seq
+    return 4 * t * min(a.index_topk, context) + batch * seq * context + A * batch * seq * context
 
 
 MAMBA_CHUNK = 256  # tokens per chunk of the SSD scan (mamba_chunk_size of Granite 4 / Falcon-H1; Nemotron-H: 128)

@@ -102,6 +102,7 @@ class Architecture:
     v_head_dim: int = 0  # d_v
     index_heads: int = 0  # DeepSeek-V3.2's lightning indexer: query heads (0 = no indexer)
     index_head_dim: int = 0  # width of the indexer's one cached key per token and layer
+    index_topk: int = 0  # keys the indexer selects for each query (DeepSeek-V3.2: 2048)
     shared_index_layers: tuple[int, ...] = ()  # layers reusing the previous indexer's top-k (GLM-5.x): no indexer
     # Mixture of experts; num_experts = 0 means dense
     num_experts: int = 0  # E, routed experts per MoE layer
@@ -207,6 +208,7 @@ class Architecture:
             raise ValueError("moe_layers given but num_experts is 0")
         require_int("index_heads", self.index_heads, 0, MAX_HEADS)
         require_int("index_head_dim", self.index_head_dim, 1 if self.index_heads else 0, MAX_WIDTH)
+        require_int("index_topk", self.index_topk, 0, MAX_WIDTH)
         if self.index_heads and not (self.is_mla and self.q_lora_rank):
             raise ValueError("a lightning indexer (index_n_heads) needs MLA attention with q_lora_rank")
         for name in ("linear_key_heads", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim",

@@ -35,7 +35,7 @@ FIELD_LIMITS = {
     **dict.fromkeys(("hidden_size", "n_embd", "intermediate_size", "moe_intermediate_size", "head_dim", "n_inner",
                      "ffn_dim", "ffn_hidden_size", "shared_expert_intermediate_size", "kv_lora_rank",
                      "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "sliding_window",
-                     "index_head_dim"),
+                     "index_head_dim", "index_topk"),
                     MAX_WIDTH),
     **dict.fromkeys(("vocab_size", "n_positions"), MAX_VOCAB),
     **dict.fromkeys(("mamba_num_heads", "mamba_n_heads", "n_groups", "mamba_n_groups"), MAX_HEADS),
@@ -580,6 +580,7 @@ def _deepseek(f: _Fields, name: str, model_type: str) -> Architecture:
                         kv_lora_rank=f.need("kv_lora_rank"), q_lora_rank=f.get("q_lora_rank", 0),
                         qk_nope_head_dim=nope, qk_rope_head_dim=rope, v_head_dim=f.need("v_head_dim"),
                         index_heads=f.get("index_n_heads", 0), index_head_dim=f.get("index_head_dim", 0),
+                        index_topk=f.get("index_topk", 2048) if f.get("index_n_heads", 0) else 0,  # its config default
                         shared_index_layers=_shared_index_layers(f, base["num_layers"]) if f.get("index_n_heads", 0)
                         else (), num_experts=experts,
                         experts_per_token=f.get("num_experts_per_tok", 0) if experts else 0,

@@ -48,12 +48,15 @@ def _config_dict(config) -> dict:
 
 @contextlib.contextmanager
 def _tag_cache_updates(tracker: MemoryTracker):
-    """Allocations inside a cache layer's update() are KV cache (class methods patched for the block)."""
+    """Allocations inside a cache layer's update() are KV cache (class methods patched for the block), and so are
+    DeepSeek-V3.2's indexer keys, which `DynamicIndexedLayer.update_indexer` concatenates (transformers v5.24.0
+    cache_utils.py L337-350; validation/FINDINGS.md 43)."""
     from transformers import cache_utils
 
     patched = []
-    for cls in (cache_utils.DynamicLayer, cache_utils.DynamicSlidingWindowLayer):
-        original = cls.__dict__.get("update")
+    for cls, name in ((cache_utils.DynamicLayer, "update"), (cache_utils.DynamicSlidingWindowLayer, "update"),
+                      (getattr(cache_utils, "DynamicIndexedLayer", None), "update_indexer")):
+        original = cls.__dict__.get(name) if cls is not None else None
         if original is None:
             continue
 
@@ -61,13 +64,13 @@ def _tag_cache_updates(tracker: MemoryTracker):
             with tracker.category(KV_CACHE):
                 return _original(self, *args, **kwargs)
 
-        cls.update = update
-        patched.append((cls, original))
+        setattr(cls, name, update)
+        patched.append((cls, name, original))
     try:
         yield
     finally:
-        for cls, original in patched:
-            cls.update = original
+        for cls, name, original in patched:
+            setattr(cls, name, original)
 
 
 def _storage_bytes(tensors) -> int:
@@ -82,9 +85,11 @@ def _storage_bytes(tensors) -> int:
 
 
 def cache_bytes(cache) -> int:
-    """Storage bytes the cache holds (a sliding-window layer's view keeps its whole base storage)."""
+    """Storage bytes the cache holds (a sliding-window layer's view keeps its whole base storage; DeepSeek-V3.2's
+    indexer keys included)."""
     return _storage_bytes(t for layer in cache.layers for t in (getattr(layer, "keys", None),
-                                                                  getattr(layer, "values", None)))
+                                                                  getattr(layer, "values", None),
+                                                                  getattr(layer, "indexer_keys", None)))
 
 
 def _mark_logits(model: torch.nn.Module, tracker: MemoryTracker, on_grad: Callable[[], None] | None = None):

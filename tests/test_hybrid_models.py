@@ -232,6 +232,7 @@ def test_deepseek_v32s_indexer_adds_its_weights_and_its_fp8_key_cache():
     assert est.kv_bytes_per_token(v31) == 61 * (512 + 64) * 2 == 70_272
     assert est.kv_bytes_per_token(v32) == 70_272 + 61 * (128 + 4) == 78_324
     assert est.kv_bytes_per_token(v32, "fp8") == 61 * (512 + 64) + 61 * 132  # the indexer layout does not change
+    assert (v32.index_topk, v31.index_topk) == (2048, 0)  # keys selected per query (its dense mask under eager)
 
 
 def test_the_inference_page_shows_the_recurrent_state():

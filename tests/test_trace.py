@@ -135,3 +135,40 @@ def test_estimates_use_the_same_config():
     e = compare.estimate_training(matrix.SMALL_CONFIGS["llama"], batch=2, seq=512)
     m = trace.trace_training(matrix.SMALL_CONFIGS["llama"], batch=2, seq=512)
     assert e["weights"] == m["weights"] and e["optimizer_states"] <= m["optimizer_states"] < e["optimizer_states"] + 200
+
+
+def test_gated_deltanet_prefill_is_the_fallbacks_working_set():
+    """Three Gated DeltaNet layers and a full-attention one at distinct sizes (n_k 2 x d_k 32, n_v 6 x d_v 48, s 300:
+    5 chunks of 64, 20 padded positions): the prefill peak is layer 2's reshape copy after the chunk loop
+    (validation/FINDINGS.md 45)."""
+    from estimator.activations import _linear_attention_inference
+
+    cfg = dict(matrix.SMALL_CONFIGS["qwen3_5_text"], linear_num_key_heads=2,
+               linear_key_head_dim=32, linear_num_value_heads=6, linear_value_head_dim=48)
+    m = trace.trace_inference(cfg, batch=2, prefill_len=300, decode_steps=1)
+    t = 2 * 300
+    layer = _linear_attention_inference(compare.architecture(cfg), 2, 300, 2)
+    assert layer == 10_392_976
+    base = 3 * 2 * t * 512  # embedding output, layer 2's input and its normed copy
+    rope = 2 * 2 * t * 16  # cos and sin of the 16 rotary dims (partial_rotary_factor 0.25 of 64)
+    positions = 8 * 300  # int64 position ids
+    conv_state, recurrent_state = 2 * (2 * 32 * 2 + 6 * 48) * 4 * 2, 4 * 2 * 6 * 32 * 48  # HF cache (FINDINGS 41)
+    assert m["activations"] == layer + base + rope + positions + 2 * (conv_state + recurrent_state) + conv_state
+
+
+def test_deepseek_v32_indexer_scores_and_keys_under_eager():
+    """Two DeepSeek-V3.2 layers under eager, index heads 6 x 48 (distinct from MLA's 8 x 64 + 32): the prefill peak
+    is layer 1's indexer scoring; the indexer keys are KV cache, in bf16 (validation/FINDINGS.md 43)."""
+    from estimator.activations import _indexer_inference
+
+    cfg = dict(matrix.SMALL_CONFIGS["deepseek_v32"], num_hidden_layers=2, index_n_heads=6, index_head_dim=48)
+    m = trace.trace_inference(cfg, batch=2, prefill_len=300, decode_steps=1, attn_impl="eager")
+    latent, index_key = (128 + 32) * 2, 48 * 2  # bytes per token and layer: MLA latent, HF's bf16 indexer key
+    assert m["kv_cache_after_prefill"] == m["kv_cache_formula_storage"] - 2 * 2 * (latent + index_key)
+    assert m["kv_cache_after_prefill"] == 2 * 2 * 300 * (latent + index_key)
+    t = 2 * 300
+    scoring = _indexer_inference(compare.architecture(cfg), 2, 300, 300, 2)
+    assert scoring == 45_427_200
+    base = 3 * 2 * t * 512 + 2 * 2 * 300 * 300  # embedding, layer input, normed; the additive mask (b, 1, s, s)
+    rope = 2 * 2 * 300 * 32  # cos and sin (1, s, d_r)
+    assert m["activations"] == scoring + base + rope + 8 * 300

@@ -77,6 +77,11 @@ state of $(2 n_k d_k + n_v d_v) \times (\text{kernel} - 1)$ elements in the mode
 $n_v \times d_v \times d_k$ elements (fp32 when the config's `mamba_ssm_dtype` says so), divided over tensor
 parallelism (vLLM `mamba_utils.py`, `gated_delta_net_state_shape`). The state grows with concurrency, not with
 context; only the full-attention layers add KV cache per token. Parameter counts equal transformers' model code.
+Activations follow transformers' torch fallback (`torch_chunk_gated_delta_rule`, flash-linear-attention not
+installed), traced to the byte: in training the fp32 chunk tensors it saves, in a prefill the ones alive when the
+chunked output is reshaped after the chunk loop, about $4\,T n_v (5 d_k + 5 d_v + 3C)$ bytes with $C = 64$ and
+$T = b \lceil s/C \rceil C$ padded tokens, plus the projections' 16-bit outputs. vLLM's and SGLang's pages keep
+the flash-linear-attention kernels, which hold less.
 
 **Mamba hybrids (Nemotron-H and Nemotron 3, Granite 4, Bamba, Falcon-H1, Jamba).** A Mamba-2 mixer has `in_proj`
 ($h \to 2 d_{in} + 2 G N + n_{ssm}$), a depthwise convolution over $x$, $B$, $C$, the per-head `dt_bias`, `A_log`
@@ -169,12 +174,16 @@ st.markdown("""
   (`modeling_deepseek_v3.py` updates the cache with the latent before `kv_b_proj`); untick *Cache the MLA latent*
   for engines without MLA support (and transformers 4.x), which cache full K and V per head. DeepSeek-V3.2's
   lightning indexer caches one more key of `index_head_dim` per layer and token, as vLLM stores it: fp8 values and a
-  4-byte scale per 128 (`DeepseekV32IndexerCache`), 132 B for the published config.
+  4-byte scale per 128 (`DeepseekV32IndexerCache`), 132 B for the published config (transformers keeps it in
+  bf16, 256 B).
 - **Activations**: the largest working set of one decoder layer while prefilling $b \\times s$ tokens without
   autograd: the embedding output, layer input and residual ($3Ath$) plus the larger of the attention phase
   (normed input, q, k, v and output: $Ath + At(2\\,n_h d + 2\\,n_{kv} d + n_h d)/tp$; eager attention adds the
   fp32 scores and 16-bit probabilities, $(4 + A)\\,n_h\\,t\\,s/tp$) and the MLP phase (normed input and
   gate, up, product: $Ath + 3AtI/tp$; MoE uses $k \\cdot I_e$ plus the tokens gathered per expert).
+  Gated DeltaNet layers add their fp32 chunk phase (linear attention above). Under eager attention DeepSeek-V3.2's
+  indexer adds its own phase, as transformers runs it: fp32 scores of every key for each index head with the keys
+  copied per query position, $4\\,t\\,T\\,(d_I + H_I)$ bytes, and its top-k as a dense mask during attention.
 - **Logits**: fp32 logits of the last position of each running sequence, $4\\,b\\,C\\,V$ (sampling).
 - **Overhead**: the CUDA context, allocator caching and kernel workspaces, 2 GB per GPU by default (the
   reference document's 1-2 GB; measured contexts are 0.3-0.8 GiB before any caching).

@@ -20,6 +20,8 @@ Loss head: HF `ForCausalLMLoss` upcasts logits to fp32 (transformers `src/transf
 4 t V saved + 8 t V of temporaries when backward starts = 12 t V.
 Inference (no autograd): the largest layer-phase working set, e.g. for the MLP
     embedding output, layer input, residual, normed input 4 A t h + gate/SiLU, up, product 3 A t I
+Gated DeltaNet layers on transformers' torch fallback and DeepSeek-V3.2's indexer under eager attention have phases
+of their own: fp32 chunk tensors, fp32 scores of every key (validation/FINDINGS.md 43, 45).
 """
 
 from __future__ import annotations
@@ -433,7 +435,7 @@ def _linear_attention_saved(a: Architecture, batch: int, seq: int, A: int) -> in
 def _linear_attention_inference(a: Architecture, batch: int, seq: int, A: int, tp: int = 1) -> int:
     """Working set of one Gated DeltaNet layer prefilling b x s tokens without autograd in transformers' torch
     fallback (`torch_chunk_gated_delta_rule`, transformers v5.24.0 src/transformers/models/qwen3_next/
-    modeling_qwen3_next.py L371-512; models/qwen3_5/modeling_qwen3_5.py L287-423), at its largest moment: the reshape
+    modeling_qwen3_next.py L371-509; models/qwen3_5/modeling_qwen3_5.py L287-425), at its largest moment: the reshape
     of the chunked output after the chunk loop (L505). `torch.linalg.solve_triangular` returns column-major matrices,
     `zeros_like(new_values)` (L485) keeps that layout, so `core_attn_out.reshape` copies it while every chunk tensor
     is still a live local. Traced with distinct sizes (validation/FINDINGS.md 45), exact to the byte; the layer's

@@ -202,18 +202,19 @@ def test_cuda_graph_memory_by_hand():
     old = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, engine_version="0.20"))
     pool = inference_layer_peak(LLAMA, 1, 512, 512, flash_attention=True)
     per_graph = 32 * 64_013  # 2,048,416 bytes, over the 1 MiB floor
-    estimate = (pool + per_graph) + (51 - 1) * per_graph + (51 - 1) * per_graph
+    # v0.21+: the eager warm-up run of the largest size stays in PyTorch's cache inside the measurement (+ pool)
+    estimate = pool + (pool + per_graph) + (51 - 1) * per_graph + (51 - 1) * per_graph
     assert new.component("cuda_graphs") == estimate
     assert old.component("cuda_graphs") == pool + 102 * per_graph  # what the capture takes, outside the budget
     assert new.component("kv_cache") == old.component("kv_cache") - estimate
-    assert f"Graph capturing finished, took {(pool + 102 * per_graph) / GiB:.2f} GiB" in new.log
+    assert f"Graph capturing finished, took {(2 * pool + 102 * per_graph) / GiB:.2f} GiB" in new.log
     # tensor parallelism adds each layer's two captured all-reduces
     two = serve(ServeScenario(LLAMA, gpu="h100-sxm", tensor_parallel=2, engine_version="0.20"))
     assert two.component("cuda_graphs") == inference_layer_peak(LLAMA, 1, 512, 512, flash_attention=True, tp=2) \
         + 102 * 32 * (64_013 + 2 * 50_682)
     # 4 pipeline stages: 8 layers per graph, 512,104 bytes, under the estimate's 1 MiB floor per extra graph
     staged = serve(ServeScenario(LLAMA, gpu="h100-sxm", pipeline_parallel=4))
-    assert staged.component("cuda_graphs") == pool + 8 * 64_013 + 2 * (51 - 1) * 2**20
+    assert staged.component("cuda_graphs") == 2 * pool + 8 * 64_013 + 2 * (51 - 1) * 2**20
     assert serve(ServeScenario(LLAMA, gpu="h100-sxm", enforce_eager=True)).component("cuda_graphs") == 0
 
 

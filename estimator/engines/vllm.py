@@ -411,11 +411,15 @@ def cuda_graph_bytes(s: ServeScenario, max_num_seqs: int, batched: int) -> tuple
     layers = -(-a.num_layers // s.pipeline_parallel)
     per_graph = layers * (LAYER_GRAPH_BYTES + (ALLREDUCES_PER_LAYER * ALLREDUCE_GRAPH_BYTES
                                                 if s.tensor_parallel > 1 else 0))
+    # Each size is first run eagerly (_warmup_and_capture, cudagraph_num_of_warmups = 1); since the releases that
+    # empty PyTorch's cache before measuring (capture_model L6151-6153 and profile_cudagraph_memory at 1c5887661,
+    # #30515), the blocks of that eager run stay cached inside the measured fall of free memory.
+    warmup = pool if at_least(s, *CUDA_GRAPHS_PROFILED_SINCE) else 0
     modes = [n for n in (piecewise, decode) if n]
-    captured = pool + per_graph * sum(modes)
+    captured = warmup + pool + per_graph * sum(modes)
     # max over modes of the first capture (the scratch pool is shared, so the largest PIECEWISE capture: pool + one
     # graph) + sum over modes of (graphs - 1) x the second capture ("at least 1 MiB per graph for driver overhead")
-    estimated = pool + per_graph + sum(max(per_graph, 1 << 20) * (n - 1) for n in modes)
+    estimated = warmup + pool + per_graph + sum(max(per_graph, 1 << 20) * (n - 1) for n in modes)
     return captured, estimated
 
 

@@ -154,6 +154,10 @@ def compare_vllm(record: dict) -> list[dict]:
         if key in logged and not (key == "cuda_graph_gib" and logged[key] < 0):
             rows.append(_row(record, key.replace("_gib", "").replace("kv_cache_tokens", "kv_tokens"),
                              logged[key], value))
+    if "cuda_graph_util_equivalent" in logged:  # gpu_worker.py: equivalent = utilization - estimate / total
+        current, equivalent = logged["cuda_graph_util_equivalent"]
+        rows.append(_row(record, "cuda_graph_estimate", round((current - equivalent) * r.gpu_bytes / GiB, 4),
+                         r.component("cuda_graphs") / GiB, "from the logged utilization equivalent"))
     if "max_concurrency" in logged and logged.get("max_concurrency_tokens") == r.max_model_len and r.starts:
         rows.append(_row(record, "max_concurrency", logged["max_concurrency"], r.max_concurrency))
     refused = "error" in logged

@@ -35,8 +35,8 @@ from ..activations import inference_layer_peak
 from ..architecture import Architecture, tensors
 from ..kv_cache import indexer_bytes_per_token, kv_dtype_bytes, layer_elements, state_bytes
 from ..units import BF16_BYTES, GiB
-from .base import (REFUSAL, ServeReport, ServeScenario, at_least, gib, make_report, model_ref, tensor_size,
-                   weight_split)
+from .base import (REFUSAL, ServeReport, ServeScenario, at_least, gib, make_report, model_ref, parse_version,
+                   tensor_size, weight_split)
 from .command import choice_of, human_int
 
 # EngineArgs.get_batch_defaults (vllm/engine/arg_utils.py), `vllm serve` (UsageContext.OPENAI_API_SERVER): GPUs
@@ -151,11 +151,25 @@ def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int = 1 << 30, deco
     return tuple(sizes)
 
 
+@functools.lru_cache(maxsize=64)
+def _graph_rules(version: str) -> tuple[bool, bool, bool, bool]:
+    """(FULL decode graphs, steps of 16 from 256, sizes widened for speculative decoding, graphs profiled into the
+    budget) for a release ('' = the newest)."""
+    own = parse_version(version)
+    return tuple(not own or own >= since for since in (FULL_DECODE_GRAPHS_SINCE, STEP_16_CAPTURE_SIZES_SINCE,
+                                                       SPECULATIVE_CAPTURE_SINCE, CUDA_GRAPHS_PROFILED_SINCE))
+
+
 def cuda_graph_counts(s: ServeScenario, max_num_seqs: int, batched: int) -> tuple[tuple[int, ...], int, int]:
     """(capture sizes, PIECEWISE graphs, FULL decode graphs) vLLM captures for the scenario's release."""
-    full = at_least(s, *FULL_DECODE_GRAPHS_SINCE)
-    q = 1 + s.speculative_tokens if at_least(s, *SPECULATIVE_CAPTURE_SINCE) else 1
-    sizes = capture_sizes(max_num_seqs, batched, q, at_least(s, *STEP_16_CAPTURE_SIZES_SINCE), full and q > 1)
+    full, step_16, speculative, _ = _graph_rules(s.engine_version or "")
+    return _graph_counts(max_num_seqs, batched, 1 + s.speculative_tokens if speculative else 1, full, step_16)
+
+
+@functools.lru_cache(maxsize=1024)
+def _graph_counts(max_num_seqs: int, batched: int, q: int, full: bool,
+                  step_16: bool) -> tuple[tuple[int, ...], int, int]:
+    sizes = capture_sizes(max_num_seqs, batched, q, step_16, full and q > 1)
     decode = sum(1 for n in sizes if q <= n <= max_num_seqs * q) if full else 0
     return sizes, len(sizes), decode
 
@@ -405,16 +419,23 @@ def graphs_budgeted(s: ServeScenario) -> bool:
 def cuda_graph_bytes(s: ServeScenario, max_num_seqs: int, batched: int) -> tuple[int, int]:
     """(what the captured graphs take, what v0.21+ budgets for them before the KV cache): the pool of the largest
     capture size plus each graph's own memory; the estimate follows profile_cudagraph_memory's extrapolation."""
-    a: Architecture = s.model
-    sizes, piecewise, decode = cuda_graph_counts(s, max_num_seqs, batched)
-    pool = _forward_peak(a, sizes[-1], s.tensor_parallel)
-    layers = -(-a.num_layers // s.pipeline_parallel)
-    per_graph = layers * (LAYER_GRAPH_BYTES + (ALLREDUCES_PER_LAYER * ALLREDUCE_GRAPH_BYTES
-                                                if s.tensor_parallel > 1 else 0))
+    full, step_16, speculative, profiled = _graph_rules(s.engine_version or "")
+    q = 1 + s.speculative_tokens if speculative else 1
+    return _graph_bytes(s.model, max_num_seqs, batched, s.tensor_parallel, s.pipeline_parallel, q, full, step_16,
+                        profiled)
+
+
+@functools.lru_cache(maxsize=1024)
+def _graph_bytes(a: Architecture, max_num_seqs: int, batched: int, tp: int, pp: int, q: int, full: bool,
+                 step_16: bool, profiled: bool) -> tuple[int, int]:
+    sizes, piecewise, decode = _graph_counts(max_num_seqs, batched, q, full, step_16)
+    pool = _forward_peak(a, sizes[-1], tp)
+    layers = -(-a.num_layers // pp)
+    per_graph = layers * (LAYER_GRAPH_BYTES + (ALLREDUCES_PER_LAYER * ALLREDUCE_GRAPH_BYTES if tp > 1 else 0))
     # Each size is first run eagerly (_warmup_and_capture, cudagraph_num_of_warmups = 1); since the releases that
     # empty PyTorch's cache before measuring (capture_model L6151-6153 and profile_cudagraph_memory at 1c5887661,
     # #30515), the blocks of that eager run stay cached inside the measured fall of free memory.
-    warmup = pool if at_least(s, *CUDA_GRAPHS_PROFILED_SINCE) else 0
+    warmup = pool if profiled else 0
     modes = [n for n in (piecewise, decode) if n]
     captured = warmup + pool + per_graph * sum(modes)
     # max over modes of the first capture (the scratch pool is shared, so the largest PIECEWISE capture: pool + one

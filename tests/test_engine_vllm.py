@@ -208,6 +208,13 @@ def test_cuda_graph_memory_by_hand():
     assert old.component("cuda_graphs") == pool + 102 * per_graph  # what the capture takes, outside the budget
     assert new.component("kv_cache") == old.component("kv_cache") - estimate
     assert f"Graph capturing finished, took {(2 * pool + 102 * per_graph) / GiB:.2f} GiB" in new.log
+    equivalent = round(0.9 - estimate / 85_028_896_768, 4)  # the H100 SXM's total (estimator/data/gpus.json)
+    assert ("CUDA graph memory profiling is enabled (default since v0.21.0). The current --gpu-memory-utilization="
+            f"0.9000 is equivalent to --gpu-memory-utilization={equivalent:.4f} without CUDA graph memory "
+            "profiling.") in new.log
+    # --kv-cache-memory skips profiling: the graphs are captured on top, as before v0.21
+    fixed = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, kv_cache_memory=10 * GiB))
+    assert fixed.component("cuda_graphs") == 2 * pool + 102 * per_graph and fixed.component("kv_cache") == 10 * GiB
     # tensor parallelism adds each layer's two captured all-reduces
     two = serve(ServeScenario(LLAMA, gpu="h100-sxm", tensor_parallel=2, engine_version="0.20"))
     assert two.component("cuda_graphs") == inference_layer_peak(LLAMA, 1, 512, 512, flash_attention=True, tp=2) \

@@ -375,6 +375,11 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
     else:
         log += [f"GPU KV cache size: {tokens:,} tokens",
                 f"Maximum concurrency for {length:,} tokens per request: {concurrency:.2f}x"]
+    if graphs and budgeted:  # gpu_worker.py L465-480 at 1c5887661
+        u = s.gpu_memory_utilization
+        log.append(f"CUDA graph memory profiling is enabled (default since v0.21.0). The current "
+                   f"--gpu-memory-utilization={u:.4f} is equivalent to --gpu-memory-utilization="
+                   f"{round(u - graphs / g.memory_bytes, 4):.4f} without CUDA graph memory profiling.")
     if graphs:
         log.append(f"Graph capturing finished, took {gib(captured)} GiB")
         if not graphs_first and requested + graphs + CUDA_CONTEXT_BYTES > g.memory_bytes:
@@ -412,8 +417,9 @@ def _forward_peak(a: Architecture, tokens: int, tp: int) -> int:
 
 
 def graphs_budgeted(s: ServeScenario) -> bool:
-    """Whether the release takes the CUDA-graph estimate from the budget before the KV cache (v0.21+)."""
-    return at_least(s, *CUDA_GRAPHS_PROFILED_SINCE) and not s.enforce_eager
+    """Whether the release takes the CUDA-graph estimate from the budget before the KV cache (v0.21+; not with
+    --kv-cache-memory, which skips profiling: determine_available_memory returns it first)."""
+    return at_least(s, *CUDA_GRAPHS_PROFILED_SINCE) and not s.enforce_eager and not s.kv_cache_memory
 
 
 def cuda_graph_bytes(s: ServeScenario, max_num_seqs: int, batched: int) -> tuple[int, int]:

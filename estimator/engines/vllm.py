@@ -74,7 +74,7 @@ NON_TORCH_TENSOR_PARALLEL = 4 * 2**20 * 2 * 2 * 32 + 8 * 2**20
 # CUDA graphs. Read at vllm-project/vllm 21e39436c (2025-08-18; its gpu_model_runner.py logs "Graph capturing
 # finished" at L2708, as the v0.10.1.1 logs print it), 27d7638b9 (2025-09-27, the week v0.11.0 was cut) and
 # 1c5887661 (2026-05-06; its gpu_worker.py logs at L460 / L475, as the v0.21 club-3090 log prints them):
-# - capture sizes (vllm/config/vllm.py _set_cudagraph_sizes, 1c5887661 L1427-1531): the largest is
+# - capture sizes (vllm/config/vllm.py _set_cudagraph_sizes, 1c5887661 L1427-1597): the largest is
 #   min(max_num_seqs x decode_query_len x 2, 512, max_num_batched_tokens) (decode_query_len = 1 + speculative
 #   tokens since #30330, 2025-12); the list is 1, 2, 4, then steps of 8 below 256 and of 16 from 256 (#26016,
 #   2025-10-24, after v0.11.0; before it steps of 8 all the way: vllm/config/__init__.py L3771 at 21e39436c, the

@@ -168,3 +168,87 @@ def test_mtp_speculative_decoding_loads_the_draft_and_caches_its_layer():
     eagle = import_command(
         "vllm serve x --speculative-config '{\"method\": \"eagle3\", \"num_speculative_tokens\": 2}'")
     assert dict(eagle.fields)["speculative_tokens"] == 0  # other drafts are not modelled
+
+
+def test_capture_sizes_and_modes_per_release():
+    """vllm/config/vllm.py _set_cudagraph_sizes and v1/cudagraph_dispatcher.py initialize_cudagraph_keys, checked
+    against the graph counts the logs print."""
+    s = ServeScenario(LLAMA, gpu="rtx-4090", engine_version="0.11.0")
+    # v0.11.0: 1, 2, 4 and steps of 8 up to min(2 x 256, 512); FULL decode graphs up to max_num_seqs = 256.
+    # vllm-27782-1 (v0.11.0, max_num_seqs 256): "PIECEWISE ... 67/67", "decode, FULL ... 35/35"
+    sizes, piecewise, full = vllm.cuda_graph_counts(s, 256, 2048)
+    assert sizes == (1, 2, 4) + tuple(range(8, 513, 8)) and (piecewise, full) == (3 + 64, 3 + 32) == (67, 35)
+    # since #26016: steps of 16 from 256 -> 3 + 31 + 17 = 51 sizes; vllm-djl3055 (v0.22 / 0.23, max_num_seqs 256 and
+    # 128): 35 and 19 FULL graphs
+    new = ServeScenario(LLAMA, gpu="l4", engine_version="0.23.0")
+    assert vllm.cuda_graph_counts(new, 256, 2048)[1:] == (3 + 31 + 17, 35) == (51, 35)
+    assert vllm.cuda_graph_counts(new, 128, 2048)[1:] == (3 + 31 + 1, 3 + 16) == (35, 19)
+    # v0.10.1: PIECEWISE only
+    assert vllm.cuda_graph_counts(ServeScenario(LLAMA, engine_version="0.10.1.1"), 256, 2048)[1:] == (67, 0)
+    # MTP with 3 draft tokens and 2 sequences: largest 2 x 2 x 4 = 16; [1, 2, 4, 8, 16] rounded up to multiples of 4
+    qwen = est.model("nvidia/Qwen3.6-27B-NVFP4").architecture
+    sizes, piecewise, full = vllm.cuda_graph_counts(ServeScenario(qwen, speculative_tokens=3), 2, 8192)
+    assert sizes == (4, 8, 16) and (piecewise, full) == (3, 2)  # FULL: 4 <= n <= 2 x 4
+    # max_num_batched_tokens caps the largest size
+    assert vllm.capture_sizes(256, 64) == (1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64)
+
+
+def test_cuda_graph_memory_by_hand():
+    """Llama 3.1 8B on an H100 (1,024 sequences -> 51 PIECEWISE + 51 FULL graphs of up to 512 tokens): the capture
+    holds the pool of a 512-token decode step plus 32 layers x LAYER_GRAPH_BYTES per graph; v0.21+ budgets
+    profile_cudagraph_memory's estimate, max over modes of the first capture + (graphs - 1) x the second capture
+    per mode, before the KV cache."""
+    new = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000))
+    old = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, engine_version="0.20"))
+    pool = inference_layer_peak(LLAMA, 1, 512, 512, flash_attention=True)
+    per_graph = 32 * 64_013  # 2,048,416 bytes, over the 1 MiB floor
+    # v0.21+: the eager warm-up run of the largest size stays in PyTorch's cache inside the measurement (+ pool)
+    estimate = pool + (pool + per_graph) + (51 - 1) * per_graph + (51 - 1) * per_graph
+    assert new.component("cuda_graphs") == estimate
+    assert old.component("cuda_graphs") == pool + 102 * per_graph  # what the capture takes, outside the budget
+    assert new.component("kv_cache") == old.component("kv_cache") - estimate
+    assert f"Graph capturing finished, took {(2 * pool + 102 * per_graph) / GiB:.2f} GiB" in new.log
+    equivalent = round(0.9 - estimate / 85_028_896_768, 4)  # the H100 SXM's total (estimator/data/gpus.json)
+    assert ("CUDA graph memory profiling is enabled (default since v0.21.0). The current --gpu-memory-utilization="
+            f"0.9000 is equivalent to --gpu-memory-utilization={equivalent:.4f} without CUDA graph memory "
+            "profiling.") in new.log
+    # --kv-cache-memory skips profiling: the graphs are captured on top, as before v0.21
+    fixed = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, kv_cache_memory=10 * GiB))
+    assert fixed.component("cuda_graphs") == 2 * pool + 102 * per_graph and fixed.component("kv_cache") == 10 * GiB
+    # tensor parallelism adds each layer's two captured all-reduces
+    two = serve(ServeScenario(LLAMA, gpu="h100-sxm", tensor_parallel=2, engine_version="0.20"))
+    assert two.component("cuda_graphs") == inference_layer_peak(LLAMA, 1, 512, 512, flash_attention=True, tp=2) \
+        + 102 * 32 * (64_013 + 2 * 50_682)
+    # 4 pipeline stages: 8 layers per graph, 512,104 bytes, under the estimate's 1 MiB floor per extra graph
+    staged = serve(ServeScenario(LLAMA, gpu="h100-sxm", pipeline_parallel=4))
+    assert staged.component("cuda_graphs") == 2 * pool + 8 * 64_013 + 2 * (51 - 1) * 2**20
+    assert serve(ServeScenario(LLAMA, gpu="h100-sxm", enforce_eager=True)).component("cuda_graphs") == 0
+
+
+def test_graph_constants_follow_from_their_logs():
+    """LAYER_GRAPH_BYTES from vllm-llmd-3 (Llama-3.3-70B, one H100, 0.60 GiB over 102 graphs of 80 layers) and
+    ALLREDUCE_GRAPH_BYTES from vllm-dennislee22-1 / -4 (Qwen2-7B at TP 1 / 2, v0.10.1.1, 67 graphs: 0.50 / 0.65 GiB)."""
+    records = {r["id"]: r for r in json.loads(open("validation/engine_logs/vllm.json").read())["records"]}
+    seventy = est.model("meta-llama/Llama-3.3-70B-Instruct").architecture
+    logged = round(records["vllm-llmd-3"]["logged"]["cuda_graph_gib"] * GiB)
+    assert (logged - inference_layer_peak(seventy, 1, 512, 512, flash_attention=True)) // (102 * 80) \
+        == vllm.LAYER_GRAPH_BYTES
+    qwen = est.model("Qwen/Qwen2.5-7B").architecture
+    one, two = (round(records[f"vllm-dennislee22-{i}"]["logged"]["cuda_graph_gib"] * GiB) for i in (1, 4))
+    pool = {tp: inference_layer_peak(qwen, 1, 512, 512, flash_attention=True, tp=tp) for tp in (1, 2)}
+    assert ((two - pool[2]) - (one - pool[1])) // (67 * 28 * 2) == vllm.ALLREDUCE_GRAPH_BYTES
+
+
+def test_engine_validation_compares_the_budget_of_the_records_release():
+    """validation/engines.py: a v0.21+ record's "Available KV cache memory" is after the CUDA-graph estimate
+    (gpu_worker.py determine_available_memory); a record without a version dated before that default (2026-04-21)
+    is compared as v0.20."""
+    from validation import engines
+    records = {r["id"]: r for r in json.loads(open("validation/engine_logs/vllm.json").read())["records"]}
+    july_2025, _ = engines._vllm_scenario(records["vllm-21348-1"])
+    assert july_2025.engine_version == "0.20" and not vllm.graphs_budgeted(july_2025)
+    recent, _ = engines._vllm_scenario(records["vllm-club3090-104-1"])  # 2026-05-07, "default since v0.21.0"
+    assert recent.engine_version == "" and vllm.graphs_budgeted(recent)
+    row = next(r for r in engines.compare_vllm(records["vllm-club3090-104-1"]) if r["quantity"] == "kv_cache")
+    report = serve(recent)
+    assert row["estimate"] == round(report.component("kv_cache") / GiB, 4)

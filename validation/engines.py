@@ -46,6 +46,11 @@ FIELDS = ("record", "engine", "era", "model", "gpu", "quantity", "logged", "esti
 WEIGHTS_FORMATS = {"awq": "awq-4bit", "gptq-int4": "gptq-4bit", "gptq": "gptq-4bit", "fp8": "fp8", "mxfp4": "mxfp4",
                    "nvfp4": "nvfp4", "int4": "int4-g128", "4-bit": "int4-g128", "bf16": "checkpoint",
                    "fp16": "checkpoint"}
+# A record without a version, dated before vLLM made CUDA-graph profiling the default (#38284, merged 2026-04-21,
+# "default since v0.21.0"), cannot come from a release that takes the graphs from the KV budget: it is compared as
+# v0.20, the last release without it (an unset version would be read as the newest).
+GRAPHS_BUDGETED_SINCE_DATE = "2026-04-21"
+LAST_RELEASE_WITHOUT_GRAPH_BUDGET = "0.20"
 GPU_BY_NAME = (("a100", "80", "a100-80gb-sxm"), ("a100", "40", "a100-40gb-sxm"), ("h100", "", "h100-sxm"),
                ("l4", "", "l4"), ("4090", "", "rtx-4090"), ("3090", "", "rtx-3090"))
 
@@ -96,6 +101,8 @@ def _vllm_scenario(record: dict) -> tuple[ServeScenario | None, str]:
     gpu = (record.get("gpu") or {}).get("catalog_id") or _gpu_by_name((record.get("gpu") or {}).get("name") or "")
     if record.get("version"):
         fields["engine_version"] = record["version"]
+    elif str(record.get("date") or "9999") < GRAPHS_BUDGETED_SINCE_DATE:
+        fields["engine_version"] = LAST_RELEASE_WITHOUT_GRAPH_BUDGET
     fields["gpu_memory_utilization"] = float(fields.get("gpu_memory_utilization", 0.9))
     try:
         return ServeScenario(model.architecture, engine="vllm", gpu=gpu, model_id=model.id, **fields), ""
@@ -140,13 +147,17 @@ def compare_vllm(record: dict) -> list[dict]:
     if not has_gpu:
         return rows + [_row(record, "skipped", 0, 0, "GPU total unknown: budget quantities not compared")]
     available = r.budget_bytes - r.component("weights") - r.component("vision") - r.component("activations") \
-        - r.component("non_torch")
+        - r.component("non_torch") - (r.component("cuda_graphs") if vllm_engine.graphs_budgeted(s) else 0)
     for key, value in (("kv_cache_gib", available / GiB), ("activation_peak_gib", r.component("activations") / GiB),
                        ("non_torch_gib", r.component("non_torch") / GiB),
                        ("cuda_graph_gib", r.component("cuda_graphs") / GiB), ("kv_cache_tokens", r.kv_cache_tokens)):
         if key in logged and not (key == "cuda_graph_gib" and logged[key] < 0):
             rows.append(_row(record, key.replace("_gib", "").replace("kv_cache_tokens", "kv_tokens"),
                              logged[key], value))
+    if "cuda_graph_util_equivalent" in logged:  # gpu_worker.py: equivalent = utilization - estimate / total
+        current, equivalent = logged["cuda_graph_util_equivalent"]
+        rows.append(_row(record, "cuda_graph_estimate", round((current - equivalent) * r.gpu_bytes / GiB, 4),
+                         r.component("cuda_graphs") / GiB, "from the logged utilization equivalent"))
     if "max_concurrency" in logged and logged.get("max_concurrency_tokens") == r.max_model_len and r.starts:
         rows.append(_row(record, "max_concurrency", logged["max_concurrency"], r.max_concurrency))
     refused = "error" in logged

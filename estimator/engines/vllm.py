@@ -9,9 +9,11 @@ Read at vllm-project/vllm 35d5cda (`vllm/v1/worker/gpu_worker.py`, `vllm/utils/m
                   the sampler over min(max_num_seqs, max_num_batched_tokens) requests
     non_torch   = memory outside PyTorch's allocator that grew from the worker's first snapshot to the end of
                   profiling (custom all-reduce and NCCL buffers, CUDA libraries, loaded kernels)
-    KV cache    = requested - weights - activations - non_torch ("Available KV cache memory"), or --kv-cache-memory
-    CUDA graphs are captured after the KV cache is allocated: they come on top of the requested memory unless
-    VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 (off by default in vllm/envs.py).
+    graphs      = the CUDA-graph estimate of profile_cudagraph_memory (v0.21+, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS
+                  on by default), taken from the budget before the KV cache; before v0.21 the graphs are captured
+                  after the KV cache is allocated and come on top of the requested memory
+    KV cache    = requested - weights - activations - non_torch - graphs ("Available KV cache memory"), or
+                  --kv-cache-memory
 
 The KV cache is split into pages of block_size tokens. Layers of one kind (full attention, sliding window, chunked
 local, MLA, Mamba / linear-attention state) form groups of equal size that share the pool:
@@ -33,8 +35,8 @@ from ..activations import inference_layer_peak
 from ..architecture import Architecture, tensors
 from ..kv_cache import indexer_bytes_per_token, kv_dtype_bytes, layer_elements, state_bytes
 from ..units import BF16_BYTES, GiB
-from .base import (REFUSAL, ServeReport, ServeScenario, at_least, gib, make_report, model_ref, tensor_size,
-                   weight_split)
+from .base import (REFUSAL, ServeReport, ServeScenario, at_least, gib, make_report, model_ref, parse_version,
+                   tensor_size, weight_split)
 from .command import choice_of, human_int
 
 # EngineArgs.get_batch_defaults (vllm/engine/arg_utils.py), `vllm serve` (UsageContext.OPENAI_API_SERVER): GPUs
@@ -69,13 +71,47 @@ SAMPLER_SORTS_SINCE = (0, 11)
 NON_TORCH_ONE_GPU = 128 * 2**20
 NON_TORCH_TENSOR_PARALLEL = 4 * 2**20 * 2 * 2 * 32 + 8 * 2**20
 
-# CUDA graphs (gpu_model_runner.capture_model): one graph per capture size, largest first, sharing one memory pool;
-# the pool keeps the intermediate tensors of the largest size (a decode step of that many tokens), and each graph
-# keeps its own node and kernel-argument memory.
-MAX_CAPTURE_SIZE = 512  # CompilationConfig: min(max_num_seqs x 2, 512)
-PER_GRAPH_BYTES = 2 * 2**20
-# Since v0.21 the graph pool is estimated during profiling and taken from the budget before the KV cache
-# ("CUDA graph memory profiling is enabled (default since v0.21.0)", VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS).
+# CUDA graphs. Read at vllm-project/vllm 21e39436c (2025-08-18; its gpu_model_runner.py logs "Graph capturing
+# finished" at L2708, as the v0.10.1.1 logs print it), 27d7638b9 (2025-09-27, the week v0.11.0 was cut) and
+# 1c5887661 (2026-05-06; its gpu_worker.py logs at L460 / L475, as the v0.21 club-3090 log prints them):
+# - capture sizes (vllm/config/vllm.py _set_cudagraph_sizes, 1c5887661 L1427-1597): the largest is
+#   min(max_num_seqs x decode_query_len x 2, 512, max_num_batched_tokens) (decode_query_len = 1 + speculative
+#   tokens since #30330, 2025-12); the list is 1, 2, 4, then steps of 8 below 256 and of 16 from 256 (#26016,
+#   2025-10-24, after v0.11.0; before it steps of 8 all the way: vllm/config/__init__.py L3771 at 21e39436c, the
+#   largest min(2 x max_num_seqs, 512) from config/scheduler.py L244); with speculative decoding and FULL decode
+#   graphs every size is rounded up to a multiple of decode_query_len (compilation.py
+#   adjust_cudagraph_sizes_for_spec_decode, 1c5887661 L1406-1492, #28315).
+# - modes: PIECEWISE graphs (one CUDA graph per compiled piece, the pieces split at every attention layer) for
+#   every size; since v0.11.0 (FULL_AND_PIECEWISE default, #25444, 2025-09-23) also one FULL graph per size
+#   between decode_query_len and max_num_seqs x decode_query_len (v1/cudagraph_dispatcher.py
+#   initialize_cudagraph_keys, 1c5887661 L165-230; gpu_model_runner.py capture_model L3471 at 27d7638b9).
+# - capture (capture_model, L2635-2708 at 21e39436c, L6107-6191 at 1c5887661) takes the largest size first so the
+#   smaller ones reuse its memory pool; "took X GiB" is the fall of free memory over the capture: the pool (the
+#   intermediate tensors of a forward of the largest size) plus what each captured graph keeps.
+# - estimate (v0.21+, gpu_model_runner.py profile_cudagraph_memory, 1c5887661 L6006-6105): per mode it captures
+#   the two largest sizes into a scratch pool; the first capture's memory is the mode's shared estimate, the
+#   second's (at least 1 MiB) the per-graph memory, and the total is max over modes of the first capture + the sum
+#   over modes of (graphs - 1) x per-graph. gpu_worker.py determine_available_memory (L352-444) subtracts it from
+#   the budget when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is set (vllm/envs.py L1768, default "1" since #38284,
+#   2026-04-21, "default since v0.21.0").
+MAX_CAPTURE_SIZE = 512
+FULL_DECODE_GRAPHS_SINCE = (0, 11)  # FULL_AND_PIECEWISE, #25444
+STEP_16_CAPTURE_SIZES_SINCE = (0, 11, 1)  # #26016, merged after v0.11.0
+SPECULATIVE_CAPTURE_SINCE = (0, 13)  # #28315 / #30330 (merged 2025-11 / 2025-12); the release is inferred
+# What one captured graph keeps per layer it spans: kernel nodes and their parameters, held by the driver outside
+# PyTorch's pool (the source measures it, it does not compute it). Published logs print totals only, so it is
+# derived from one: vllm-llmd-3 (Llama-3.3-70B FP8, 80 layers, one H100, FULL_AND_PIECEWISE over the 51 default
+# sizes: 102 graphs) "CUDAGraph memory: 0.60 GiB": (round(0.60 x 2^30) - 121,896,960 bytes of pool (a 512-token
+# decode step, _forward_peak)) // (102 x 80) = 64,013 bytes. Checked against the other records in
+# validation/engine_logs/FINDINGS_engines.md E6 (leave-one-out there): per-layer costs from 32 KB (Qwen3-0.6B)
+# to 390 KB (an MoE at TP 4) per graph, so this is a typical value, not a bound.
+LAYER_GRAPH_BYTES = 64_013
+# With tensor parallelism each layer's two all-reduces are captured too. Derived from the one pair of published
+# start-ups that differ only in TP (vllm-dennislee22-1 / -4: Qwen2-7B, v0.10.1.1, A100, 67 PIECEWISE sizes, 0.50 /
+# 0.65 GiB): ((round(0.65 x 2^30) - 44,040,192 TP-2 pool) - (round(0.50 x 2^30) - 73,138,176 TP-1 pool))
+# // (67 x 28 layers x 2) = 50,682 bytes per captured all-reduce.
+ALLREDUCE_GRAPH_BYTES = 50_682
+ALLREDUCES_PER_LAYER = 2  # attention output and MLP / MoE output projections (row-parallel layers)
 CUDA_GRAPHS_PROFILED_SINCE = (0, 21)
 # "GPU KV cache size" was num_blocks // groups x block_size (v0.10.1, validation/engine_logs vllm-dennislee22-6);
 # it is int(max concurrency x max_model_len) in the v0.21-0.24 logs (club-3090 records) and the current source.
@@ -97,12 +133,45 @@ class KVGroup:
 
 
 @functools.lru_cache(maxsize=256)
-def capture_sizes(max_num_seqs: int) -> tuple[int, ...]:
-    """vLLM's default CUDA-graph batch sizes (vllm/config/compilation.py): 1, 2, 4, then steps of 8 to 256 and of
-    16 beyond, up to min(2 x max_num_seqs, 512)."""
-    largest = min(2 * max_num_seqs, MAX_CAPTURE_SIZE)
-    sizes = [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, MAX_CAPTURE_SIZE + 1, 16))
-    return tuple(n for n in sizes if n <= largest)
+def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int = 1 << 30, decode_query_len: int = 1,
+                  step_16: bool = True, round_to_query: bool = False) -> tuple[int, ...]:
+    """vLLM's default CUDA-graph batch sizes (vllm/config/vllm.py _set_cudagraph_sizes): 1, 2, 4, then steps of 8
+    (to 256 when `step_16`, then steps of 16) up to min(2 x max_num_seqs x decode_query_len, 512,
+    max_num_batched_tokens); `round_to_query` rounds them up to multiples of decode_query_len (speculative
+    decoding with FULL decode graphs)."""
+    largest = min(2 * max_num_seqs * decode_query_len, MAX_CAPTURE_SIZE, max_num_batched_tokens)
+    sizes = [n for n in (1, 2, 4) if n <= largest]
+    if step_16:
+        sizes += list(range(8, min(largest + 1, 256), 8)) + list(range(256, largest + 1, 16))
+    else:
+        sizes += list(range(8, largest + 1, 8))
+    if round_to_query and decode_query_len > 1:
+        q = decode_query_len
+        sizes = sorted({-(-n // q) * q for n in sizes if -(-n // q) * q <= largest}) or [q]
+    return tuple(sizes)
+
+
+@functools.lru_cache(maxsize=64)
+def _graph_rules(version: str) -> tuple[bool, bool, bool, bool]:
+    """(FULL decode graphs, steps of 16 from 256, sizes widened for speculative decoding, graphs profiled into the
+    budget) for a release ('' = the newest)."""
+    own = parse_version(version)
+    return tuple(not own or own >= since for since in (FULL_DECODE_GRAPHS_SINCE, STEP_16_CAPTURE_SIZES_SINCE,
+                                                       SPECULATIVE_CAPTURE_SINCE, CUDA_GRAPHS_PROFILED_SINCE))
+
+
+def cuda_graph_counts(s: ServeScenario, max_num_seqs: int, batched: int) -> tuple[tuple[int, ...], int, int]:
+    """(capture sizes, PIECEWISE graphs, FULL decode graphs) vLLM captures for the scenario's release."""
+    full, step_16, speculative, _ = _graph_rules(s.engine_version or "")
+    return _graph_counts(max_num_seqs, batched, 1 + s.speculative_tokens if speculative else 1, full, step_16)
+
+
+@functools.lru_cache(maxsize=1024)
+def _graph_counts(max_num_seqs: int, batched: int, q: int, full: bool,
+                  step_16: bool) -> tuple[tuple[int, ...], int, int]:
+    sizes = capture_sizes(max_num_seqs, batched, q, step_16, full and q > 1)
+    decode = sum(1 for n in sizes if q <= n <= max_num_seqs * q) if full else 0
+    return sizes, len(sizes), decode
 
 
 @functools.lru_cache(maxsize=1024)
@@ -270,9 +339,11 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
     sampler = BF16_BYTES * batched * a.hidden_size + per_logit * requests * a.vocab_size
     activations = max(forward, sampler)
     non_torch = NON_TORCH_ONE_GPU + (NON_TORCH_TENSOR_PARALLEL if tp > 1 else 0)
-    graphs = 0 if s.enforce_eager else _cuda_graph_bytes(a, max_seqs, tp)
+    captured, estimated = (0, 0) if s.enforce_eager else cuda_graph_bytes(s, max_seqs, batched)
+    budgeted = graphs_budgeted(s)
+    graphs = estimated if budgeted else captured
     requested = int(g.memory_bytes * s.gpu_memory_utilization)
-    graphs_first = graphs if at_least(s, *CUDA_GRAPHS_PROFILED_SINCE) else 0
+    graphs_first = graphs if budgeted else 0
     available = s.kv_cache_memory or requested - weights - vision - activations - non_torch - graphs_first
 
     drafts = a.mtp_layers if s.speculative_tokens else 0
@@ -304,8 +375,13 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
     else:
         log += [f"GPU KV cache size: {tokens:,} tokens",
                 f"Maximum concurrency for {length:,} tokens per request: {concurrency:.2f}x"]
+    if graphs and budgeted:  # gpu_worker.py L465-480 at 1c5887661
+        u = s.gpu_memory_utilization
+        log.append(f"CUDA graph memory profiling is enabled (default since v0.21.0). The current "
+                   f"--gpu-memory-utilization={u:.4f} is equivalent to --gpu-memory-utilization="
+                   f"{round(u - graphs / g.memory_bytes, 4):.4f} without CUDA graph memory profiling.")
     if graphs:
-        log.append(f"Graph capturing finished, took {gib(graphs)} GiB")
+        log.append(f"Graph capturing finished, took {gib(captured)} GiB")
         if not graphs_first and requested + graphs + CUDA_CONTEXT_BYTES > g.memory_bytes:
             warnings.append(f"CUDA graphs ({gib(graphs)} GiB) are captured after the KV cache, outside the "
                             f"{s.gpu_memory_utilization:g} budget: with the CUDA context "
@@ -340,11 +416,38 @@ def _forward_peak(a: Architecture, tokens: int, tp: int) -> int:
     return inference_layer_peak(a, 1, tokens, tokens, flash_attention=True, tp=tp, linear_attention_kernels=True)
 
 
+def graphs_budgeted(s: ServeScenario) -> bool:
+    """Whether the release takes the CUDA-graph estimate from the budget before the KV cache (v0.21+; not with
+    --kv-cache-memory, which skips profiling: determine_available_memory returns it first)."""
+    return at_least(s, *CUDA_GRAPHS_PROFILED_SINCE) and not s.enforce_eager and not s.kv_cache_memory
+
+
+def cuda_graph_bytes(s: ServeScenario, max_num_seqs: int, batched: int) -> tuple[int, int]:
+    """(what the captured graphs take, what v0.21+ budgets for them before the KV cache): the pool of the largest
+    capture size plus each graph's own memory; the estimate follows profile_cudagraph_memory's extrapolation."""
+    full, step_16, speculative, profiled = _graph_rules(s.engine_version or "")
+    q = 1 + s.speculative_tokens if speculative else 1
+    return _graph_bytes(s.model, max_num_seqs, batched, s.tensor_parallel, s.pipeline_parallel, q, full, step_16,
+                        profiled)
+
+
 @functools.lru_cache(maxsize=1024)
-def _cuda_graph_bytes(a: Architecture, max_num_seqs: int, tp: int) -> int:
-    """The graph pool (a decode step of the largest capture size) plus each graph's own memory."""
-    sizes = capture_sizes(max_num_seqs)
-    return _forward_peak(a, sizes[-1], tp) + PER_GRAPH_BYTES * len(sizes)
+def _graph_bytes(a: Architecture, max_num_seqs: int, batched: int, tp: int, pp: int, q: int, full: bool,
+                 step_16: bool, profiled: bool) -> tuple[int, int]:
+    sizes, piecewise, decode = _graph_counts(max_num_seqs, batched, q, full, step_16)
+    pool = _forward_peak(a, sizes[-1], tp)
+    layers = -(-a.num_layers // pp)
+    per_graph = layers * (LAYER_GRAPH_BYTES + (ALLREDUCES_PER_LAYER * ALLREDUCE_GRAPH_BYTES if tp > 1 else 0))
+    # Each size is first run eagerly (_warmup_and_capture, cudagraph_num_of_warmups = 1); since the releases that
+    # empty PyTorch's cache before measuring (capture_model L6151-6153 and profile_cudagraph_memory at 1c5887661,
+    # #30515), the blocks of that eager run stay cached inside the measured fall of free memory.
+    warmup = pool if profiled else 0
+    modes = [n for n in (piecewise, decode) if n]
+    captured = warmup + pool + per_graph * sum(modes)
+    # max over modes of the first capture (the scratch pool is shared, so the largest PIECEWISE capture: pool + one
+    # graph) + sum over modes of (graphs - 1) x the second capture ("at least 1 MiB per graph for driver overhead")
+    estimated = warmup + pool + per_graph + sum(max(per_graph, 1 << 20) * (n - 1) for n in modes)
+    return captured, estimated
 
 
 def command(s: ServeScenario) -> str:

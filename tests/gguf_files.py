@@ -28,10 +28,13 @@ for _i in range(LAYERS):
                 (f"blk.{_i}.ffn_down.weight", (FFN, HIDDEN), T.Q6_K)]
 
 
-def write_tiny_llama(path: Path, file_type: int = 15) -> Path:
-    """A GGUF file of the tiny Llama above (general.file_type 15 = MOSTLY_Q4_K_M), tensor data zeros."""
+def write_tiny_llama(path: Path, file_type: int = 15, description: str = "") -> Path:
+    """A GGUF file of the tiny Llama above (general.file_type 15 = MOSTLY_Q4_K_M), tensor data zeros; a long
+    `description` (general.description) makes its header as large as wanted."""
     writer = gguf.GGUFWriter(str(path), "llama")
     writer.add_name("Tiny Llama")
+    if description:
+        writer.add_description(description)
     writer.add_block_count(LAYERS)
     writer.add_embedding_length(HIDDEN)
     writer.add_feed_forward_length(FFN)

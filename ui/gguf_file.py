@@ -86,6 +86,8 @@ def received(reading: Reading | None, chunk: object) -> Reading:
         if offset != 0:
             raise ValueError("the browser sent a part of a file it was not asked for")
         reading = Reading(token, printable_text(name, MAX_NAME_CHARS) or "model.gguf", size)
+    elif size != reading.size:
+        raise ValueError("the browser sent the bytes of another file")
     elif offset != len(reading.data):
         raise ValueError("the browser sent the file's bytes out of order")
     if len(text) > 4 * (CHUNK + FIRST_READ) // 3 + 4:

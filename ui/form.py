@@ -22,7 +22,7 @@ from estimator.vision import image_tokens
 from ui import links, state
 from ui.text import escape
 
-SOURCE_LABELS = {"params": "Parameters", "catalog": "Catalog", "config": "config.json", "gguf": "GGUF file"}
+SOURCE_LABELS = {"params": "Parameters", "catalog": "Catalog", "config": "config.json", "gguf": "GGUF"}
 # "auto" is detailed whenever the method choice shows (a catalog model or a config.json)
 METHOD_LABELS = {"auto": "Detailed (from the architecture)", "quick": "Quick (reference rule of thumb)"}
 
@@ -255,7 +255,7 @@ def model_source(page: str) -> None:
     .gguf file (detailed method), with the inputs of that source."""
     widget_key, now = state.bind(page, "src")
     src = st.segmented_control("Model", links.SOURCES, default=now, format_func=SOURCE_LABELS.get, required=True,
-                               key=widget_key,
+                               key=widget_key, width="stretch",
                                help="A parameter count uses the reference document's rule of thumb. A catalog "
                                     "model, a config.json or a .gguf file (read from its header only) gives the "
                                     "detailed, architecture-aware estimate.")

@@ -133,6 +133,7 @@ JS = """export default function (component) {
     const reader = new FileReader();
     const message = {token, id, name: file.name, size: file.size, offset};
     reader.onload = () => {
+      if (token !== input.token) return;  // another file was picked meanwhile
       const url = reader.result;
       setTriggerValue("chunk", {...message, data: url.slice(url.indexOf(",") + 1)});
     };
@@ -181,6 +182,9 @@ def _chunk_arrived(page: str, role: str) -> None:
     if chunk is None:
         return
     before = st.session_state.get(reading_key)
+    if isinstance(chunk, Mapping) and chunk.get("offset") != 0 and \
+            (before is None or chunk.get("token") != before[0].token):
+        return  # a late part of a file picked before the current one (or of a reading already ended): not asked for
     name = chunk.get("name") if isinstance(chunk, Mapping) and isinstance(chunk.get("name"), str) else "the file"
     try:
         reading = received(before[0] if before else None, chunk)

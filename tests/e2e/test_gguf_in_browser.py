@@ -51,9 +51,11 @@ def test_an_opened_gguf_file_is_estimated_from_its_header_as_the_cli_does(page, 
     assert page.get_by_text(f"Read 4,194,304 of its {size:,} bytes").count() == 1
     # what the browser sent while the header was read: the 4 MiB window as base64, not the file
     assert 4 * 2**20 * 4 / 3 < sum(sent) < 8 * 2**20 < size / 500
+    before = sum(sent)
     set_number(page, "Sequence length", 32768)  # a rerun keeps the file, and so does a trip to another page
     rows = _cli(capsys, "inference", "--gguf", str(path), "--seq-len", "32768")["rows"]
     assert wait_for_totals(page, {"Inference (checkpoint, q4_k_m)": f"{rows[0]['total_bytes'] / 1e9:.1f}"})
+    assert sum(sent) - before < 100_000  # the header's bytes are not sent again with the next input
     settle(page, page.get_by_role("link", name="Fine-tuning").click)
     settle(page, page.get_by_role("link", name="Inference").click)
     page.get_by_text("uploaded file Qwen3-8B-Q4_K_M.gguf").wait_for(timeout=TIMEOUT_MS)

@@ -113,6 +113,27 @@ def test_a_bad_file_is_one_message_naming_the_problem(tmp_path, data, limit, mes
     assert str(err.value) == message
 
 
+def test_a_header_over_64_mib_is_refused_with_no_message_over_a_chunk(tmp_path):
+    # two strings of 40 MB and 30 MB: the window takes the first, doubles (capped at 64 MiB), and the second would
+    # end at 70 MB
+    path = tmp_path / "huge.gguf"
+    writer = gguf_files.gguf.GGUFWriter(str(path), "llama")
+    writer.add_description("x" * 40_000_000)
+    writer.add_license("y" * 30_000_000)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    writer.close()
+    reading = gguf_file.received(None, _chunk(path, 0, FIRST_READ))
+    with pytest.raises(ValueError) as err:
+        while isinstance(found := gguf_file.parse(reading), int):
+            offset, length = gguf_file.next_range(reading, found)
+            assert length <= gguf_file.CHUNK
+            reading = gguf_file.received(reading, _chunk(path, offset, length))
+    assert str(err.value) == "GGUF header is larger than 67,108,864 bytes"
+    assert len(reading.data) == 64 * MIB  # the window doubled from 40 MB, capped at the limit: never past it
+
+
 def test_a_message_that_is_not_what_was_asked_is_refused(tmp_path):
     path = gguf_files.write_tiny_llama(tmp_path / "tiny.gguf")
     first = gguf_file.received(None, _chunk(path, 0, 1000))

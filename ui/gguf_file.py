@@ -186,6 +186,7 @@ def _chunk_arrived(page: str, role: str) -> None:
             (before is None or chunk.get("token") != before[0].token):
         return  # a late part of a file picked before the current one (or of a reading already ended): not asked for
     name = chunk.get("name") if isinstance(chunk, Mapping) and isinstance(chunk.get("name"), str) else "the file"
+    st.session_state.pop(problem_key, None)  # a new pick, or the next part of one: the last problem is past
     try:
         reading = received(before[0] if before else None, chunk)
         found = parse(reading)
@@ -201,7 +202,6 @@ def _chunk_arrived(page: str, role: str) -> None:
                                                    "length": length})
         return
     st.session_state.pop(reading_key, None)
-    st.session_state.pop(problem_key, None)
     inputs = state.page_state(page)
     try:
         file = opened(reading, found)

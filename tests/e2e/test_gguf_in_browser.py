@@ -82,13 +82,24 @@ def test_a_projector_file_adds_its_tower_as_the_clis_mmproj_does(page, app_url, 
 @pytest.mark.parametrize("name, data, message", [
     ("notes.gguf", b"hello, not a model", "notes.gguf: not a GGUF file (its first bytes are not 'GGUF')"),
     ("cut.gguf", "first 5000 bytes", "cut.gguf: GGUF file ends inside its header"),
+    # 64 MiB handed over in messages of 8 MiB (11.2 MB as base64, under Streamlit's 25 MB), then refused
+    ("huge.gguf", "strings of 40 and 30 MB", "huge.gguf: GGUF header is larger than 67,108,864 bytes"),
 ])
 def test_a_bad_file_is_one_message_naming_the_problem(page, app_url, tmp_path, name, data, message):
     path = tmp_path / name
-    tiny = gguf_files.write_tiny_llama(tmp_path / "tiny.gguf").read_bytes()
-    path.write_bytes(tiny[:5000] if isinstance(data, str) else data)
+    if name == "huge.gguf":
+        writer = gguf_files.gguf.GGUFWriter(str(path), "llama")
+        writer.add_description("x" * 40_000_000)
+        writer.add_license("y" * 30_000_000)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_ti_data_to_file()
+        writer.close()
+    else:
+        tiny = gguf_files.write_tiny_llama(tmp_path / "tiny.gguf").read_bytes()
+        path.write_bytes(tiny[:5000] if isinstance(data, str) else data)
     open_app(page, app_url)
     radio(page, "GGUF")
     _open_file(page, path)
-    page.locator("[data-testid='stAlert']", has_text=message).wait_for(timeout=TIMEOUT_MS)
+    page.locator("[data-testid='stAlert']", has_text=message).wait_for(timeout=3 * TIMEOUT_MS)
     assert page.get_by_text("Traceback").count() == 0

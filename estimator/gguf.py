@@ -300,8 +300,8 @@ def _split(weights: GgufWeights, a: Architecture) -> dict[Tensor, int]:
     return out
 
 
-def _config(header: GgufHeader) -> dict:
-    """The config.json fields the header's llama.cpp keys stand for."""
+def config_of(header: GgufHeader) -> dict:
+    """The config.json fields the header's llama.cpp keys stand for (an app share link carries them as a config)."""
     arch = header.get("general.architecture")
     if not isinstance(arch, str) or not arch:
         raise ValueError("GGUF header has no general.architecture")
@@ -327,7 +327,7 @@ def _config(header: GgufHeader) -> dict:
 
 def architecture_from_gguf(header: GgufHeader, name: str = "") -> Architecture:
     """The Architecture of a GGUF header, with its exact weights (GgufWeights) as the checkpoint's own format."""
-    a = architecture_from_config(_config(header), name or str(header.get("general.name") or "")[:80])
+    a = architecture_from_config(config_of(header), name or str(header.get("general.name") or "")[:80])
     file_type = header.get("general.file_type")
     recipe = FILE_TYPES.get(file_type) if isinstance(file_type, int) else None
     matrices = sum(t.nbytes for t in header.tensors if t.is_matrix)

@@ -526,7 +526,7 @@ def fetch_gguf(ref: ModelRef, token: str | None = None) -> ResolvedModel:
 
 def read_gguf_file(path: str, mmproj: str | None = None) -> ResolvedModel:
     """A local .gguf file (CLI --gguf), read from its header; `mmproj`: its vision projector file (--mmproj)."""
-    from .gguf import architecture_from_gguf, file_reader, read_header, with_projector
+    from .gguf import file_reader, read_header
 
     def header_of(name: str):
         try:
@@ -535,8 +535,18 @@ def read_gguf_file(path: str, mmproj: str | None = None) -> ResolvedModel:
             raise ValueError(f"cannot read {name}: {err.strerror}") from None
 
     header = header_of(path)
-    a = architecture_from_gguf(header, "" if header.get("general.name") else Path(path).name.removesuffix(".gguf"))
-    if mmproj:
-        a = with_projector(a, header_of(mmproj), Path(mmproj).name)
-    return ResolvedModel(architecture=a, ref=ModelRef(Path(path).name), commit="", source=GGUF_FILE,
+    projector = header_of(mmproj) if mmproj else None
+    return gguf_model(header, Path(path).name, projector, Path(mmproj).name if mmproj else "")
+
+
+def gguf_model(header, file_name: str, projector=None, projector_name: str = "") -> ResolvedModel:
+    """The model of a GGUF file's parsed header (estimator/gguf.py `read_header`), named by its general.name or
+    else by `file_name` without `.gguf`; `projector`: the header of its vision projector file (mmproj). One path
+    for a local file (the CLI's --gguf) and a file opened in the app, which hands over only its header's bytes."""
+    from .gguf import architecture_from_gguf, with_projector
+
+    a = architecture_from_gguf(header, "" if header.get("general.name") else file_name.removesuffix(".gguf"))
+    if projector is not None:
+        a = with_projector(a, projector, projector_name)
+    return ResolvedModel(architecture=a, ref=ModelRef(file_name), commit="", source=GGUF_FILE,
                          stored_bytes=header.bytes_by_type())

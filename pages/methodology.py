@@ -54,10 +54,12 @@ slot = chrome.header(PAGE, "Methodology", "How every number in this app is compu
 st.markdown(r"""
 The app has two methods. **Quick** is the reference document's rule of thumb (Alibaba Cloud PAI, *GPU memory
 estimation for LLMs*): it needs only the parameter count. **Detailed** counts every tensor of the architecture,
-read from a catalog model or a pasted Hugging Face `config.json`. A parameter count uses quick; a catalog model or
-a config uses detailed (you can switch back to quick to compare). Every estimate is a sum of named components,
-the same ones in the tables, the bars and the JSON export: weights, master weights, KV cache, activations,
-logits, gradients, optimizer states and overhead.
+read from a catalog model, any Hugging Face Hub id, a pasted `config.json` or a local `.gguf` file (GGUF: its
+header only, read in the browser by `file.slice` in windows doubled from 256 KiB, as the CLI's `--gguf` reads it,
+never the file; the architecture from llama.cpp's metadata keys and each tensor's stored bytes from its ggml type
+and shape). A parameter count uses quick; the others use detailed (you can switch back to quick to compare). Every
+estimate is a sum of named components, the same ones in the tables, the bars and the JSON export: weights, master
+weights, KV cache, activations, logits, gradients, optimizer states and overhead.
 
 **Reading a config.json.** Each supported `model_type` has a reader that follows its `transformers` config class
 and modeling code (which tensors exist, their defaults, which layers are MoE or windowed). Any other decoder-only

@@ -3,6 +3,7 @@ quant types as an imatrix or unsloth dynamic quant does, to check estimator/gguf
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -27,10 +28,13 @@ for _i in range(LAYERS):
                 (f"blk.{_i}.ffn_down.weight", (FFN, HIDDEN), T.Q6_K)]
 
 
-def write_tiny_llama(path: Path, file_type: int = 15) -> Path:
-    """A GGUF file of the tiny Llama above (general.file_type 15 = MOSTLY_Q4_K_M), tensor data zeros."""
+def write_tiny_llama(path: Path, file_type: int = 15, description: str = "") -> Path:
+    """A GGUF file of the tiny Llama above (general.file_type 15 = MOSTLY_Q4_K_M), tensor data zeros; a long
+    `description` (general.description) makes its header as large as wanted."""
     writer = gguf.GGUFWriter(str(path), "llama")
     writer.add_name("Tiny Llama")
+    if description:
+        writer.add_description(description)
     writer.add_block_count(LAYERS)
     writer.add_embedding_length(HIDDEN)
     writer.add_feed_forward_length(FFN)
@@ -108,4 +112,63 @@ def write_tiny_qwen3_moe(path: Path) -> Path:
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
+    return path
+
+
+def _more_bits(layer: int, layers: int) -> bool:
+    """llama.cpp's `use_more_bits(i_layer, n_layers)` (src/llama-quant.cpp): the first and last eighth of the
+    layers and every third one between them, where Q4_K_M puts attn_v and ffn_down in Q6_K."""
+    return layer < layers // 8 or layer >= 7 * layers // 8 or (layer - layers // 8) % 3 == 2
+
+
+# Qwen3-8B's config.json (Qwen/Qwen3-8B): hidden 4096, 36 layers, 32 heads (8 KV) of 128, FFN 12288, 151,936 tokens
+QWEN3_8B = dict(hidden=4096, layers=36, heads=32, kv_heads=8, head_dim=128, ffn=12288, vocab=151_936, context=40_960)
+
+
+def write_header_only(path: Path) -> Path:
+    """A Qwen3-8B-shaped Q4_K_M GGUF as llama.cpp lays one out (tensor infos with the model's shapes, the recipe's
+    Q4_K / Q6_K split, a 151,936-token vocabulary: a 3.4 MB header), whose tensor data is not written: the file is
+    extended with zeros to the size it would have with its data (5.0 GB; a sparse file, no disk used). Readers of
+    the header never get there."""
+    m = QWEN3_8B
+    writer = gguf.GGUFWriter(str(path), "qwen3")
+    writer.add_name("Qwen3 8B")
+    writer.add_block_count(m["layers"])
+    writer.add_embedding_length(m["hidden"])
+    writer.add_feed_forward_length(m["ffn"])
+    writer.add_head_count(m["heads"])
+    writer.add_head_count_kv(m["kv_heads"])
+    writer.add_key_length(m["head_dim"])
+    writer.add_value_length(m["head_dim"])
+    writer.add_context_length(m["context"])
+    writer.add_file_type(15)  # MOSTLY_Q4_K_M
+    writer.add_token_list([f"token{i}" for i in range(m["vocab"])])
+    writer.add_token_types([1] * m["vocab"])
+    data = 0
+    hidden, q, kv = m["hidden"], m["heads"] * m["head_dim"], m["kv_heads"] * m["head_dim"]
+    tensors = [("token_embd.weight", (hidden, m["vocab"]), T.Q4_K), ("output_norm.weight", (hidden,), T.F32),
+               ("output.weight", (hidden, m["vocab"]), T.Q6_K)]
+    for i in range(m["layers"]):
+        more = T.Q6_K if _more_bits(i, m["layers"]) else T.Q4_K
+        tensors += [(f"blk.{i}.attn_norm.weight", (hidden,), T.F32), (f"blk.{i}.ffn_norm.weight", (hidden,), T.F32),
+                    (f"blk.{i}.attn_q_norm.weight", (m["head_dim"],), T.F32),
+                    (f"blk.{i}.attn_k_norm.weight", (m["head_dim"],), T.F32),
+                    (f"blk.{i}.attn_q.weight", (hidden, q), T.Q4_K), (f"blk.{i}.attn_k.weight", (hidden, kv), T.Q4_K),
+                    (f"blk.{i}.attn_v.weight", (hidden, kv), more),
+                    (f"blk.{i}.attn_output.weight", (q, hidden), T.Q4_K),
+                    (f"blk.{i}.ffn_gate.weight", (hidden, m["ffn"]), T.Q4_K),
+                    (f"blk.{i}.ffn_up.weight", (hidden, m["ffn"]), T.Q4_K),
+                    (f"blk.{i}.ffn_down.weight", (m["ffn"], hidden), more)]
+    for name, shape, kind in tensors:
+        block, block_bytes = gguf.GGML_QUANT_SIZES[kind]
+        elements = int(np.prod(shape))
+        nbytes = elements // block * block_bytes
+        writer.add_tensor_info(name, tuple(reversed(shape)), np.dtype(np.float32), nbytes,
+                               raw_dtype=kind if kind != T.F32 else None)
+        data += gguf.GGUFWriter.ggml_pad(nbytes, writer.data_alignment)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    writer.close()
+    os.truncate(path, path.stat().st_size + data)  # the header ends aligned: the data would start here
     return path

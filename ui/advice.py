@@ -48,7 +48,7 @@ def _fits_text(tip) -> str:
 def render(page: str) -> None:
     """Nothing when the row fits; otherwise the warning line and the table of changes."""
     inputs, view = state.page_state(page), state.view()
-    if inputs["src"] == "config" and not inputs["cfg"].strip():
+    if links.waiting_for_model(inputs):
         return
     row_key = _selected(page, links.ROW[page], inputs[links.ROW[page]])
     gpu_id = _selected(page, "gpu", view["gpu"])

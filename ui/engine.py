@@ -212,11 +212,11 @@ def render(page: str) -> None:
     inputs, view = state.page_state(page), state.view()
     engine = engine_name(inputs[links.ENGINE])
     if inputs["src"] == "params":
-        st.info(f"{engine} needs the model's architecture: choose a catalog model, paste a config.json, or paste "
-                "a command that names a catalog model.", icon=":material/account_tree:")
+        st.info(f"{engine} needs the model's architecture: choose a catalog model, paste a config.json, open a "
+                ".gguf file, or paste a command that names a catalog model.", icon=":material/account_tree:")
         return
-    if inputs["src"] == "config" and not inputs["cfg"].strip():
-        st.info("Upload or paste a config.json to estimate from its architecture.", icon=":material/upload_file:")
+    if links.waiting_for_model(inputs):
+        st.info(links.waiting_for_model(inputs), icon=":material/upload_file:")
         return
     try:
         r = report(inputs, view["gpu"])

@@ -22,7 +22,7 @@ from estimator.vision import image_tokens
 from ui import links, state
 from ui.text import escape
 
-SOURCE_LABELS = {"params": "Parameter count", "catalog": "Catalog model", "config": "config.json"}
+SOURCE_LABELS = {"params": "Parameters", "catalog": "Catalog", "config": "config.json", "gguf": "GGUF"}
 # "auto" is detailed whenever the method choice shows (a catalog model or a config.json)
 METHOD_LABELS = {"auto": "Detailed (from the architecture)", "quick": "Quick (reference rule of thumb)"}
 
@@ -251,13 +251,14 @@ def _lora_preset_changed(page: str) -> None:
 
 
 def model_source(page: str) -> None:
-    """Where the model comes from: a parameter count (quick method), a catalog model or a config.json
-    (detailed method), with the inputs of that source."""
+    """Where the model comes from: a parameter count (quick method), a catalog model, a config.json or a local
+    .gguf file (detailed method), with the inputs of that source."""
     widget_key, now = state.bind(page, "src")
     src = st.segmented_control("Model", links.SOURCES, default=now, format_func=SOURCE_LABELS.get, required=True,
-                               key=widget_key,
+                               key=widget_key, width="stretch",
                                help="A parameter count uses the reference document's rule of thumb. A catalog "
-                                    "model or a config.json gives the detailed, architecture-aware estimate.")
+                                    "model, a config.json or a .gguf file (read from its header only) gives the "
+                                    "detailed, architecture-aware estimate.")
     _store(page, "src", src)
     if src == "params":
         widget_key, now = state.bind(page, "moe")
@@ -272,8 +273,10 @@ def model_source(page: str) -> None:
                 number(page, "active", step=1.0, fmt="%.2f", placeholder="= total")
     elif src == "catalog":
         model_box(page)
-    else:
+    elif src == "config":
         config_text(page)
+    else:
+        gguf_source(page)
     if src != "params":
         method(page)
 
@@ -335,7 +338,11 @@ def model_summary(m: hub.ResolvedModel) -> str:
     shape = f"`{a.model_type}` · {a.num_layers} layers · {a.num_heads} heads ({a.num_kv_heads} KV)"
     stored = f" · stored {m.stored_total / 1e9:,.2f} GB ({', '.join(d for d, _ in m.stored_bytes)})" \
         if m.stored_bytes else ""
-    if m.source == hub.CATALOG:
+    if m.source == hub.GGUF_FILE:  # bytes by ggml type: a quant mix is the point of a GGUF file
+        kinds = ", ".join(f"{kind} {_size(size)}" for kind, size in m.stored_bytes)
+        stored = f" · stored {_size(m.stored_total)} ({kinds})"
+        source = f" · uploaded file {escape(m.ref.repo_id)}"
+    elif m.source == hub.CATALOG:
         url = catalog.model(m.ref.repo_id).source.split()[0]
         source = f" · catalog, [config.json]({url})" if url.startswith("https://") else " · catalog"
     else:
@@ -343,6 +350,49 @@ def model_summary(m: hub.ResolvedModel) -> str:
         commit = f" @ `{m.commit[:7]}`" if m.commit else ""
         source = f" · {escape(m.source)}: [{escape(m.ref.repo_id)}]({page_url}){commit}"
     return f"{counts.total / 1e9:,.2f} B parameters{active} · {shape}{stored}{source}"
+
+
+def _size(n: int) -> str:
+    """Bytes in GB, or MB below 1 GB (a small file's types would all read 0.00 GB)."""
+    return f"{n / 1e9:,.2f} GB" if n >= 1e9 else f"{n / 1e6:,.2f} MB"
+
+
+def gguf_source(page: str) -> None:
+    """A local .gguf file (and its vision projector), read from its header only (ui/gguf_file.py); under it the
+    resolved model, and what a share link carries of it."""
+    from ui import gguf_file
+
+    inputs = state.page_state(page)
+    gguf_file.picker(page, links.GGUF, "Open a .gguf file")
+    try:
+        resolved = links.gguf_resolved(inputs[links.GGUF], inputs[links.MMPROJ]) if inputs[links.GGUF] else None
+    except ValueError:
+        resolved = None  # the results say why
+    if resolved is not None:
+        st.caption(model_summary(resolved))
+    with st.expander("Vision projector (mmproj), optional", icon=":material/image:",
+                     expanded=bool(inputs[links.MMPROJ])):
+        gguf_file.picker(page, links.MMPROJ, "Open an mmproj .gguf file")
+        if inputs[links.MMPROJ]:
+            st.button("Remove the projector", key=f"{page}.mmproj_remove", on_click=_remove_projector, args=(page,))
+    st.caption("Only the header's bytes leave your computer (a few MB), never the file. A share link cannot carry "
+               "the file: it carries the architecture read from the header and the file's llama.cpp recipe as the "
+               "weight format, not the exact per-tensor bytes nor the projector.")
+
+
+def _remove_projector(page: str) -> None:
+    state.page_state(page)[links.MMPROJ] = ""
+
+
+def row_follows(page: str, checkpoint) -> None:
+    """Select the checkpoint's own row when it has a quantized format, else leave the checkpoint row."""
+    if page != "inference":
+        return
+    row_key = f"{page}.{links.ROW[page]}"
+    if checkpoint is not None and checkpoint.format_id:
+        st.session_state[row_key] = "checkpoint"
+    elif st.session_state.get(row_key) == "checkpoint":
+        st.session_state[row_key] = links.fields(page)[links.ROW[page]].default
 
 
 def _row_follows_checkpoint(page: str) -> None:
@@ -361,11 +411,7 @@ def _row_follows_checkpoint(page: str) -> None:
             checkpoint = links.resolved_model(hub.model_id(st.session_state[f"{page}.model"])).architecture.checkpoint
         except ValueError:
             return
-    row_key = f"{page}.{links.ROW[page]}"
-    if checkpoint is not None and checkpoint.format_id:
-        st.session_state[row_key] = "checkpoint"
-    elif st.session_state.get(row_key) == "checkpoint":
-        st.session_state[row_key] = links.fields(page)[links.ROW[page]].default
+    row_follows(page, checkpoint)
 
 
 def method(page: str) -> str:

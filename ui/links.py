@@ -9,18 +9,23 @@ its own (gradient checkpointing: a link without `gc` means off, a fresh page is 
 Fine-tuning page the framework preset's values (`fw`, estimator/frameworks.py) are the defaults of the inputs it sets,
 as on the CLI: `fw=unsloth` alone means Unsloth's settings, and `fw=unsloth&loss=standard` one changed back.
 Compared scenarios ride along as `c1.*`, `c2.*`, ... with
-the same keys, and a pasted config.json travels as `cfg` (zlib-compressed, base64url).
+the same keys, and a pasted config.json travels as `cfg` (zlib-compressed, base64url). A .gguf file opened in the
+app (`ui/gguf_file.py`) cannot travel: its link carries what its header says as a config.json (`cfg`, the
+architecture) and the recipe of its general.file_type as the weight format (`w`, the selected row `custom`, an
+engine's `e.w`), so the link reproduces the architecture and that recipe's bytes, not the file's exact tensor bytes
+nor a projector file's tower.
 
 Decoding never raises. An unknown key, a malformed or out-of-range value, or a combination the estimator
 rejects (active > total parameters, a LoRA rank wider than the model) falls back to the default of the
 offending input, and a warning names it.
 
-The page state is a plain dict keyed by input name: the scenario's field names (`seq_len`, `concurrency`,
-...), the model's source `src` ("params", "catalog" or "config") and its inputs (`moe`, `params`, `active`,
-`model`, `cfg`), and on the Inference page the selected `row`, the serving `engine` (None: no engine) and the
-engine's options as `e.<ServeScenario field>` (link keys `e.<its link key>`, e.g. `e.tp`, `e.mml`: the page's own
-`tp`, `kv`, `w` and `fa` mean something else). `scenario_of(page, state)` turns it into the estimator's scenario,
-`serve_scenario_of(state, gpu)` into the engine's.
+The page state is a plain dict keyed by input name: the scenario's field names (`seq_len`, `concurrency`, ...), the
+model's source `src` ("params", "catalog", "config" or "gguf") and its inputs (`moe`, `params`, `active`, `model`,
+`cfg`; `gguf` and `mmproj`: keys of opened .gguf files in `GGUF_FILES`, "" for none), and on the Inference page the
+selected `row`, the serving `engine` (None: no engine) and the engine's options as `e.<ServeScenario field>` (link
+keys `e.<its link key>`, e.g. `e.tp`, `e.mml`: the page's own `tp`, `kv`, `w` and `fa` mean something else).
+`scenario_of(page, state)` turns it into the estimator's scenario, `serve_scenario_of(state, gpu)` into the
+engine's.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ import base64
 import binascii
 import dataclasses
 import functools
+import hashlib
+import json
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -37,7 +44,9 @@ from estimator import hub
 from estimator.architecture import Architecture
 from estimator.checks import printable_text
 from estimator.engines import MODULES, ServeScenario
+from estimator.formats import CHECKPOINT
 from estimator.frameworks import preset_fields
+from estimator.gguf import FILE_TYPES, GgufHeader, config_of
 from estimator.hf_config import architecture_from_config, parse_config_text
 from estimator.inputs import INPUT, Input, inputs
 from estimator.scenarios import (ACTIVE_PARAMS, CATALOG_MODEL, PARAMS, TARGET_GPU, FinetuneScenario, InferenceScenario,
@@ -47,7 +56,8 @@ VERSION = "1"
 PAGES = ("inference", "finetune", "compare", "methodology")
 SCENARIOS = {"inference": InferenceScenario, "finetune": FinetuneScenario}
 ESTIMATE_PAGES = tuple(SCENARIOS)
-SOURCES = ("params", "catalog", "config")
+SOURCES = ("params", "catalog", "config", "gguf")
+GGUF, MMPROJ = "gguf", "mmproj"  # page-state names of an opened .gguf model file and its projector (registry keys)
 MAX_COMPARE = 6
 MAX_SCENARIO_NAME_CHARS = 60
 MAX_LINK_CONFIG_CHARS = 100_000  # a config.json is a few KB; this also bounds what a link can make us decompress
@@ -131,7 +141,7 @@ def page_default(spec: Input) -> object:
 
 def link_defaults(page: str) -> dict:
     """What a link without a page's keys means: every input at its link default (`page_default`)."""
-    return {"src": "params", **{name: page_default(spec) for name, spec in FIELDS[page].items()}}
+    return {"src": "params", GGUF: "", MMPROJ: "", **{name: page_default(spec) for name, spec in FIELDS[page].items()}}
 
 
 def _fresh(page: str) -> dict:
@@ -169,14 +179,71 @@ def resolved_model(model_id: str) -> hub.ResolvedModel:
     return hub.resolve(model_id)
 
 
+@dataclass(frozen=True, eq=False)
+class GgufFile:
+    """A .gguf file opened in the app: its name and size, its parsed header, and how many of its bytes the browser
+    handed over (the header's window, never the file); `key` names it in `GGUF_FILES` and the page state."""
+
+    name: str
+    size: int
+    header: GgufHeader
+    read_bytes: int
+    key: str
+
+
+GGUF_FILES: dict[str, GgufFile] = {}  # key -> file: every session's opened files (each puts its own back each run)
+MAX_GGUF_FILES = 256
+
+
+def gguf_key(name: str, header_bytes: bytes) -> str:
+    """The key of a file by its name and header bytes: the same file opened twice is one entry."""
+    return hashlib.sha256(name.encode("utf-8", "replace") + b"\0" + header_bytes).hexdigest()[:24]
+
+
+def add_gguf_file(file: GgufFile, key: str | None = None) -> None:
+    GGUF_FILES[key or file.key] = file
+    while len(GGUF_FILES) > MAX_GGUF_FILES:
+        del GGUF_FILES[next(iter(GGUF_FILES))]
+
+
+def gguf_file(key: str) -> GgufFile:
+    if not key:
+        raise ValueError("open a .gguf file to estimate from its header")
+    if key not in GGUF_FILES:
+        raise ValueError("the .gguf file opened earlier is no longer held by the app; open it again")
+    return GGUF_FILES[key]
+
+
+@functools.lru_cache(maxsize=64)
+def gguf_resolved(key: str, mmproj_key: str = "") -> hub.ResolvedModel:
+    """The model of an opened .gguf file (and its projector), as the CLI's `--gguf PATH [--mmproj PATH]` reads it."""
+    file = gguf_file(key)
+    projector = gguf_file(mmproj_key) if mmproj_key else None
+    return hub.gguf_model(file.header, file.name, projector.header if projector else None,
+                          projector.name if projector else "")
+
+
 def model_of(state: Mapping) -> object:
-    """The scenario's model: a catalog or Hub model's Architecture, a parsed config's Architecture, or a ParamCount."""
+    """The scenario's model: a catalog or Hub model's Architecture, a parsed config's Architecture, an opened .gguf
+    file's Architecture, or a ParamCount."""
     if state["src"] == "catalog":
         return resolved_model(state["model"]).architecture
     if state["src"] == "config":
         return config_architecture(state["cfg"])
+    if state["src"] == GGUF:
+        return gguf_resolved(state[GGUF], state[MMPROJ]).architecture
     active = state["active"] if state["moe"] else None
     return ParamCount.from_billions(state["params"], active)
+
+
+def waiting_for_model(state: Mapping) -> str:
+    """What the page asks for when its source has no model yet (an empty config box, no .gguf file opened); ""
+    otherwise."""
+    if state["src"] == "config" and not state["cfg"].strip():
+        return "Upload or paste a config.json to estimate from its architecture."
+    if state["src"] == GGUF and not state[GGUF]:
+        return "Open a .gguf file to estimate from its header (only the header's bytes are read)."
+    return ""
 
 
 def model_name(state: Mapping) -> str:
@@ -185,6 +252,8 @@ def model_name(state: Mapping) -> str:
         return resolved_model(state["model"]).architecture.name
     if state["src"] == "config":
         return config_architecture(state["cfg"]).name
+    if state["src"] == GGUF:
+        return gguf_resolved(state[GGUF], state[MMPROJ]).architecture.name
     if state["moe"] and state["active"] is not None:
         return f"{state['params']:g}B MoE ({state['active']:g}B active)"
     return f"{state['params']:g}B"
@@ -204,7 +273,8 @@ def serve_scenario_of(state: Mapping, gpu: str) -> ServeScenario:
     """The serving-engine scenario of an Inference page state on `gpu`; ValueError naming the field when it is not
     valid (a parameter count: the engines need the architecture)."""
     options = {name[len(ENGINE_PREFIX):]: state[name] for name in FIELDS["inference"] if name.startswith(ENGINE_PREFIX)}
-    model_id = resolved_model(state["model"]).ref.repo_id if state["src"] == "catalog" else ""
+    model_id = resolved_model(state["model"]).ref.repo_id if state["src"] == "catalog" else \
+        gguf_file(state[GGUF]).name if state["src"] == GGUF else ""  # llama-server -m NAME.gguf
     return ServeScenario(model_of(state), engine=state[ENGINE], gpu=gpu, model_id=model_id, **options)
 
 
@@ -346,8 +416,33 @@ def clean_scenario_name(text: str) -> str:
     return printable_text(text, MAX_SCENARIO_NAME_CHARS)
 
 
+def gguf_link_state(state: Mapping) -> dict:
+    """What a link carries of a page state whose model is an opened .gguf file (a link cannot carry the file): the
+    architecture its header describes as a config.json (named as the page names it), and the recipe of its
+    general.file_type (Q4_K_M ...) wherever the page uses the file's own weights: the extra row's format with that
+    row selected, and an engine's weight format. Without a file: the parameter count."""
+    try:
+        resolved = gguf_resolved(state[GGUF], state[MMPROJ])
+    except ValueError:
+        return {**state, "src": "params"}
+    header = gguf_file(state[GGUF]).header
+    config = {**config_of(header), "_name_or_path": resolved.architecture.name}
+    file_type = header.get("general.file_type")
+    recipe = FILE_TYPES.get(file_type) if isinstance(file_type, int) and not isinstance(file_type, bool) else None
+    out = {**state, "src": "config", "cfg": json.dumps(config)}
+    if state.get("row") == "checkpoint":
+        out["row"] = "custom" if recipe else FIELDS["inference"]["row"].default
+        out["weights"] = recipe or state["weights"]
+    if state.get(ENGINE_PREFIX + "weights") == CHECKPOINT and recipe:
+        out[ENGINE_PREFIX + "weights"] = recipe
+    return out
+
+
 def _encode_state(page: str, state: Mapping, prefix: str = "") -> dict[str, str]:
-    """Non-default inputs of a page state; the model by its source (catalog id, config, or counts)."""
+    """Non-default inputs of a page state; the model by its source (catalog id, config, or counts; an opened
+    .gguf file as `gguf_link_state`)."""
+    if state["src"] == GGUF:
+        state = gguf_link_state(state)
     skip = {"params": {"model", "cfg", "method"}, "catalog": {"moe", "params", "active", "cfg"},
             "config": {"moe", "params", "active", "model"}}[state["src"]]
     out = {}

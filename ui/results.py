@@ -230,8 +230,8 @@ def number_columns(frame: pd.DataFrame, unit: str) -> dict:
 def render(page: str) -> None:
     """Everything below the form: table, chart, comparison button, GPU fit, curves, assumptions."""
     inputs, view = state.page_state(page), state.view()
-    if inputs["src"] == "config" and not inputs["cfg"].strip():
-        st.info("Upload or paste a config.json to estimate from its architecture.", icon=":material/upload_file:")
+    if links.waiting_for_model(inputs):
+        st.info(links.waiting_for_model(inputs), icon=":material/upload_file:")
         return
     try:
         rows = estimate(page, inputs)

@@ -17,6 +17,7 @@ import streamlit as st
 from ui import links
 
 PAGES, VIEW, COMPARE, WARNINGS, SHOWN = "_pages", "_view", "_compare", "_link_warnings", "_shown_page"
+GGUF_FILES = "_gguf_files"  # key -> links.GgufFile: the .gguf files this session opened (ui/gguf_file.py)
 # Title and icon of each page (the navigation and app.py's st.Page)
 TITLES = {"inference": ("Inference", ":material/bolt:"), "finetune": ("Fine-tuning", ":material/model_training:"),
           "compare": ("Compare", ":material/compare_arrows:"), "methodology": ("Methodology", ":material/menu_book:")}
@@ -47,6 +48,8 @@ def enter(page: str) -> None:
     ss = st.session_state
     if PAGES not in ss:  # a page run without app.py (see URL_PATHS): still read the link
         load_link(page)
+    for key, file in ss.get(GGUF_FILES, {}).items():  # the shared registry is bounded: this session's files back
+        links.add_gguf_file(file, key)
     if ss.get(SHOWN) != page:
         for key in [key for key in ss if isinstance(key, str) and key.startswith(f"{page}.")]:
             del ss[key]

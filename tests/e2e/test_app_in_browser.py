@@ -46,7 +46,7 @@ def _cli_totals(capsys, *argv) -> list[str]:
 
 def test_catalog_model_numbers_follow_context_and_kv_dtype_and_equal_the_cli(page, app_url, capsys):
     open_app(page, app_url)
-    radio(page, "Catalog model")
+    radio(page, "Catalog")
     choose(page, "Catalog model", "meta-llama/Llama-3.1-8B")
     cli = _cli_totals(capsys, "--model", "meta-llama/Llama-3.1-8B")
     first = wait_for_totals(page, dict(zip(DETAILED_INFERENCE, cli)))
@@ -62,7 +62,7 @@ def test_catalog_model_numbers_follow_context_and_kv_dtype_and_equal_the_cli(pag
 
 def test_a_share_link_reproduces_inputs_and_numbers_in_a_new_browser(page, app_url, browser):
     open_app(page, app_url)
-    radio(page, "Catalog model")
+    radio(page, "Catalog")
     choose(page, "Catalog model", "Qwen/Qwen3-8B")
     before = wait_for_change(page, REFERENCE_INFERENCE)
     set_number(page, "Inference concurrency", 16)
@@ -108,7 +108,7 @@ def test_a_broken_config_shows_a_readable_error_and_the_page_still_works(page, a
     settle(page, lambda: box.press("Control+Enter"))
     expect(page.get_by_text("config.json is missing num_attention_heads").first).to_be_visible(timeout=20_000)
     assert page.locator("[data-testid='stException']").count() == 0
-    radio(page, "Parameter count")
+    radio(page, "Parameters")
     assert wait_for_totals(page, REFERENCE_INFERENCE) == REFERENCE_INFERENCE
 
 

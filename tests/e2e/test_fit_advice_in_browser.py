@@ -10,7 +10,7 @@ from tests.e2e.browser import TIMEOUT_MS, choose, open_app, radio, set_number, w
 def test_the_qlora_example_checkpoints_and_names_the_change_that_fits(page, app_url):
     # LoRA targets all-linear and the QLoRA 4-bit row from the address; the rest typed as a newcomer does
     open_app(page, f"{app_url}/?p=finetune&targets=q,k,v,o,gate,up,down&row=qlora-4bit")
-    radio(page, "Catalog model")
+    radio(page, "Catalog")
     choose(page, "Catalog model", "Qwen/Qwen2.5-7B")
     set_number(page, "Batch size", 4)
     wait_for_totals(page, {"QLoRA (4-bit)": "27.0"})  # was 98.8 without gradient checkpointing

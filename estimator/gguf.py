@@ -41,7 +41,10 @@ GGUF_MAGIC = b"GGUF"
 GGUF_VERSIONS = (2, 3)  # gguf-py constants.py GGUF_VERSION = 3; version 2 has the same 64-bit counts and lengths
 MAX_HEADER_BYTES = 64 * 2**20  # the vocabulary arrays of a 262k-token model take ~10 MB; more is refused
 FIRST_READ = 256 * 2**10  # the first window; doubled while the header goes on (a few requests for a large vocab)
-MAX_TENSORS = 1_000_000
+# Published GGUFs hold up to a few thousand tensors (DeepSeek-V3 and Kimi K2 with merged experts ~1,100; Mixtral with
+# one tensor per expert ~1,000); a header declaring more is refused before its tensor list is built (the app keeps
+# parsed headers in memory)
+MAX_TENSORS = 100_000
 MAX_KEYS = 100_000
 MAX_DIMS = 4  # ggml.h GGML_MAX_DIMS
 MAX_STRING = MAX_HEADER_BYTES

@@ -96,7 +96,9 @@ def test_a_window_over_a_chunk_is_handed_over_in_chunks_as_the_clis_reader_reads
     read = file_reader(str(path))
     header = read_header(lambda offset, size: cli_read.append(offset + size) or read(offset, size))
     assert file.read_bytes == max(cli_read) < 50 * MIB  # the CLI's window on the local file, byte for byte
-    assert file.header == header and header.get("general.description") == "x" * 20_000_000
+    assert header.get("general.description") == "x" * 20_000_000  # read through, not kept (MAX_KEPT_STRING)
+    assert file.header.tensors == header.tensors and file.header.header_bytes == header.header_bytes
+    assert file.header.metadata == tuple(kv for kv in header.metadata if kv[0] != "general.description")
 
 
 @pytest.mark.parametrize("data, limit, message", [
@@ -195,3 +197,17 @@ def test_the_page_estimates_an_opened_file_as_the_cli_does(qwen3_file):
     assert f"{serve['kv_cache_tokens']:,}" in [m.value for m in at.metric]
     assert serve["command"].startswith("llama-server -m Qwen3-8B-Q4_K_M.gguf ")  # the file's name, as on the page
     assert serve["command"] in [c.value for c in at.code]
+
+
+def test_the_page_keeps_no_long_metadata_string_and_refuses_a_header_of_too_many_tensors(tmp_path):
+    """A chat template (here 300,000 characters in general.description) is not kept: the page holds parsed headers
+    in memory, and the estimate reads no long string; the file's model is unchanged without it."""
+    path = gguf_files.write_tiny_llama(tmp_path / "tiny.gguf", description="x" * 300_000)
+    file, _ = _open(path)
+    assert read_header(file_reader(str(path))).get("general.description") == "x" * 300_000
+    assert file.header.get("general.description") is None
+    assert file.header.get("general.architecture") == "llama"
+    assert links.gguf_key(path.name, b"") != file.key
+    too_many = b"GGUF" + (3).to_bytes(4, "little") + (100_001).to_bytes(8, "little") + (0).to_bytes(8, "little")
+    with pytest.raises(ValueError, match="declares 100,001 tensors and 0 keys; the limits are 100,000"):
+        read_header(lambda offset, size: too_many[offset:offset + size])

@@ -32,6 +32,8 @@ from ui.text import escape
 CHUNK = 8 * 2**20
 MAX_FILE_BYTES = 2**50  # a size the browser reports beyond this (1 PiB) is not a file's
 MAX_NAME_CHARS = 200
+# Metadata strings the page keeps: names and architectures are short; the estimate reads no long string
+MAX_KEPT_STRING = 1024
 
 
 @dataclass(frozen=True)
@@ -102,8 +104,10 @@ def received(reading: Reading | None, chunk: object) -> Reading:
 
 
 def opened(reading: Reading, header: GgufHeader) -> links.GgufFile:
-    """What the page keeps of a file whose header was read: its name, size, header and the bytes handed over."""
-    return links.GgufFile(reading.name, reading.size, header, len(reading.data),
+    """What the page keeps of a file whose header was read: its name, size, header (without metadata strings longer
+    than MAX_KEPT_STRING: chat templates and the like, which nothing reads) and the bytes handed over."""
+    kept = tuple((k, v) for k, v in header.metadata if not (isinstance(v, str) and len(v) > MAX_KEPT_STRING))
+    return links.GgufFile(reading.name, reading.size, replace(header, metadata=kept), len(reading.data),
                           links.gguf_key(reading.name, reading.data[:header.header_bytes]))
 
 

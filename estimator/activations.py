@@ -139,6 +139,8 @@ def inference_layer_peak(a: Architecture, batch: int, query_len: int, context: i
     """Largest working set of one decoder layer processing `batch` x `query_len` tokens without autograd,
     attending to `context` tokens, on one of `tp` tensor-parallel ranks (validation/FINDINGS.md 5, 9)."""
     A, t, h = act_bytes, batch * query_len, a.hidden_size
+    if a.model_type in GEMMA3N_TYPES:
+        return _gemma3n_inference(a, batch, query_len, context, A, flash_attention, tp)
     base = 3 * A * t * h + _rope_bytes(a, t, A)  # embedding output (held by the model), layer input, normed
     kernel = sdpa_kernel(a, flash_attention)
     if kernel == "math":  # Falcon MQA (validation/FINDINGS.md 19): fused qkv output, roped q, 16-bit mask; fp32 q,
@@ -178,6 +180,38 @@ def inference_layer_peak(a: Architecture, batch: int, query_len: int, context: i
             work = tensors * A * t * a.intermediate_size // tp
         mlp = max(mlp, base + A * t * h + work)  # + the residual after attention
     return max(attn, mamba, mlp)
+
+
+def _gemma3n_inference(a: Architecture, batch: int, query_len: int, context: int, A: int, flash_attention: bool,
+                       tp: int) -> int:
+    """Gemma 3n's prefill working set (transformers v5.24.0 models/gemma3n/modeling_gemma3n.py; traced:
+    validation/FINDINGS.md 39). Held by Gemma3nTextModel.forward (L1630-1716) through every layer: the embedding
+    output, the n - 1 rescaled AltUp copies in `temp_hidden_states` and the last projection's output (n + 1 tensors
+    of A t h when n > 1), the per-layer inputs A t L p, the rotary tables, the sliding-window mask (q x ctx bool
+    under sdpa, when the context exceeds the window), the position ids 8 s and the magnitudes A t (2 A t if n > 1).
+    Each decoder layer (L1271-1323) holds its n-copy input and the n predictions (2 n A t h) and keeps every
+    intermediate it names until it returns; the largest of:
+        post_per_layer_input_norm: the n corrected copies, 10 named A t h tensors, the norm's fp32 copy and
+            normalised tensor 8 t h and its two fp32 rows 8 t
+        AltUp.correct's product: 9 named A t h tensors, the repeated innovation and the product 2 n A t h, the
+            modalities and coefficients 2 A t n
+        the MLP's down projection: 6 named tensors and its output 7 A t h, gate, activation, up and product 4 A t I
+        q_norm: the normed input and the LAuReL output 2 A t h, q and its fp32 copy and normalised tensor
+            (A + 8) t q_w, its two fp32 rows per head 8 t a (the largest when q_w is above about 5 h)"""
+    t, h, n, L = batch * query_len, a.hidden_size, max(1, a.altup_inputs), a.num_layers
+    held = (n + 1 if n > 1 else 1) * A * t * h + A * t * L * a.per_layer_input_size + _rope_bytes(a, t, A)
+    held += 8 * query_len + (2 if n > 1 else 1) * A * t
+    if a.sliding_layers and context > a.sliding_window:  # the windowed layers' mask (eager: additive, 16-bit)
+        held += (query_len if flash_attention else A * batch * query_len) * context
+    layer_input = 2 * n * A * t * h
+    norm = n * A * t * h + 10 * A * t * h + 2 * FP32_BYTES * t * h + 2 * FP32_BYTES * t
+    correct = 9 * A * t * h + 2 * n * A * t * h + 2 * A * t * n  # + the modalities and the coefficients
+    mlp = 7 * A * t * h + 4 * A * t * a.intermediate_size // tp
+    heads = max(1, a.num_heads // tp)
+    attention = 2 * A * t * h + (A + 2 * FP32_BYTES) * t * a.q_width // tp + 2 * FP32_BYTES * t * heads
+    if not flash_attention:  # eager's fp32 scores, softmax and 16-bit probabilities (`inference_layer_peak`)
+        attention += (A + 2 * FP32_BYTES) * heads * t * context
+    return held + layer_input + max(norm, correct, mlp, attention)
 
 
 MAMBA_CHUNK = 256  # tokens per chunk of the SSD scan (mamba_chunk_size of Granite 4 / Falcon-H1; Nemotron-H: 128)

@@ -197,20 +197,28 @@ def _gemma3n_inference(a: Architecture, batch: int, query_len: int, context: int
             modalities and coefficients 2 A t n
         the MLP's down projection: 6 named tensors and its output 7 A t h, gate, activation, up and product 4 A t I
         q_norm: the normed input and the LAuReL output 2 A t h, q and its fp32 copy and normalised tensor
-            (A + 8) t q_w, its two fp32 rows per head 8 t a (the largest when q_w is above about 5 h)"""
+            (A + 8) t q_w, its two fp32 rows per head 8 t a (the largest when q_w is above about 5 h)
+    Under eager the masks are additive and 16-bit, one per kind of layer, and the layer holds the attention
+    probabilities A a t ctx after attention."""
     t, h, n, L = batch * query_len, a.hidden_size, max(1, a.altup_inputs), a.num_layers
     held = (n + 1 if n > 1 else 1) * A * t * h + A * t * L * a.per_layer_input_size + _rope_bytes(a, t, A)
     held += 8 * query_len + (2 if n > 1 else 1) * A * t
-    if a.sliding_layers and context > a.sliding_window:  # the windowed layers' mask (eager: additive, 16-bit)
-        held += (query_len if flash_attention else A * batch * query_len) * context
+    if not flash_attention:  # eager: an additive 16-bit mask per kind of layer (full, sliding window)
+        kinds = (1 if a.sliding_layers else 0) + (1 if len(a.sliding_layers) < L else 0)
+        held += kinds * A * batch * query_len * context
+    elif a.sliding_layers and context > a.sliding_window:  # the windowed layers' mask
+        held += query_len * context
     layer_input = 2 * n * A * t * h
     norm = n * A * t * h + 10 * A * t * h + 2 * FP32_BYTES * t * h + 2 * FP32_BYTES * t
     correct = 9 * A * t * h + 2 * n * A * t * h + 2 * A * t * n  # + the modalities and the coefficients
     mlp = 7 * A * t * h + 4 * A * t * a.intermediate_size // tp
     heads = max(1, a.num_heads // tp)
     attention = 2 * A * t * h + (A + 2 * FP32_BYTES) * t * a.q_width // tp + 2 * FP32_BYTES * t * heads
-    if not flash_attention:  # eager's fp32 scores, softmax and 16-bit probabilities (`inference_layer_peak`)
+    if not flash_attention:  # eager's fp32 scores, softmax and 16-bit probabilities (`inference_layer_peak`); the
+        # layer keeps the probabilities, returned as attention weights (`attn, _ = self.self_attn(...)`, L1288)
         attention += (A + 2 * FP32_BYTES) * heads * t * context
+        probabilities = A * heads * t * context
+        norm, correct, mlp = norm + probabilities, correct + probabilities, mlp + probabilities
     return held + layer_input + max(norm, correct, mlp, attention)
 
 
@@ -611,6 +619,8 @@ def training_layer_bytes(a: Architecture, batch: int, seq: int, layer: int = 0, 
         if layer in a.kv_shared_layers and flash_attention and not (layer in a.sliding_layers
                                                                     and seq > a.sliding_window):
             mixer -= A * t * _kv_width(a)  # the kernel reads the storing layer's K and V, saved there
+        if frozen_base and not flash_attention:  # eager: the frozen o_proj keeps no copy of its input
+            mixer -= A * t * a.q_width
         if all_linear and lora_rank:
             lora += _gemma3n_lora(a, t, lora_rank, adapter_bytes)
         return mixer + mlp + lora + _gemma3n_layer_saved(a, batch, seq, layer, A, frozen_base, targets, all_linear)
@@ -685,6 +695,8 @@ def decoder_layers_saved_bytes(a: Architecture, batch: int, seq: int, *, act_byt
         targets = moe_targets(a, lora_targets)
         layers -= (_gemma3n_layer_saved(a, batch, seq, 0, A, True, targets, False)
                    - _gemma3n_layer_saved(a, batch, seq, 0, A, True, targets, False, input_grad=False))
+        if not flash_attention and "k_proj" not in targets:  # eager's q @ k^T keeps q only for k's gradient
+            layers -= A * batch * seq * a.q_width
     untouched = _layers_before_first_adapter(a, frozen_base, lora_targets)
     if untouched:  # nothing in them needs a gradient, so they save nothing (validation/FINDINGS.md 25)
         layers -= sum(training_layer_bytes(a, batch, seq, i, **layer_options) for i in range(untouched))

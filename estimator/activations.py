@@ -470,33 +470,35 @@ def _gemma3n_layer_saved(a: Architecture, batch: int, seq: int, layer: int, A: i
 
 
 def _gemma3n_outside(a: Architecture, batch: int, seq: int, A: int, frozen: bool, all_linear: bool,
-                     rank: int, adapter_bytes: int) -> int:
+                     rank: int, adapter_bytes: int, checkpointing: bool = False) -> int:
     """What Gemma3nTextModel.forward (L1630-1736) saves outside its layers, k = n - 1 AltUp projections each way:
-        the unembedding side (L1718-1730): each projection's output and its rescaled product 2 k A t h, the
-            magnitudes (mean and root of hidden[0], mean and clamped root per projection) 2 n A t
-        the final norm (`_gemma3n_norm`), and its output A t h when the weights train
-        the scaled per-layer inputs A t L p (every layer's product with its slice saves it)
-        trained weights: the stacked n copies (layer 0's predict matmul) n A t h, the embedding output A t h, the
-            embedding side's 2 k A t h and 2 n A t, per_layer_projection_norm over (L, p), the per-layer embedding's
-            clamped ids 8 t (get_per_layer_inputs, L1738-1745)
-        all-linear on a frozen base: the stacked copies, the embedding side's casts and products 2 k A t h and
-            (2 n - 1) A t, per_layer_projection_norm with a frozen weight, the adapters' input copies and lora_A
-            outputs on the 2 k + 1 model-level projections"""
+        always: the unembedding side (L1718-1730), each projection's output and its rescaled product 2 k A t h, the
+            magnitudes (mean and root of hidden[0], mean and clamped root per projection) 2 n A t; the final norm
+            (`_gemma3n_norm`), with its output A t h when the weights train; the scaled per-layer inputs A t L p
+            (every layer's product with its slice saves them)
+        when the projections' outputs need a gradient (trained weights, all-linear's adapters on them, or the
+            embedding output needing one): the stacked n copies (layer 0's predict matmul) n A t h, the embedding
+            side's outputs and products 2 k A t h, its magnitudes (2 n - 1) A t and per_layer_projection_norm over
+            (L, p)
+        when the embedding output needs a gradient (trained weights, or enable_input_require_grads under
+            checkpointing with a frozen base): that output A t h and its mean square A t
+        all-linear: an input copy and the lora_A output of each of the 2 k + 1 model-level projections
+        trained weights: the per-layer embedding's clamped ids 8 t (get_per_layer_inputs, L1738-1745)"""
     t, h, n, p, L = batch * seq, a.hidden_size, max(1, a.altup_inputs), a.per_layer_input_size, a.num_layers
     trained, k = not frozen, n - 1
+    embedding_grad = trained or checkpointing
     out = _gemma3n_norm(t, h, 1, True, trained) + (A * t * h if trained else 0)
     out += 2 * k * A * t * h + 2 * n * A * t + A * t * L * p
-    adapted = adapter_bytes * t * (h + rank)  # a frozen Linear with an adapter on input h
     if all_linear:
-        out += k * adapted
-    if trained or all_linear:
-        out += n * A * t * h + 2 * k * A * t * h
+        out += (2 * k + (1 if p else 0)) * adapter_bytes * t * (h + rank)
+    if embedding_grad or all_linear:
+        out += n * A * t * h + 2 * k * A * t * h + (2 * n - 1) * A * t
         if p:
             out += _gemma3n_norm(t, L * p, L, True, trained)
-    if trained:
-        out += A * t * h + 2 * n * A * t + 8 * t
-    elif all_linear:
-        out += k * adapted + (2 * n - 1) * A * t + (adapted if p else 0)
+    if embedding_grad:
+        out += A * t * h + A * t
+    if trained and p:
+        out += 8 * t
     return out
 
 
@@ -640,9 +642,7 @@ def training_activation_bytes(a: Architecture, batch: int, seq: int, *, act_byte
     if a.model_type in GEMMA3N_TYPES:  # the AltUp and per-layer-input projections around the layers (FINDINGS 39)
         all_linear = set(LORA_TARGET_PRESETS["all-linear"]) <= set(lora_targets)
         outside = _gemma3n_outside(a, batch, seq, A, frozen_base, all_linear and lora_rank > 0, lora_rank,
-                                   adapter_bytes)
-        if gradient_checkpointing and frozen_base and not all_linear:  # enable_input_require_grads: the stacked
-            outside += max(1, a.altup_inputs) * A * t * h  # copies are layer 0's checkpoint input
+                                   adapter_bytes, gradient_checkpointing)
         return layers + outside + _rope_bytes(a, t, A)
     if a.norm_bias:  # LayerNorm saves its 16-bit input, which for layer 0's first norm is the embedding output
         final_norm, embedding = A * t * h + 2 * LAYER_NORM_STAT_BYTES * t, 0

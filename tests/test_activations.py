@@ -161,6 +161,11 @@ def test_gemma_3n_forward_saves_the_traced_bytes_in_every_training_mode():
     assert training_activation_bytes(a, 2, 144, flash_attention=False, gradient_checkpointing=True) == 7_612_704
     # under sdpa the fake-tensor trace also builds a full-attention mask b s^2 that real tensors skip (FINDINGS 39)
     assert training_activation_bytes(a, 2, 144, gradient_checkpointing=True) == 7_529_760 - 2 * 144 * 144
+    # with a frozen base enable_input_require_grads makes the embedding output, and so the AltUp projections, need
+    # a gradient: the embedding side is kept as in full fine-tuning
+    for targets, traced in ((QV, 6_698_016), (ALL_LINEAR_PRESET, 8_633_376)):
+        assert training_activation_bytes(a, 2, 144, gradient_checkpointing=True, frozen_base=True,
+                                         lora_targets=targets, lora_rank=16) == traced - 2 * 144 * 144
     # around the layers (full fine-tuning), by hand: stacked copies, embedding output, AltUp projections both ways
     # and their products, final norm and its output; magnitudes; per-layer inputs, their norm, ids; RoPE
     t, h, n, A, L, p = 288, 320, 3, 2, 6, 40

@@ -187,8 +187,9 @@ def _gemma3n_inference(a: Architecture, batch: int, query_len: int, context: int
     """Gemma 3n's prefill working set (transformers v5.24.0 models/gemma3n/modeling_gemma3n.py; traced:
     validation/FINDINGS.md 39). Held by Gemma3nTextModel.forward (L1630-1716) through every layer: the embedding
     output, the n - 1 rescaled AltUp copies in `temp_hidden_states` and the last projection's output (n + 1 tensors
-    of A t h when n > 1), the per-layer inputs A t L p, the rotary tables, the sliding-window mask (q x ctx bool
-    under sdpa, when the context exceeds the window), the position ids 8 s and the magnitudes A t (2 A t if n > 1).
+    of A t h when n > 1), the per-layer inputs A t L p, the rotary tables (`_gemma3n_rope`), the sliding-window
+    mask (q x ctx bool under sdpa, when the context exceeds the window), the position ids 8 s and the magnitudes A t
+    (2 A t if n > 1).
     Each decoder layer (L1271-1323) holds its n-copy input and the n predictions (2 n A t h) and keeps every
     intermediate it names until it returns; the largest of:
         post_per_layer_input_norm: the n corrected copies, 10 named A t h tensors, the norm's fp32 copy and
@@ -201,7 +202,7 @@ def _gemma3n_inference(a: Architecture, batch: int, query_len: int, context: int
     Under eager the masks are additive and 16-bit, one per kind of layer, and the layer holds the attention
     probabilities A a t ctx after attention."""
     t, h, n, L = batch * query_len, a.hidden_size, max(1, a.altup_inputs), a.num_layers
-    held = (n + 1 if n > 1 else 1) * A * t * h + A * t * L * a.per_layer_input_size + _rope_bytes(a, t, A)
+    held = (n + 1 if n > 1 else 1) * A * t * h + A * t * L * a.per_layer_input_size + _gemma3n_rope(a, query_len, A)
     held += 8 * query_len + (2 if n > 1 else 1) * A * t
     if not flash_attention:  # eager: an additive 16-bit mask per kind of layer (full, sliding window)
         kinds = (1 if a.sliding_layers else 0) + (1 if len(a.sliding_layers) < L else 0)
@@ -416,6 +417,13 @@ def _gemma3n_lora(a: Architecture, t: int, rank: int, adapter_bytes: int) -> int
     h, n = a.hidden_size, max(1, a.altup_inputs)
     inputs = h + a.laurel_rank + h + a.per_layer_input_size + 2 * h + n
     return adapter_bytes * t * (inputs + GEMMA3N_ALL_LINEAR_CALLS * rank)
+
+
+def _gemma3n_rope(a: Architecture, seq: int, A: int) -> int:
+    """cos and sin per layer type (L1696-1697: sliding and full layers have their own RoPE base), for one row of
+    positions (1, s, d) whatever the batch."""
+    types = (1 if a.sliding_layers else 0) + (1 if len(a.sliding_layers) < a.num_layers else 0)
+    return types * 2 * A * seq * a.head_dim
 
 
 def _gemma3n_layer_saved(a: Architecture, batch: int, seq: int, layer: int, A: int, frozen: bool,
@@ -643,7 +651,7 @@ def training_activation_bytes(a: Architecture, batch: int, seq: int, *, act_byte
         all_linear = set(LORA_TARGET_PRESETS["all-linear"]) <= set(lora_targets)
         outside = _gemma3n_outside(a, batch, seq, A, frozen_base, all_linear and lora_rank > 0, lora_rank,
                                    adapter_bytes, gradient_checkpointing)
-        return layers + outside + _rope_bytes(a, t, A)
+        return layers + outside + _gemma3n_rope(a, seq, A)
     if a.norm_bias:  # LayerNorm saves its 16-bit input, which for layer 0's first norm is the embedding output
         final_norm, embedding = A * t * h + 2 * LAYER_NORM_STAT_BYTES * t, 0
     else:

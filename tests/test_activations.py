@@ -210,3 +210,20 @@ def test_gemma_3n_reads_the_activation_sparsity_pattern():
     for bad in ([0.95] * 5, [1.5] * 6, ["x"] * 6, True):
         with pytest.raises(ValueError, match="activation_sparsity_pattern"):
             est.architecture_from_config({**small, "activation_sparsity_pattern": bad})
+
+
+def test_gemma_3n_at_real_width_saves_the_traced_bytes():
+    """Gemma3nTextConfig's defaults (h 2048, 8 heads x 256, 2 KV heads, I 16,384, n 4, r 64, p 256, window 512) with
+    5 layers (sliding, sliding, full, sliding, full; the last 2 reuse K and V; sparsity 0.95 on the first 2), b 1,
+    s 1024, traced: two RoPE tables (sliding and full bases) of one row of positions each."""
+    import estimator as est
+
+    a = est.architecture_from_config(dict(
+        model_type="gemma3n_text", num_hidden_layers=5, num_kv_shared_layers=2,
+        layer_types=["sliding_attention"] * 2 + ["full_attention", "sliding_attention", "full_attention"],
+        activation_sparsity_pattern=[0.95, 0.95, 0.0, 0.0, 0.0]))
+    assert [training_layer_bytes(a, 1, 1024, i) for i in range(5)] == [404_713_506, 404_713_506, 362_768_416,
+                                                                         364_831_776, 354_346_016]
+    assert training_activation_bytes(a, 1, 1024) == 1_998_951_588
+    assert training_activation_bytes(a, 1, 1024, frozen_base=True, lora_targets=QV, lora_rank=16) == 1_286_573_220
+    assert inference_layer_peak(a, 1, 1024, 1024) + 16 == 223_883_280

@@ -111,21 +111,26 @@ def _mlp_widths(a: Architecture, layer: int) -> tuple[int, int]:
     return a.intermediate_size, 0
 
 
+def _dense_width(a: Architecture, layer: int) -> int:
+    """The dense MLP width of this layer: Gemma 3n's per-layer `intermediate_size` list, else intermediate_size."""
+    return a.layer_intermediate[layer] if a.layer_intermediate else a.intermediate_size
+
+
 @functools.lru_cache(maxsize=1024)
 def layer_kinds(a: Architecture) -> tuple[tuple[int, int], ...]:
     """(representative layer index, number of such layers) for each kind of layer: dense MLP or MoE, with attention
     or Gated DeltaNet linear attention, sliding-window or full attention. A windowed layer under sdpa saves more
     than a full one (k and v repeated to every head, the 16-bit mask: `_attention_saved`), so the two are separate
     kinds: with one kind, layer 0's window terms were counted for the full layers too (Command A, OLMo 3, Gemma 3:
-    validation/FINDINGS.md 42). Layers that reuse another layer's K and V (Gemma 3n / 4) and Gemma 3n's sparse-MLP
-    layers are kinds of their own too (validation/FINDINGS.md 39)."""
+    validation/FINDINGS.md 42). Layers that reuse another layer's K and V (Gemma 3n / 4), Gemma 3n's sparse-MLP
+    layers and its per-layer MLP widths are kinds of their own too (validation/FINDINGS.md 39)."""
     moe, linear, mamba = set(a.moe_layers), set(a.linear_layers), set(a.mamba_layers)
     no_attention, no_mlp, sliding = set(a.attention_free_layers), set(a.mlp_free_layers), set(a.sliding_layers)
     shared, sparse = set(a.kv_shared_layers), set(a.sparse_mlp_layers)  # Gemma 3n: no own K and V; top-k MLP
     kinds: dict[tuple[bool, ...], list[int]] = {}
     for i in range(a.num_layers):
         kinds.setdefault((i in moe, i in linear, i in mamba, i in no_attention, i in no_mlp, i in sliding,
-                          i in shared, i in sparse), []).append(i)
+                          i in shared, i in sparse, _dense_width(a, i)), []).append(i)
     return tuple((layers[0], len(layers)) for _, layers in sorted(kinds.items()))
 
 
@@ -468,7 +473,7 @@ def _gemma3n_layer_saved(a: Architecture, batch: int, seq: int, layer: int, A: i
             saved += _gemma3n_norm(t, kv, a.num_kv_heads, False, trained)
     saved += 3 * norm_h + (A * t * h if trained else 0)  # post_attention, pre_feedforward (+ MLP input), post_ff
     if layer in a.sparse_mlp_layers:  # _gaussian_topk (L959-974): relu(gate - cutoff) and the per-token std
-        saved += A * t * a.intermediate_size + A * t + A  # (+ std_multiplier cast to 16 bits)
+        saved += A * t * _dense_width(a, layer) + A * t + A  # (+ std_multiplier cast to 16 bits)
     # correct: router_norm, tanh, coefficients + 1, clamped weight, the repeated innovation; the n corrected copies
     saved += norm_h + FP32_BYTES * t * n + A * t * n + A * n * n + 2 * n * A * t * h
     if trained:
@@ -569,7 +574,7 @@ def _mlp_saved(a: Architecture, batch: int, seq: int, layer: int, A: int, frozen
         trainable, frozen_count = MLP_ACTIVATION_TENSORS[FAMILY_MLP_ACTIVATION.get(a.model_type, "gelu")]
         gated = frozen_count if frozen else trainable
     if layer not in a.moe_layers:
-        return A * t * gated * a.intermediate_size
+        return A * t * gated * _dense_width(a, layer)
     if a.model_type in DENSE_EXPERT_FAMILIES:  # every expert on every token (validation/FINDINGS.md 37): the repeated
         # input and its product with the router scores (E t h each), gate_up, SiLU and product (E t 4 I_e); the fp32
         # sigmoid scores, their 16-bit copy and the top-k indices
@@ -633,6 +638,8 @@ def training_layer_bytes(a: Architecture, batch: int, seq: int, layer: int = 0, 
             mixer -= A * t * a.q_width
         if all_linear and lora_rank:
             lora += _gemma3n_lora(a, t, lora_rank, adapter_bytes)
+        if "down_proj" in linear_targets:  # down_proj's input is this layer's MLP width
+            lora -= adapter_bytes * t * (a.intermediate_size - _dense_width(a, layer))
         return mixer + mlp + lora + _gemma3n_layer_saved(a, batch, seq, layer, A, frozen_base, targets, all_linear)
     return norms + mixer + mlp + lora
 

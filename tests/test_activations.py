@@ -175,6 +175,21 @@ def test_gemma_3n_forward_saves_the_traced_bytes_in_every_training_mode():
                                                         10_538_578])
 
 
+def test_gemma_3n_layers_follow_their_own_mlp_widths():
+    """intermediate_size as a list (MatFormer slices): each layer saves its own width, traced 70,190,608 B (full)
+    and 68,786,896 B (all-linear, down_proj's input copy at the layer's width)."""
+    import estimator as est
+
+    a = est.architecture_from_config({**GEMMA_3N, "intermediate_size": [704, 1024, 704, 512, 704, 384]})
+    assert training_activation_bytes(a, 2, 144) == 70_190_608
+    assert training_activation_bytes(a, 2, 144, frozen_base=True, lora_targets=ALL_LINEAR_PRESET,
+                                     lora_rank=16) == 68_786_896
+    # against the uniform 704: layers 1, 3 and 5 save (1024 - 704), (512 - 704), (384 - 704) x 4 A t, layer 1 also
+    # its sparse relu output
+    t, A = 288, 2
+    assert 70_448_656 - 70_190_608 == A * t * (-(1024 - 704) * (4 + 1) - (512 - 704) * 4 - (384 - 704) * 4)
+
+
 def test_gemma_3n_prefill_holds_the_traced_working_set():
     """Traced prefill peaks (b 2, 144 tokens); the estimate leaves out two int64 scalars (16 B). Each variant makes
     another moment the largest: post_per_layer_input_norm, the MLP (I 4096), q_norm (40 heads), AltUp.correct (n 6)."""

@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 
 from .architecture import Architecture
-from .training import SPLIT_DELTANET_TYPES, lora_modules, moe_targets
+from .training import LORA_TARGET_PRESETS, SPLIT_DELTANET_TYPES, lora_modules, moe_targets
 from .units import FP32_BYTES
 
 LOSS_HEAD_BYTES_PER_LOGIT = 12  # fp32 log-softmax kept 4 B + two fp32 temporaries at backward start 8 B
@@ -113,19 +113,26 @@ def _mlp_widths(a: Architecture, layer: int) -> tuple[int, int]:
     return a.intermediate_size, 0
 
 
+def _dense_width(a: Architecture, layer: int) -> int:
+    """The dense MLP width of this layer: Gemma 3n's per-layer `intermediate_size` list, else intermediate_size."""
+    return a.layer_intermediate[layer] if a.layer_intermediate else a.intermediate_size
+
+
 @functools.lru_cache(maxsize=1024)
 def layer_kinds(a: Architecture) -> tuple[tuple[int, int], ...]:
     """(representative layer index, number of such layers) for each kind of layer: dense MLP or MoE, with attention
     or Gated DeltaNet linear attention, sliding-window or full attention. A windowed layer under sdpa saves more
     than a full one (k and v repeated to every head, the 16-bit mask: `_attention_saved`), so the two are separate
     kinds: with one kind, layer 0's window terms were counted for the full layers too (Command A, OLMo 3, Gemma 3:
-    validation/FINDINGS.md 42)."""
+    validation/FINDINGS.md 42). Layers that reuse another layer's K and V (Gemma 3n / 4), Gemma 3n's sparse-MLP
+    layers and its per-layer MLP widths are kinds of their own too (validation/FINDINGS.md 39)."""
     moe, linear, mamba = set(a.moe_layers), set(a.linear_layers), set(a.mamba_layers)
     no_attention, no_mlp, sliding = set(a.attention_free_layers), set(a.mlp_free_layers), set(a.sliding_layers)
+    shared, sparse = set(a.kv_shared_layers), set(a.sparse_mlp_layers)  # Gemma 3n: no own K and V; top-k MLP
     kinds: dict[tuple[bool, ...], list[int]] = {}
     for i in range(a.num_layers):
-        kinds.setdefault((i in moe, i in linear, i in mamba, i in no_attention, i in no_mlp, i in sliding),
-                         []).append(i)
+        kinds.setdefault((i in moe, i in linear, i in mamba, i in no_attention, i in no_mlp, i in sliding,
+                          i in shared, i in sparse, _dense_width(a, i)), []).append(i)
     return tuple((layers[0], len(layers)) for _, layers in sorted(kinds.items()))
 
 
@@ -141,6 +148,8 @@ def inference_layer_peak(a: Architecture, batch: int, query_len: int, context: i
     Gated DeltaNet layers run transformers' torch fallback (`_linear_attention_inference`, FINDINGS 45) unless
     `linear_attention_kernels`: serving engines' flash-linear-attention kernels, costed as an attention layer."""
     A, t, h = act_bytes, batch * query_len, a.hidden_size
+    if a.model_type in GEMMA3N_TYPES:
+        return _gemma3n_inference(a, batch, query_len, context, A, flash_attention, tp)
     base = 3 * A * t * h + _rope_bytes(a, t, A)  # embedding output (held by the model), layer input, normed
     kernel, indexer = sdpa_kernel(a, flash_attention), 0
     if kernel == "math":  # Falcon MQA (validation/FINDINGS.md 19): fused qkv output, roped q, 16-bit mask; fp32 q,
@@ -229,6 +238,47 @@ def _indexer_mask_inference(a: Architecture, batch: int, seq: int, context: int,
     16-bit copy A b s T."""
     t = batch * seq
     return 4 * t * min(a.index_topk, context) + batch * seq * context + A * batch * seq * context
+
+
+def _gemma3n_inference(a: Architecture, batch: int, query_len: int, context: int, A: int, flash_attention: bool,
+                       tp: int) -> int:
+    """Gemma 3n's prefill working set (transformers v5.24.0 models/gemma3n/modeling_gemma3n.py; traced:
+    validation/FINDINGS.md 39). Held by Gemma3nTextModel.forward (L1630-1716) through every layer: the embedding
+    output, the n - 1 rescaled AltUp copies in `temp_hidden_states` and the last projection's output (n + 1 tensors
+    of A t h when n > 1), the per-layer inputs A t L p, the rotary tables (`_gemma3n_rope`), the sliding-window
+    mask (q x ctx bool under sdpa, when the context exceeds the window), the position ids 8 s and the magnitudes A t
+    (2 A t if n > 1).
+    Each decoder layer (L1271-1323) holds its n-copy input and the n predictions (2 n A t h) and keeps every
+    intermediate it names until it returns; the largest of:
+        post_per_layer_input_norm: the n corrected copies, 10 named A t h tensors, the norm's fp32 copy and
+            normalised tensor 8 t h and its two fp32 rows 8 t
+        AltUp.correct's product: 9 named A t h tensors, the repeated innovation and the product 2 n A t h, the
+            modalities and coefficients 2 A t n
+        the MLP's down projection: 6 named tensors and its output 7 A t h, gate, activation, up and product 4 A t I
+        q_norm: the normed input and the LAuReL output 2 A t h, q and its fp32 copy and normalised tensor
+            (A + 8) t q_w, its two fp32 rows per head 8 t a (the largest when q_w is above about 5 h)
+    Under eager the masks are additive and 16-bit, one per kind of layer, and the layer holds the attention
+    probabilities A a t ctx after attention."""
+    t, h, n, L = batch * query_len, a.hidden_size, max(1, a.altup_inputs), a.num_layers
+    held = (n + 1 if n > 1 else 1) * A * t * h + A * t * L * a.per_layer_input_size + _gemma3n_rope(a, query_len, A)
+    held += 8 * query_len + (2 if n > 1 else 1) * A * t
+    if not flash_attention:  # eager: an additive 16-bit mask per kind of layer (full, sliding window)
+        kinds = (1 if a.sliding_layers else 0) + (1 if len(a.sliding_layers) < L else 0)
+        held += kinds * A * batch * query_len * context
+    elif a.sliding_layers and context > a.sliding_window:  # the windowed layers' mask
+        held += query_len * context
+    layer_input = 2 * n * A * t * h
+    norm = n * A * t * h + 10 * A * t * h + 2 * FP32_BYTES * t * h + 2 * FP32_BYTES * t
+    correct = 9 * A * t * h + 2 * n * A * t * h + 2 * A * t * n  # + the modalities and the coefficients
+    mlp = 7 * A * t * h + 4 * A * t * a.intermediate_size // tp
+    heads = max(1, a.num_heads // tp)
+    attention = 2 * A * t * h + (A + 2 * FP32_BYTES) * t * a.q_width // tp + 2 * FP32_BYTES * t * heads
+    if not flash_attention:  # eager's fp32 scores, softmax and 16-bit probabilities (`inference_layer_peak`); the
+        # layer keeps the probabilities, returned as attention weights (`attn, _ = self.self_attn(...)`, L1288)
+        attention += (A + 2 * FP32_BYTES) * heads * t * context
+        probabilities = A * heads * t * context
+        norm, correct, mlp = norm + probabilities, correct + probabilities, mlp + probabilities
+    return held + layer_input + max(norm, correct, mlp, attention)
 
 
 MAMBA_CHUNK = 256  # tokens per chunk of the SSD scan (mamba_chunk_size of Granite 4 / Falcon-H1; Nemotron-H: 128)
@@ -391,13 +441,147 @@ def _attention_saved(a: Architecture, batch: int, seq: int, layer: int, A: int, 
         # OLMo 2: RMSNorm over all q heads and over all k heads, weight multiplied in fp32: fp32 copy and fp32
         # normalized tensor each, one rsqrt per token each
         saved += 2 * FP32_BYTES * t * (a.q_width + a.num_kv_heads * a.head_dim) + 2 * FP32_BYTES * t
-    elif a.qk_norm_params:  # RMSNorm on q and k: fp32 copy, normalized 16-bit input (for the weight's gradient,
+    elif a.qk_norm_params and a.model_type not in GEMMA3N_TYPES:  # (Gemma 3n: `_gemma3n_layer_saved`)
+        # RMSNorm on q and k: fp32 copy, normalized 16-bit input (for the weight's gradient,
         # so not with a frozen base: validation/FINDINGS.md 19), rsqrt
         saved += ((FP32_BYTES + (0 if frozen else A)) * t * (a.q_width + a.num_kv_heads * a.head_dim)
                   + FP32_BYTES * t * (heads + a.num_kv_heads))
         if a.model_type in COHERE_NORM_FAMILIES:  # Command R+'s q/k LayerNorms over (heads, head_dim)
             saved += _cohere_norm_extra(t, a.q_width + a.num_kv_heads * a.head_dim, A, frozen)
     return saved
+
+
+# Gemma 3n (transformers v5.24.0 src/transformers/models/gemma3n/modeling_gemma3n.py; validation/FINDINGS.md 39)
+GEMMA3N_TYPES = ("gemma3n", "gemma3n_text")
+# peft's all-linear also adapts these per-layer Linears of Gemma 3n: LAuReL's linear_left (input h) and linear_right
+# (input r), per_layer_input_gate (h) and per_layer_projection (p), AltUp's modality_router (h, called by predict and
+# by correct) and prediction_coefs (n). AltUp.correct multiplies by `correction_coefs.weight` directly in training
+# (L1047-1049), so that adapter never runs.
+GEMMA3N_ALL_LINEAR_CALLS = 7  # lora_A outputs per layer from those modules (the router twice)
+
+
+def _gemma3n_norm(t: int, width: int, rows: int, weight: bool, trained: bool) -> int:
+    """What one Gemma3nRMSNorm (L118-139) saves: `_norm(x.float())` keeps the fp32 copy of its input and the
+    `mean(x^2) + eps` and `pow(., -0.5)` rows (not an rsqrt: two fp32 values per row); the product with
+    `weight.float()` keeps that fp32 weight copy, and the fp32 normalised tensor when the weight trains. `rows`
+    normalised rows per token (1, or the heads of q_norm / k_norm / v_norm); v_norm has no weight."""
+    return (FP32_BYTES * t * width * (2 if weight and trained else 1) + 2 * FP32_BYTES * t * rows
+            + (FP32_BYTES * width // rows if weight else 0))
+
+
+def _gemma3n_lora(a: Architecture, t: int, rank: int, adapter_bytes: int) -> int:
+    """all-linear adapters on Gemma 3n's own per-layer Linears (GEMMA3N_ALL_LINEAR_CALLS): an input copy each,
+    in the adapters' dtype, and each lora_A output."""
+    h, n = a.hidden_size, max(1, a.altup_inputs)
+    inputs = h + a.laurel_rank + h + a.per_layer_input_size + 2 * h + n
+    return adapter_bytes * t * (inputs + GEMMA3N_ALL_LINEAR_CALLS * rank)
+
+
+def _gemma3n_rope(a: Architecture, seq: int, A: int) -> int:
+    """cos and sin per layer type (L1696-1697: sliding and full layers have their own RoPE base), for one row of
+    positions (1, s, d) whatever the batch."""
+    types = (1 if a.sliding_layers else 0) + (1 if len(a.sliding_layers) < a.num_layers else 0)
+    return types * 2 * A * seq * a.head_dim
+
+
+def _gemma3n_layer_saved(a: Architecture, batch: int, seq: int, layer: int, A: int, frozen: bool,
+                         targets: tuple[str, ...], all_linear: bool, input_grad: bool = True) -> int:
+    """What a Gemma 3n decoder layer saves beyond its attention kernel's q, k, v, output (`_attention_saved`), its
+    MLP (`_mlp_saved`) and the LoRA inputs of the q ... down projections (`_lora_inputs_bytes`), traced tensor by
+    tensor (validation/FINDINGS.md 39). Per layer, t tokens, n AltUp copies, p per-layer input width, r LAuReL rank:
+        8 RMSNorms of width h (`_gemma3n_norm`): AltUp's router_norm in predict and in correct, input_layernorm,
+            post_laurel_norm, post_attention, pre_feedforward, post_feedforward, post_per_layer_input_norm
+        q_norm, k_norm and v_norm over the heads (no k_norm / v_norm in a layer that reuses K and V)
+        AltUp (L976-1073): the innovation repeated to n copies and the corrected output, n A t h each; the fp32 tanh
+            of both router calls 2 x 4 t n; the prediction coefficients A t n^2, saved by the matmul; the correction
+            coefficients + 1, A t n; the clamped correction weight A n^2
+        per-layer input (L1308-1320): per_layer_input_gate's output A t p, saved by the activation
+        trained weights add the 16-bit inputs of their Linears: router input (x2), input_layernorm's output,
+            pre_feedforward's output, first_prediction's clone and its product with correct_output_scale: 6 A t h;
+            the modalities for both coefficient Linears 2 A t n; linear_left's output A t r; the activation and the
+            product with the per-layer input 2 A t p (the activation also when all-linear adapts the per-layer
+            projection, which makes the per-layer inputs need a gradient)
+    With a frozen base, layer 0's input needs no gradient unless all-linear adapts the model's AltUp and per-layer
+    projections (`input_grad` False): its predict step, input_layernorm, post_laurel_norm and the norms of an
+    unadapted k or v save nothing."""
+    t, h, n, p = batch * seq, a.hidden_size, max(1, a.altup_inputs), a.per_layer_input_size
+    trained, g = not frozen, input_grad
+    norm_h = _gemma3n_norm(t, h, 1, True, trained)
+    saved = 0
+    if g:  # predict: router_norm, tanh, the coefficients; input_layernorm
+        saved += 2 * norm_h + FP32_BYTES * t * n + A * t * n * n
+        if trained:
+            saved += 2 * A * t * h + A * t * n  # router input, modalities, input_layernorm's output
+    if trained:
+        saved += A * t * a.laurel_rank
+    if g or all_linear:  # LAuReL's output needs a gradient
+        saved += norm_h
+    kv = a.num_kv_heads * a.head_dim
+    if g or "q_proj" in targets:
+        saved += _gemma3n_norm(t, a.q_width, a.num_heads, True, trained)
+    if layer not in a.kv_shared_layers:
+        if g or "k_proj" in targets:
+            saved += _gemma3n_norm(t, kv, a.num_kv_heads, True, trained)
+        if g or "v_proj" in targets:
+            saved += _gemma3n_norm(t, kv, a.num_kv_heads, False, trained)
+    saved += 3 * norm_h + (A * t * h if trained else 0)  # post_attention, pre_feedforward (+ MLP input), post_ff
+    if layer in a.sparse_mlp_layers:  # _gaussian_topk (L959-974): relu(gate - cutoff) and the per-token std
+        saved += A * t * _dense_width(a, layer) + A * t + A  # (+ std_multiplier cast to 16 bits)
+    # correct: router_norm, tanh, coefficients + 1, clamped weight, the repeated innovation; the n corrected copies
+    saved += norm_h + FP32_BYTES * t * n + A * t * n + A * n * n + 2 * n * A * t * h
+    if trained:
+        saved += A * t * h + A * t * n + 2 * A * t * h  # router input, modalities; clone and scaled clone
+    saved += A * t * p * (1 + (1 if trained or all_linear else 0) + (1 if trained else 0)) + norm_h
+    return saved
+
+
+def _gemma3n_outside(a: Architecture, batch: int, seq: int, A: int, frozen: bool, all_linear: bool,
+                     rank: int, adapter_bytes: int, checkpointing: bool = False) -> int:
+    """What Gemma3nTextModel.forward (L1630-1736) saves outside its layers, k = n - 1 AltUp projections each way:
+        always: the unembedding side (L1718-1730), each projection's output and its rescaled product 2 k A t h, the
+            magnitudes (mean and root of hidden[0], mean and clamped root per projection) 2 n A t; the final norm
+            (`_gemma3n_norm`), with its output A t h when the weights train; the scaled per-layer inputs A t L p
+            (every layer's product with its slice saves them)
+        when the projections' outputs need a gradient (trained weights, all-linear's adapters on them, or the
+            embedding output needing one): the stacked n copies (layer 0's predict matmul) n A t h, the embedding
+            side's outputs and products 2 k A t h, its magnitudes (2 n - 1) A t and per_layer_projection_norm over
+            (L, p)
+        when the embedding output needs a gradient (trained weights, or enable_input_require_grads under
+            checkpointing with a frozen base): that output A t h and its mean square A t
+        all-linear: an input copy and the lora_A output of each of the 2 k + 1 model-level projections
+        trained weights: the per-layer embedding's clamped ids 8 t (get_per_layer_inputs, L1738-1745)"""
+    t, h, n, p, L = batch * seq, a.hidden_size, max(1, a.altup_inputs), a.per_layer_input_size, a.num_layers
+    trained, k = not frozen, n - 1
+    embedding_grad = trained or checkpointing
+    out = _gemma3n_norm(t, h, 1, True, trained) + (A * t * h if trained else 0)
+    out += 2 * k * A * t * h + 2 * n * A * t + A * t * L * p
+    if all_linear:
+        out += (2 * k + (1 if p else 0)) * adapter_bytes * t * (h + rank)
+    if embedding_grad or all_linear:
+        out += n * A * t * h + 2 * k * A * t * h + (2 * n - 1) * A * t
+        if p:
+            out += _gemma3n_norm(t, L * p, L, True, trained)
+    if embedding_grad:
+        out += A * t * h + A * t
+    if trained and p:
+        out += 8 * t
+    return out
+
+
+def _gemma3n_checkpointed(a: Architecture, batch: int, seq: int, A: int, flash_attention: bool) -> int:
+    """Gemma 3n under gradient checkpointing (traced: gemma3n_text-full-sdpa-gc), beyond each layer's n-copy output:
+    the K and V that the last non-sharing layer of each type stores for the sharing layers (L1224-1225) stay
+    referenced by the checkpointed layers' kwargs, 2 A t kv_w each; the position ids 8 s; the sliding-window
+    mask, an input of every windowed layer, b s^2 bool under sdpa when s > W (eager: `decoder_layers_saved_bytes`).
+    The fake-tensor trace also keeps a full-attention mask: `find_packed_sequence_indices` (transformers v5.24.0
+    masking_utils.py L735-763) sees fake tensors as tracing and returns its tensor, so the causal skip is refused;
+    on real tensors it returns None and full attention takes `is_causal`."""
+    t = batch * seq
+    producers = len({i in a.sliding_layers for i in a.kv_shared_layers})
+    out = producers * 2 * A * t * a.num_kv_heads * a.head_dim + 8 * seq
+    if flash_attention and a.sliding_layers and seq > a.sliding_window:
+        out += batch * seq * seq
+    return out
 
 
 GDN_CHUNK = 64  # chunk_size of torch_chunk_gated_delta_rule (transformers v5.24.0 models/qwen3_next)
@@ -481,7 +665,7 @@ def _mlp_saved(a: Architecture, batch: int, seq: int, layer: int, A: int, frozen
         trainable, frozen_count = MLP_ACTIVATION_TENSORS[FAMILY_MLP_ACTIVATION.get(a.model_type, "gelu")]
         gated = frozen_count if frozen else trainable
     if layer not in a.moe_layers:
-        return A * t * gated * a.intermediate_size
+        return A * t * gated * _dense_width(a, layer)
     if a.model_type in DENSE_EXPERT_FAMILIES:  # every expert on every token (validation/FINDINGS.md 37): the repeated
         # input and its product with the router scores (E t h each), gate_up, SiLU and product (E t 4 I_e); the fp32
         # sigmoid scores, their 16-bit copy and the top-k indices
@@ -522,6 +706,8 @@ def training_layer_bytes(a: Architecture, batch: int, seq: int, layer: int = 0, 
         absent = MOE_ONLY_TARGETS + MLP_TARGETS
     if layer in a.attention_free_layers:
         absent += ATTENTION_TARGETS
+    if layer in a.kv_shared_layers and a.model_type in GEMMA3N_TYPES:  # no k_proj / v_proj to adapt (L1172-1182)
+        absent += ("k_proj", "v_proj")
     targets = tuple(name for name in moe_targets(a, lora_targets) if name not in absent)
     linear_targets = tuple(name for name in targets if name != "experts")
     lora = _lora_inputs_bytes(a, t, A, linear_targets, lora_rank, adapter_bytes) if linear_targets else 0
@@ -534,6 +720,18 @@ def training_layer_bytes(a: Architecture, batch: int, seq: int, layer: int = 0, 
     if layer in a.mamba_layers:  # alone (Nemotron-H, Granite 4, Jamba) or beside attention (Falcon-H1)
         mixer += _mamba_saved(a, batch, seq, A)
     mlp = 0 if layer in a.mlp_free_layers else _mlp_saved(a, batch, seq, layer, A, frozen_base, frozen_experts)
+    if a.model_type in GEMMA3N_TYPES:  # its own norms, AltUp, LAuReL and per-layer input (FINDINGS 39)
+        all_linear = set(LORA_TARGET_PRESETS["all-linear"]) <= set(lora_targets)
+        if layer in a.kv_shared_layers and flash_attention and not (layer in a.sliding_layers
+                                                                    and seq > a.sliding_window):
+            mixer -= A * t * _kv_width(a)  # the kernel reads the storing layer's K and V, saved there
+        if frozen_base and not flash_attention:  # eager: the frozen o_proj keeps no copy of its input
+            mixer -= A * t * a.q_width
+        if all_linear and lora_rank:
+            lora += _gemma3n_lora(a, t, lora_rank, adapter_bytes)
+        if "down_proj" in linear_targets:  # down_proj's input is this layer's MLP width
+            lora -= adapter_bytes * t * (a.intermediate_size - _dense_width(a, layer))
+        return mixer + mlp + lora + _gemma3n_layer_saved(a, batch, seq, layer, A, frozen_base, targets, all_linear)
     return norms + mixer + mlp + lora
 
 
@@ -547,6 +745,11 @@ def training_activation_bytes(a: Architecture, batch: int, seq: int, *, act_byte
     layers = decoder_layers_saved_bytes(a, batch, seq, act_bytes=A, flash_attention=flash_attention,
                                         gradient_checkpointing=gradient_checkpointing, frozen_base=frozen_base,
                                         lora_targets=lora_targets, lora_rank=lora_rank, adapter_bytes=adapter_bytes)
+    if a.model_type in GEMMA3N_TYPES:  # the AltUp and per-layer-input projections around the layers (FINDINGS 39)
+        all_linear = set(LORA_TARGET_PRESETS["all-linear"]) <= set(lora_targets)
+        outside = _gemma3n_outside(a, batch, seq, A, frozen_base, all_linear and lora_rank > 0, lora_rank,
+                                   adapter_bytes, gradient_checkpointing)
+        return layers + outside + _gemma3n_rope(a, seq, A)
     if a.norm_bias:  # LayerNorm saves its 16-bit input, which for layer 0's first norm is the embedding output
         final_norm, embedding = A * t * h + 2 * LAYER_NORM_STAT_BYTES * t, 0
     else:
@@ -588,9 +791,18 @@ def decoder_layers_saved_bytes(a: Architecture, batch: int, seq: int, *, act_byt
             # every checkpointed layer, so they live until backward (validation/FINDINGS.md 27)
             kinds = (1 if a.sliding_layers else 0) + (1 if len(a.sliding_layers) < a.num_layers else 0)
             layers += kinds * A * batch * seq * seq
+        if a.model_type in GEMMA3N_TYPES:
+            layers += _gemma3n_checkpointed(a, batch, seq, A, flash_attention)
         return layers
     layers = sum(count * training_layer_bytes(a, batch, seq, layer, **layer_options)
                  for layer, count in layer_kinds(a))
+    if a.model_type in GEMMA3N_TYPES and frozen_base and not set(LORA_TARGET_PRESETS["all-linear"]) <= set(
+            lora_targets):  # layer 0's input needs no gradient (`_gemma3n_layer_saved`)
+        targets = moe_targets(a, lora_targets)
+        layers -= (_gemma3n_layer_saved(a, batch, seq, 0, A, True, targets, False)
+                   - _gemma3n_layer_saved(a, batch, seq, 0, A, True, targets, False, input_grad=False))
+        if not flash_attention and "k_proj" not in targets:  # eager's q @ k^T keeps q only for k's gradient
+            layers -= A * batch * seq * a.q_width
     untouched = _layers_before_first_adapter(a, frozen_base, lora_targets)
     if untouched:  # nothing in them needs a gradient, so they save nothing (validation/FINDINGS.md 25)
         layers -= sum(training_layer_bytes(a, batch, seq, i, **layer_options) for i in range(untouched))

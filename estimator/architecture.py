@@ -150,6 +150,7 @@ class Architecture:
     layer_intermediate: tuple[int, ...] = ()  # each layer's MLP width when they differ (Gemma 3n); () = uniform
     altup_inputs: int = 0  # Gemma 3n AltUp: parallel copies of the hidden state (0 = none)
     laurel_rank: int = 0  # Gemma 3n LAuReL: rank of the learned low-rank residual (0 = none)
+    sparse_mlp_layers: tuple[int, ...] = ()  # Gemma 3n activation sparsity: layers whose MLP keeps a gaussian top-k
     # Sliding-window attention
     sliding_window: int = 0  # W, tokens a windowed layer attends to (0 = none)
     sliding_layers: tuple[int, ...] = ()  # indices of the windowed layers
@@ -246,7 +247,8 @@ class Architecture:
         for name in ("mamba_proj_bias", "mamba_conv_bias", "mamba_norm", "chunked_attention"):
             require_bool(name, getattr(self, name))
         for name in ("moe_layers", "sliding_layers", "linear_layers", "mamba_layers", "attention_free_layers",
-                     "mlp_free_layers", "kv_shared_layers", "wide_mlp_layers", "shared_index_layers"):
+                     "mlp_free_layers", "kv_shared_layers", "wide_mlp_layers", "shared_index_layers",
+                     "sparse_mlp_layers"):
             layers = getattr(self, name)
             if any(not 0 <= i < self.num_layers for i in layers) or len(set(layers)) != len(layers):
                 raise ValueError(f"{name} must list distinct layer indices in 0..{self.num_layers - 1}")

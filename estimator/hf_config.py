@@ -477,6 +477,14 @@ def _gemma3n(f: _Fields, name: str, model_type: str) -> Architecture:
                          "type to produce them")
     sliding = tuple(i for i, kind in enumerate(types) if kind == "sliding_attention")
     per_input = t.get("hidden_size_per_layer_input", 0)
+    sparsity = raw.get("activation_sparsity_pattern")  # None: 0.95 on the first 10 layers when there are more than 10
+    if sparsity is None:  # (Gemma3nTextConfig.__post_init__)
+        sparsity = [0.95] * 10 + [0.0] * (layers - 10) if layers > 10 else []
+    if isinstance(sparsity, (int, float)) and not isinstance(sparsity, bool):
+        sparsity = [sparsity] * layers
+    if not isinstance(sparsity, list) or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1
+                                             for v in sparsity) or sparsity and len(sparsity) != layers:
+        raise ValueError(f"activation_sparsity_pattern must list {layers} numbers in 0..1, one per layer")
     return Architecture(**base, intermediate_size=t.need("intermediate_size"), layer_intermediate=per_layer,
                         qk_norm_params=2 * base["head_dim"], qkv_bias=t.flag("attention_bias", False),
                         o_bias=t.flag("attention_bias", False), norms_per_layer=4,
@@ -485,9 +493,9 @@ def _gemma3n(f: _Fields, name: str, model_type: str) -> Architecture:
                         kv_shared_layers=tuple(range(layers - shared, layers)), per_layer_input_size=per_input,
                         per_layer_vocab=t.need("vocab_size_per_layer_input") if per_input else 0,
                         altup_inputs=t.get("altup_num_inputs", 0), laurel_rank=t.get("laurel_rank", 0),
+                        sparse_mlp_layers=tuple(i for i, v in enumerate(sparsity) if v > 0),
                         fp32_norm_weight=True, softcap_logits=_softcap(t, "final_logit_softcapping", True),
-                        notes=(f"Gemma 3n: the last {shared} layers reuse earlier layers' K and V and cache nothing; "
-                               "the AltUp copies of the hidden state are not in the activation estimate",))
+                        notes=(f"Gemma 3n: the last {shared} layers reuse earlier layers' K and V and cache nothing",))
 
 
 def _qwen3_next(f: _Fields, name: str, model_type: str) -> Architecture:

@@ -183,3 +183,138 @@ def test_deepseek_v32_indexer_terms_only_under_eager():
     assert a.index_topk == 256
     assert inference_layer_peak(a, 2, 512, 512, flash_attention=False) == 168_497_152 + 65_536 - 4_096
     assert inference_layer_peak(a, 2, 512, 528) == 31_064_064  # unchanged (results.csv, deepseek_v32-infer)
+
+
+# Gemma 3n at sizes that tell every tensor apart (validation/FINDINGS.md 39): h 320, 4 query heads and 2 KV heads of
+# 48, I 704, per-layer inputs p 40, LAuReL r 24, n 3 AltUp copies, 6 layers alternating sliding (W 96) and full, the
+# last 2 reusing K and V, activation sparsity on layers 0 and 1; traced with validation.trace (transformers 5.24.0,
+# peft 0.21.2, bf16) at b 2, s 144 (t 288)
+GEMMA_3N = dict(model_type="gemma3n_text", hidden_size=320, num_hidden_layers=6, num_attention_heads=4,
+                num_key_value_heads=2, head_dim=48, vocab_size=1000, max_position_embeddings=4096,
+                tie_word_embeddings=False, intermediate_size=704, sliding_window=96, vocab_size_per_layer_input=500,
+                hidden_size_per_layer_input=40, num_kv_shared_layers=2, altup_num_inputs=3, laurel_rank=24,
+                activation_sparsity_pattern=[0.95, 0.95, 0.0, 0.0, 0.0, 0.0],
+                layer_types=["sliding_attention", "full_attention"] * 3)
+QV = ("q_proj", "v_proj")
+ALL_LINEAR_PRESET = ALL_LINEAR + ("experts", "router")  # training.LORA_TARGET_PRESETS["all-linear"]
+
+
+def test_gemma_3n_layers_save_what_the_trace_saves():
+    import estimator as est
+
+    a = est.architecture_from_config(GEMMA_3N)
+    assert a.sparse_mlp_layers == (0, 1) and a.kv_shared_layers == (4, 5)
+    traced = [11_589_972, 11_396_436, 11_183_890, 10_990_354, 10_842_706, 10_538_578]  # bytes each layer created
+    assert [training_layer_bytes(a, 2, 144, i) for i in range(6)] == traced
+    # layer 3 (full attention, own K and V, dense MLP) by hand, t = 288:
+    t, h, n, A = 288, 320, 3, 2
+    norm_h = 4 * t * h * 2 + 2 * 4 * t + 4 * h  # fp32 copy and normalized tensor, mean and pow rows, fp32 weight
+    layer_3 = (8 * norm_h  # router x2, input, post_laurel, post_attention, pre_ff, post_ff, post_per_layer_input
+               + (4 * t * 192 * 2 + 2 * 4 * t * 4 + 4 * 48)  # q_norm over 4 heads of 48
+               + (4 * t * 96 * 2 + 2 * 4 * t * 2 + 4 * 48) + (4 * t * 96 + 2 * 4 * t * 2)  # k_norm, v_norm
+               + A * t * (192 + 192 + 96 + 96) + 4 * 4 * t  # roped q, output, k and v; logsumexp
+               + 4 * A * t * 704  # gate, GeLU, up, product
+               + 2 * n * A * t * h + 2 * 4 * t * n + A * t * n * n + 3 * A * t * n + A * n * n  # AltUp
+               + 6 * A * t * h + A * t * 24 + 3 * A * t * 40)  # Linear inputs, LAuReL, per-layer input gate
+    assert layer_3 == traced[3]
+    # layer 1 adds the sparse MLP's relu output, std and multiplier; layer 5 reuses layer 3's K and V and norms
+    assert traced[1] - traced[3] == A * t * 704 + A * t + A
+    k_and_v, kv_norms = A * t * 2 * 96, (4 * t * 96 * 2 + 2 * 4 * t * 2 + 4 * 48) + (4 * t * 96 + 2 * 4 * t * 2)
+    assert traced[3] - traced[5] == k_and_v + kv_norms
+
+
+def test_gemma_3n_forward_saves_the_traced_bytes_in_every_training_mode():
+    import estimator as est
+
+    a = est.architecture_from_config(GEMMA_3N)
+    assert training_activation_bytes(a, 2, 144) == 70_448_656  # the layers + 3,906,720 B around them
+    assert training_activation_bytes(a, 2, 144, frozen_base=True, lora_targets=QV, lora_rank=16) == 41_565_552
+    assert training_activation_bytes(a, 2, 144, frozen_base=True, lora_targets=ALL_LINEAR_PRESET,
+                                     lora_rank=16) == 69_155_536
+    assert training_activation_bytes(a, 2, 144, flash_attention=False) == 76_586_512
+    assert training_activation_bytes(a, 2, 144, flash_attention=False, frozen_base=True, lora_targets=QV,
+                                     lora_rank=16) == 46_929_264
+    assert training_activation_bytes(a, 2, 144, flash_attention=False, gradient_checkpointing=True) == 7_612_704
+    # under sdpa the fake-tensor trace also builds a full-attention mask b s^2 that real tensors skip (FINDINGS 39)
+    assert training_activation_bytes(a, 2, 144, gradient_checkpointing=True) == 7_529_760 - 2 * 144 * 144
+    # with a frozen base enable_input_require_grads makes the embedding output, and so the AltUp projections, need
+    # a gradient: the embedding side is kept as in full fine-tuning
+    for targets, traced in ((QV, 6_698_016), (ALL_LINEAR_PRESET, 8_633_376)):
+        assert training_activation_bytes(a, 2, 144, gradient_checkpointing=True, frozen_base=True,
+                                         lora_targets=targets, lora_rank=16) == traced - 2 * 144 * 144
+    # around the layers (full fine-tuning), by hand: stacked copies, embedding output, AltUp projections both ways
+    # and their products, final norm and its output; magnitudes; per-layer inputs, their norm, ids; RoPE
+    t, h, n, A, L, p = 288, 320, 3, 2, 6, 40
+    outside = ((n + 1 + 4 * (n - 1) + 1) * A * t * h + (4 * t * h * 2 + 2 * 4 * t + 4 * h) + 4 * n * A * t
+               + A * t * L * p + (4 * t * L * p * 2 + 2 * 4 * t * L + 4 * p) + 8 * t + 4 * A * 144 * 48)
+    assert outside == 3_906_720 == 70_448_656 - sum([11_589_972, 11_396_436, 11_183_890, 10_990_354, 10_842_706,
+                                                        10_538_578])
+
+
+def test_gemma_3n_layers_follow_their_own_mlp_widths():
+    """intermediate_size as a list (MatFormer slices): each layer saves its own width, traced 70,190,608 B (full)
+    and 68,786,896 B (all-linear, down_proj's input copy at the layer's width)."""
+    import estimator as est
+
+    a = est.architecture_from_config({**GEMMA_3N, "intermediate_size": [704, 1024, 704, 512, 704, 384]})
+    assert training_activation_bytes(a, 2, 144) == 70_190_608
+    assert training_activation_bytes(a, 2, 144, frozen_base=True, lora_targets=ALL_LINEAR_PRESET,
+                                     lora_rank=16) == 68_786_896
+    # against the uniform 704: layers 1, 3 and 5 save (1024 - 704), (512 - 704), (384 - 704) x 4 A t, layer 1 also
+    # its sparse relu output
+    t, A = 288, 2
+    assert 70_448_656 - 70_190_608 == A * t * (-(1024 - 704) * (4 + 1) - (512 - 704) * 4 - (384 - 704) * 4)
+
+
+def test_gemma_3n_prefill_holds_the_traced_working_set():
+    """Traced prefill peaks (b 2, 144 tokens); the estimate leaves out two int64 scalars (16 B). Each variant makes
+    another moment the largest: post_per_layer_input_norm, the MLP (I 4096), q_norm (40 heads), AltUp.correct (n 6)."""
+    import estimator as est
+
+    def peak(**changes):
+        a = est.architecture_from_config({**GEMMA_3N, **changes})
+        return inference_layer_peak(a, 2, 144, 144) + 16
+
+    assert peak() == 5_195_536
+    assert peak(intermediate_size=4096) == 12_787_216
+    assert peak(num_attention_heads=40) == 8_050_192
+    assert peak(altup_num_inputs=6) == 7_596_304
+    a = est.architecture_from_config(GEMMA_3N)
+    assert inference_layer_peak(a, 2, 144, 144, flash_attention=False) + 16 == 5_672_464
+    # by hand at the norm: model (embedding, 2 rescaled copies, the last projection; per-layer inputs; mask; RoPE;
+    # position ids; magnitudes) + the layer's input, predictions, corrected copies, 10 tensors and the fp32 norm
+    t, h, A = 288, 320, 2
+    assert (4 * A * t * h + A * t * 6 * 40 + 144 * 144 + 4 * A * 144 * 48 + 8 * 144 + 2 * A * t
+            + 9 * A * t * h + 10 * A * t * h + 2 * 4 * t * h + 2 * 4 * t) + 16 == 5_195_536
+
+
+def test_gemma_3n_reads_the_activation_sparsity_pattern():
+    import pytest
+
+    import estimator as est
+
+    assert est.architecture_from_config({"model_type": "gemma3n_text"}).sparse_mlp_layers == tuple(range(10))
+    small = {k: v for k, v in GEMMA_3N.items() if k != "activation_sparsity_pattern"}
+    assert est.architecture_from_config(small).sparse_mlp_layers == ()  # 10 layers or fewer: none by default
+    assert est.architecture_from_config({**small, "activation_sparsity_pattern": 0.5}).sparse_mlp_layers == tuple(
+        range(6))
+    for bad in ([0.95] * 5, [1.5] * 6, ["x"] * 6, True):
+        with pytest.raises(ValueError, match="activation_sparsity_pattern"):
+            est.architecture_from_config({**small, "activation_sparsity_pattern": bad})
+
+
+def test_gemma_3n_at_real_width_saves_the_traced_bytes():
+    """Gemma3nTextConfig's defaults (h 2048, 8 heads x 256, 2 KV heads, I 16,384, n 4, r 64, p 256, window 512) with
+    5 layers (sliding, sliding, full, sliding, full; the last 2 reuse K and V; sparsity 0.95 on the first 2), b 1,
+    s 1024, traced: two RoPE tables (sliding and full bases) of one row of positions each."""
+    import estimator as est
+
+    a = est.architecture_from_config(dict(
+        model_type="gemma3n_text", num_hidden_layers=5, num_kv_shared_layers=2,
+        layer_types=["sliding_attention"] * 2 + ["full_attention", "sliding_attention", "full_attention"],
+        activation_sparsity_pattern=[0.95, 0.95, 0.0, 0.0, 0.0]))
+    assert [training_layer_bytes(a, 1, 1024, i) for i in range(5)] == [404_713_506, 404_713_506, 362_768_416,
+                                                                         364_831_776, 354_346_016]
+    assert training_activation_bytes(a, 1, 1024) == 1_998_951_588
+    assert training_activation_bytes(a, 1, 1024, frozen_base=True, lora_targets=QV, lora_rank=16) == 1_286_573_220
+    assert inference_layer_peak(a, 1, 1024, 1024) + 16 == 223_883_280

@@ -82,3 +82,21 @@ def test_estimates_need_no_torch():
     assert e["peak"] == max(e["phase: backward"], e["phase: optimizer step"])
     i = compare.estimate_inference(matrix.SMALL_CONFIGS["llama"], batch=2, prefill_len=512, decode_steps=16)
     assert i["kv_cache"] == 2 * 4 * 2 * 64 * 528 * 2 * 2
+
+
+def test_gemma_3n_rows_follow_the_traces(rows):
+    """FINDINGS 39: the committed Gemma 3n rows are the current estimate, and its activations match the traces
+    (checkpointing: less the fake-tensor full-attention mask b s^2; inference: the mask's 16 decode columns)."""
+    config = next(c for c in matrix.cases() if c.name == "gemma3n_text-full-sdpa").config
+    committed = {(r["case"], r["component"]): r for r in rows if r["family"] == "gemma3n_text"}
+    estimate = compare.estimate_training(config, batch=2, seq=512)
+    for component in ("activations", "activations_per_layer", "peak"):
+        assert committed[("gemma3n_text-full-sdpa", component)]["estimate_bytes"] == estimate[component]
+    for case in ("gemma3n_text-full-sdpa", "gemma3n_text-lora-qv-sdpa", "gemma3n_text-lora-all-sdpa"):
+        for component in ("activations", "activations_per_layer"):
+            row = committed[(case, component)]
+            assert row["estimate_bytes"] == row["measured_bytes"], (case, component)
+    gc = committed[("gemma3n_text-full-sdpa-gc", "activations")]
+    assert gc["measured_bytes"] - gc["estimate_bytes"] == 2 * 512 * 512
+    infer = committed[("gemma3n_text-infer", "activations")]
+    assert infer["estimate_bytes"] - infer["measured_bytes"] == 512 * 16 - 8  # mask columns; an int64 scalar

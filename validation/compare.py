@@ -67,7 +67,8 @@ def estimate_training(config: Mapping, batch: int = 1, seq: int = 512, technique
         "optimizer_states": b.component("optimizer_states"),
         "activations": phases["backward start"] - persistent - logits,
         "logits": logits,
-        "activations_per_layer": per_layer if not gradient_checkpointing else a.hidden_size * batch * seq * 2,
+        "activations_per_layer": per_layer if not gradient_checkpointing
+        else a.hidden_size * batch * seq * 2 * max(1, a.altup_inputs),  # Gemma 3n passes its n AltUp copies
         "phase: backward": max(total for name, total in phases.items() if name != "optimizer step"),
         "phase: optimizer step": phases["optimizer step"],
         "peak": b.total,

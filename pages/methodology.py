@@ -348,7 +348,9 @@ bytes are the memory estimate's own (weights in the chosen format, the KV cache 
 $e_{bw}$, $e_{flops}$ are not one factor: each is the median achieved fraction of published measurements of an
 engine on a GPU class (`validation/published/speed.csv`, every record with its URL, quote and settings;
 `python -m validation speed --derive`). Fine-tuning: $6N$ FLOPs per token ($4N$ for LoRA's frozen base, $+2N$
-with gradient checkpointing) at 38-43% MFU (Llama 3, arXiv:2407.21783). `serve` follows llama-bench: pp512 and
+with gradient checkpointing) at the median achieved fraction of the peak of published training runs of the
+framework on the GPU class (torchtitan, torchtune, llm.q; by the same rule, falling back to the GPU class, then to
+every run; Llama 3's 38-43% MFU, arXiv:2407.21783, only if no run set one). `serve` follows llama-bench: pp512 and
 tg128 at batch 1.
 """)
 speed_rows = load_speed_results()

@@ -129,15 +129,17 @@ def test_training_flops_6n_full_4n_lora_8n_with_checkpointing():
     assert speed.training_flops_per_token(LLAMA2_7B, 2048, "lora", False) == 2 * (2 * n + attention)
 
 
-def test_training_speed_is_mfu_times_peak_over_flops_and_epoch_is_dataset_over_rate():
+def test_training_speed_is_efficiency_times_peak_over_flops_and_epoch_is_dataset_over_rate():
     g = catalog.gpu("h100-sxm")
     t = speed.training_speed(LLAMA2_7B, g, "full", batch=4, seq_len=2048, dataset_tokens=10**9)
     per_token = speed.training_flops_per_token(LLAMA2_7B, 2048, "full", False)
-    assert t.tokens_per_s == pytest.approx(speed.MFU * 989e12 / per_token)
+    e = speed.training_efficiency("", "nvidia-datacenter")  # derived: the datacenter records' median
+    assert e.records and t.efficiency == e and e.text in " ".join(t.assumptions)
+    assert t.tokens_per_s == pytest.approx(e.value * 989e12 / per_token)
     assert t.step_time_s == pytest.approx(4 * 2048 / t.tokens_per_s)
     assert t.epoch_time_s == pytest.approx(10**9 / t.tokens_per_s)
     low, high = t.tokens_per_s_range
-    assert low < t.tokens_per_s < high
+    assert low == pytest.approx(e.spread[0] * 989e12 / per_token) and low < t.tokens_per_s < high
     # ZeRO-3 over 8 GPUs: 3 x parameters x 2 bytes x 7/8 per GPU per step over the link, overlapped with compute
     eight = speed.training_speed(LLAMA2_7B, g, "full", batch=4, seq_len=2048, gpus=8, zero_stage=3,
                                  dataset_tokens=10**9)
@@ -145,6 +147,27 @@ def test_training_speed_is_mfu_times_peak_over_flops_and_epoch_is_dataset_over_r
     comm = 3 * 6_738_415_616 * 2 * 7 / 8 / link
     assert eight.step_time_s == pytest.approx(max(comm, t.step_time_s))
     assert eight.epoch_time_s == pytest.approx(10**9 / (8 * 4 * 2048 / eight.step_time_s))
+
+
+def test_training_efficiency_key_falls_back_to_the_gpu_class_then_to_llama_3s_mfu():
+    """(framework, GPU class) -> (GPU class) -> (framework) -> every record; an empty table: Llama 3's 38-43%."""
+    table = speed.efficiency_table({"efficiencies": [
+        {"key": ["torchtitan", "nvidia-datacenter", "training", ""], "value": 0.64, "records": ["a", "b"]},
+        {"key": ["", "nvidia-datacenter", "training", ""], "value": 0.65, "records": ["a", "b", "c"],
+         "range": [0.6, 0.9]},
+        {"key": ["", "", "training", ""], "value": 0.62, "records": ["a", "b", "c", "d"]}]})
+    assert speed.training_efficiency_in(table, "torchtitan", "nvidia-datacenter").value == 0.64
+    assert speed.training_efficiency_in(table, "hf", "nvidia-datacenter").spread == (0.6, 0.9)
+    assert speed.training_efficiency_in(table, "hf", "apple").value == 0.62
+    fallback = speed.training_efficiency_in({}, "hf", "apple")
+    assert (fallback.value, fallback.records, fallback.spread) == ((0.38 + 0.43) / 2, (), (0.38, 0.43))
+    assert fallback.text.startswith("0.405 (no published training record: Llama 3's 38%-43% MFU")
+    # 1,000 tokens/s at 0.64 becomes 1,000 x 0.62 / 0.64 at 0.62: the rate is linear in the efficiency
+    a = speed.training_speed(LLAMA2_7B, catalog.gpu("a100-80gb-sxm"), "lora", 1, 1024,
+                             e=speed.Efficiency(0.64, "x", ("r",)))
+    b = speed.training_speed(LLAMA2_7B, catalog.gpu("a100-80gb-sxm"), "lora", 1, 1024,
+                             e=speed.Efficiency(0.62, "y", ("r",)))
+    assert b.tokens_per_s == pytest.approx(a.tokens_per_s * 0.62 / 0.64)
 
 
 def _cli(*argv: str) -> dict:

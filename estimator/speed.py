@@ -9,7 +9,9 @@ Inference", arXiv:2211.05102, section 2):
         bytes  = weights a step reads (2-D weights / tp + vectors; MoE: the experts B x k picks touch)
                  + KV cache of the B sequences at c tokens (kv_cache.py: GQA, MLA, windows, the KV dtype)
         flops  = 2 x active matmul parameters / tp x B  +  4 x q_width / tp x attended tokens x B (QK^T and PV)
-        time   = max(bytes / (bandwidth x e_bw), flops / (peak x e_flops)) + all-reduce time
+        time   = max(bytes / (bandwidth x e_bw), flops / (peak x e_flops)) + all-reduce time + t_step
+        (t_step: the engine's fixed cost per step, kernel launches, scheduling and sampling, that a small model's
+        step at batch 1 is mostly made of; derived with e_bw from the same records)
     prefill of a P-token prompt:
         flops  = 2 x active matmul parameters / tp x P  +  4 x q_width / tp x sum over positions of the tokens seen
         bytes  = the weights once (every expert the P x k picks touch)
@@ -111,18 +113,23 @@ class Efficiency:
     key: str  # what it is the median of, e.g. "llama.cpp, nvidia-consumer, decode, quantized"
     records: tuple[str, ...]  # ids of validation/published/speed.csv it was derived from
     spread: tuple[float, float] | None = None  # lowest and highest achieved fraction of those records (training)
+    step_s: float = 0.0  # decode: fixed seconds per step (launches, scheduling, sampling) derived with the value
 
     @property
     def text(self) -> str:
         if not self.records:
             return f"{self.value:.3f} ({self.key})"
+        if self.step_s:
+            return (f"{self.value:.2f} plus {self.step_s * 1e3:.2f} ms per step (Theil-Sen fit of step time on "
+                    f"bytes over {len(self.records)} published record(s): {self.key})")
         return f"{self.value:.2f} (median of {len(self.records)} published record(s): {self.key})"
 
 
 def efficiency_table(data: dict) -> dict[tuple[str, ...], Efficiency]:
     """speed.json's efficiencies by key (engine, GPU class, phase, kernel; '' = any)."""
     return {tuple(e["key"]): Efficiency(float(e["value"]), ", ".join(part for part in e["key"] if part),
-                                        tuple(e["records"]), tuple(e["range"]) if "range" in e else None)
+                                        tuple(e["records"]), tuple(e["range"]) if "range" in e else None,
+                                        e.get("step_ms", 0.0) / 1e3)
             for e in data["efficiencies"]}
 
 
@@ -290,10 +297,11 @@ class Phase:
     memory_s: float
     compute_s: float
     comm_s: float
+    step_s: float = 0.0  # the engine's fixed cost per decode step
 
     @property
     def seconds(self) -> float:
-        return max(self.memory_s, self.compute_s) + self.comm_s
+        return max(self.memory_s, self.compute_s) + self.comm_s + self.step_s
 
     @property
     def bound(self) -> str:
@@ -306,13 +314,15 @@ def _phase(num_bytes: float, flops: float, comm_s: float, p: Peaks, e_bw: float,
 
 
 def decode_phase(a: Architecture, format_id: str, kv_dtype: str, tp: int, sequences: int, context: int,
-                 p: Peaks, e_bw: float, e_flops: float, mla_latent: bool = True) -> Phase:
-    """One decode step of `sequences` sequences, each with `context` cached tokens."""
+                 p: Peaks, e_bw: float, e_flops: float, mla_latent: bool = True, step_s: float = 0.0) -> Phase:
+    """One decode step of `sequences` sequences, each with `context` cached tokens, plus `step_s` seconds of fixed
+    cost per step."""
     w = weight_traffic(a, format_id)
     weights = (w.layers + w.experts * experts_touched(a, sequences)) / tp + w.vectors
     kv = kv_cache_bytes(a, context, sequences, kv_dtype, tp, mla_latent)
     flops = sequences * (2 * matmul_parameters(a) + attention_flops(a, context)) / tp
-    return _phase(weights + kv, flops, allreduce_seconds(a, sequences, tp, p.link), p, e_bw, e_flops)
+    step = _phase(weights + kv, flops, allreduce_seconds(a, sequences, tp, p.link), p, e_bw, e_flops)
+    return dataclasses.replace(step, step_s=step_s) if step_s else step
 
 
 def prefill_phase(a: Architecture, format_id: str, tp: int, prompt: int, p: Peaks, e_bw: float,
@@ -394,7 +404,8 @@ def inference_speed(a: Architecture, g: Gpu, format_id: str, kv_dtype: str = "bf
     klass, kernel = gpu_class(g), kernel_kind("bf16" if format_id == CHECKPOINT and not _quantized_checkpoint(a)
                                               else format_id)
     e_bw, e_flops = efficiency(engine, klass, "decode", kernel), efficiency(engine, klass, "prefill", kernel)
-    step = decode_phase(a, format_id, kv_dtype, tp, sequences, context, p, e_bw.value, e_flops.value, mla_latent)
+    step = decode_phase(a, format_id, kv_dtype, tp, sequences, context, p, e_bw.value, e_flops.value, mla_latent,
+                        e_bw.step_s)
     fill = prefill_phase(a, format_id, tp, prompt, p, e_bw.value, e_flops.value)
     basis = Basis(a, g, format_id, kv_dtype, tp, sequences, prompt, context, step, fill, p, e_bw, e_flops)
     return Speed(prefill_tokens_per_s=prompt / fill.seconds, ttft_s=fill.seconds,
@@ -535,8 +546,9 @@ def quick_speed(s: InferenceScenario, row: str, g: Gpu) -> Speed:
     p, klass, kernel = peaks(g, "bf16"), gpu_class(g), "16-bit" if bits >= 16 else "quantized"
     e_bw, e_flops = efficiency("", klass, "decode", kernel), efficiency("", klass, "prefill", kernel)
     touched = min(1.0, sequences * active / total)
-    step = _phase(b.component("weights") * touched + b.component("kv_cache"), 2 * active * sequences / tp, 0.0, p,
-                  e_bw.value, e_flops.value)
+    step = dataclasses.replace(_phase(b.component("weights") * touched + b.component("kv_cache"),
+                                      2 * active * sequences / tp, 0.0, p, e_bw.value, e_flops.value),
+                               step_s=e_bw.step_s)
     fill = _phase(b.component("weights"), 2 * active * s.seq_len / tp, 0.0, p, e_bw.value, e_flops.value)
     notes = (f"Speed from the parameter counts (quick method): prefill of one {s.seq_len:,}-token prompt at "
              f"2 x {active:,} FLOPs per token; decode of {sequences} sequence(s) reading "

@@ -75,9 +75,10 @@ def test_quantized_q4_0_reads_18_bytes_per_32_weights_and_q6_k_output():
     assert w.layers == blocks + output == 3_750_273_024
     assert w.vectors == LLAMA_NORMS * 4
     bench = speed.llama_bench(LLAMA2_7B, RTX_4090, "q4_0")  # tg128: 64 cached tokens on average
-    e = speed.efficiency("llama.cpp", "nvidia-consumer", "decode", "quantized").value
+    e = speed.efficiency("llama.cpp", "nvidia-consumer", "decode", "quantized")
     step_bytes = 3_750_273_024 + LLAMA_NORMS * 4 + 64 * 524_288
-    assert bench.decode_tokens_per_s == pytest.approx(1008e9 * e / step_bytes)
+    assert e.step_s > 0  # the key's records fit a fixed cost per step next to the bandwidth fraction
+    assert bench.decode_tokens_per_s == pytest.approx(1 / (step_bytes / (1008e9 * e.value) + e.step_s))
 
 
 def test_tensor_parallel_halves_the_bytes_and_adds_two_all_reduces_per_layer():
@@ -170,6 +171,16 @@ def test_training_efficiency_key_falls_back_to_the_gpu_class_then_to_llama_3s_mf
     assert b.tokens_per_s == pytest.approx(a.tokens_per_s * 0.62 / 0.64)
 
 
+def test_a_decode_step_adds_the_engines_fixed_cost_per_step():
+    """Llama 2 7B bf16 on an H100 SXM, one sequence at 64 tokens, e_bw 0.5 and 3 ms a step: the step reads
+    13.48 GB at 3,350 GB/s x 0.5 and then pays the 3 ms."""
+    p = speed.peaks(catalog.gpu("h100-sxm"), "bf16")
+    bare = speed.decode_phase(LLAMA2_7B, "bf16", "bf16", 1, 1, 64, p, 0.5, 1.0)
+    step = speed.decode_phase(LLAMA2_7B, "bf16", "bf16", 1, 1, 64, p, 0.5, 1.0, step_s=0.003)
+    assert bare.seconds == pytest.approx(bare.bytes / (3350e9 * 0.5))
+    assert step.seconds == pytest.approx(bare.seconds + 0.003) and step.bound == bare.bound
+
+
 def _cli(*argv: str) -> dict:
     import contextlib
     import io
@@ -235,9 +246,10 @@ def test_a_parameter_count_gets_the_speed_of_the_quick_estimates_bytes():
     s = InferenceScenario(ParamCount.from_billions(7))
     rate = speed.row_speed(s, "16-bit", RTX_4090)
     kv = quick_inference(s, 16, "16-bit").component("kv_cache")
-    e_bw = speed.efficiency("", "nvidia-consumer", "decode", "16-bit").value
+    e_bw = speed.efficiency("", "nvidia-consumer", "decode", "16-bit")
     e_flops = speed.efficiency("", "nvidia-consumer", "prefill", "16-bit").value
-    assert rate.decode_tokens_per_s == pytest.approx(1008e9 * e_bw / (14_000_000_000 + kv))
+    assert rate.decode_tokens_per_s == pytest.approx(1 / ((14_000_000_000 + kv) / (1008e9 * e_bw.value)
+                                                          + e_bw.step_s))
     assert rate.prefill_tokens_per_s == pytest.approx(165.2e12 * e_flops / (2 * 7e9))
     # a MoE batch reads at most B x active / total of its weights: 4 x 13 / 47 of Mixtral-like counts
     moe = InferenceScenario(ParamCount.from_billions(47, 13), concurrency=4)

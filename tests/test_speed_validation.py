@@ -57,7 +57,7 @@ def test_a_record_not_compared_says_why():
     rows = vs.results(vs.cases_of(vs.load_records()))
     skipped = [r for r in rows if r["skip"]]
     assert skipped and all(r["skip"] for r in skipped)
-    assert len(rows) - len(skipped) >= 140  # of 260: the names as published now reach the catalog
+    assert len(rows) - len(skipped) >= 230  # of 359: the names as published reach the catalog
 
 
 def test_published_names_reach_the_catalog_through_the_tables_and_the_memory_suffix():
@@ -144,6 +144,32 @@ def test_the_training_efficiency_is_the_median_of_its_keys_records_with_their_ra
     assert entries[("torchtitan", "nvidia-datacenter", "training", "")]["value"] == \
         pytest.approx((0.6354 + 0.6463) / 2, abs=1e-4)
     assert ("torchtune", "nvidia-consumer", "training", "") not in entries  # one record: below MIN_RECORDS
+
+
+def test_theil_sen_is_the_median_pairwise_slope_then_the_median_intercept():
+    """Points (1, 3), (2, 5), (4, 9) and an outlier (3, 30): the six pairwise slopes are 2, 27, 2, -25, 2, -21,
+    median (2 + 2) / 2 = 2; the intercepts y - 2x are 1, 1, 24, 1, median 1. A least-squares line would follow the
+    outlier."""
+    assert vs.theil_sen([(1, 3), (2, 5), (4, 9), (3, 30)]) == (2, 1)
+
+
+def test_a_decode_key_fits_a_fixed_step_cost_and_a_bandwidth_fraction(monkeypatch):
+    """Step times of 4 + 10 / 0.8, 4 + 20 / 0.8 and 4 + 40 / 0.8 ms (roofline 10, 20, 40 ms): slope 1.25, so
+    e_bw = 1 / 1.25 = 0.8 and 4 ms a step. Two records, or a slope below 1 (faster than the bandwidth), set none."""
+    monkeypatch.setattr(vs, "step_seconds", lambda point: point)  # the records are their (roofline, measured) times
+    records = [(x / 1e3, (4 + x / 0.8) / 1e3) for x in (10, 20, 40)]
+    assert vs.decode_fit(records) == {"value": 0.8, "step_ms": 4.0}
+    assert vs.decode_fit(records[:2]) is None
+    assert vs.decode_fit([(x / 1e3, (1 + x / 1.5) / 1e3) for x in (10, 20, 40)]) is None
+
+
+def test_vllm_batch_1_decode_records_set_a_step_cost():
+    """Qwen2.5 on an A100 with vLLM 0.6.3 at batch 1: 0.5B at 311.55 tokens/s reads ~1 GB a step (3.2 ms, far more
+    than 1 GB / 2,039 GB/s = 0.5 ms); the fitted key says so (a fixed cost of milliseconds per step)."""
+    data = json.loads(vs.SPEED_JSON.read_text(encoding="utf-8"))
+    entry = next(e for e in data["efficiencies"] if e["key"] == ["vllm", "nvidia-datacenter", "decode", ""])
+    assert 1 < entry["step_ms"] < 10 and 0 < entry["value"] <= 1
+    assert "qwen25-0.5b-bf16-in1-tp1" in entry["records"] or vs.held_out("qwen25-0.5b-bf16-in1-tp1")
 
 
 def _record(**fields) -> dict:

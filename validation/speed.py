@@ -6,7 +6,11 @@ the errors.
 
 Rule of the efficiencies (written into speed.json): for each record, the achieved fraction is the measured value
 over the roofline estimate at 100% efficiency (decode: of the memory bandwidth, the phase being memory-bound at
-batch 1; prefill: of the peak FLOPs). An efficiency is the median achieved fraction of the records of one key,
+batch 1; prefill: of the peak FLOPs). A decode step also costs the engine a fixed time (kernel launches, scheduling,
+sampling) that a small model's step is mostly made of, so a decode key with at least MIN_STEP_RECORDS records is
+fitted as measured step time = t_step + roofline step time / e_bw (Theil-Sen: the median of the pairwise slopes,
+then the median intercept; robust to outliers as the median is), kept when 0 < e_bw <= 1 and t_step > 0. Any other
+efficiency is the median achieved fraction of the records of one key,
 from the most specific key with at least MIN_RECORDS records to the least:
 (engine, GPU class, phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase.
 Held-out records (crc32 of the id % HOLDOUT_MODULUS == 0) never enter a median; their error is reported apart. Only
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import itertools
 import json
 import re
 import statistics
@@ -43,6 +48,7 @@ COLUMNS = ("id", "engine", "engine_version", "gpu", "gpus", "tp", "model", "weig
 DECODE_METRICS = ("llama_bench_tg", "decode_tokens_per_s_per_seq", "tpot_ms")
 PREFILL_METRICS = ("llama_bench_pp", "prefill_tokens_per_s", "ttft_ms")
 MIN_RECORDS = 2
+MIN_STEP_RECORDS = 3  # a line through the records needs more than two of them to have a median slope
 HOLDOUT_MODULUS = 4
 # Published model names -> the catalog id whose architecture (layers, widths, heads, experts) the record ran, and
 # why. A quantized re-upload keeps its base model's shapes; the record's `weights` column says how it is stored.
@@ -150,8 +156,12 @@ NEEDS = {"llama_bench_pp": ("input_tokens",), "llama_bench_tg": ("output_tokens"
          "train_tokens_per_s": ("concurrency", "input_tokens")}
 RULE = ("An efficiency is the median, over the published records of its key, of measured / (the roofline estimate at "
         "100% efficiency): decode records give the achieved fraction of the memory bandwidth, prefill records of the "
-        f"peak FLOPs. Keys from the most specific with at least {MIN_RECORDS} records to the least: (engine, GPU "
-        "class, phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase. "
+        f"peak FLOPs. A decode key needs at least {MIN_STEP_RECORDS} records and is fitted as measured step time = "
+        "step_ms + roofline step time at 100% / value (Theil-Sen: median pairwise slope, then median intercept; kept "
+        "when 0 < value <= 1 and step_ms > 0, else the median fraction and no step cost): the engine's fixed cost "
+        "per step (launches, scheduling, sampling) and the achieved fraction of bandwidth. Keys from the most "
+        f"specific with at least {MIN_RECORDS} records (decode: {MIN_STEP_RECORDS}) to the least: (engine, GPU class, "
+        "phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase. "
         f"Records whose id has crc32 % {HOLDOUT_MODULUS} == 0 are held out of every median, and only records of one "
         "sequence on one GPU (concurrency 1, tp 1) whose roofline at 100% is bound as its phase (decode: memory; "
         "prefill: compute) enter one: batches, tensor parallelism and serving throughput are compared only. Training "
@@ -388,16 +398,18 @@ def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, t
     tp, conc = int(r["tp"] or 1), int(r["concurrency"] or 1)
     inp, out = int(r["input_tokens"] or 0), int(r["output_tokens"] or 0)
     p = speed.peaks(c.gpu, c.weights)
+    step_s = 0.0  # the engine's fixed cost per decode step: none at the roofline (e_bw given)
     if e_bw is None:
         table = speed._efficiency_table() if table is None else table
-        e_bw = speed.lookup_efficiency(table, r["engine"], c.klass, "decode", c.kernel).value
+        decode = speed.lookup_efficiency(table, r["engine"], c.klass, "decode", c.kernel)
+        e_bw, step_s = decode.value, decode.step_s
         e_flops = speed.lookup_efficiency(table, r["engine"], c.klass, "prefill", c.kernel).value
     if c.phase == "prefill":
         prompt = inp or 512
         fill = speed.prefill_phase(c.model, c.weights, tp, prompt, p, e_bw, e_flops)
         return fill.seconds * 1000 if r["metric"] == "ttft_ms" else prompt / fill.seconds
     context = out // 2 if r["metric"] == "llama_bench_tg" else inp + out // 2
-    step = speed.decode_phase(c.model, c.weights, c.kv_dtype, tp, conc, context, p, e_bw, e_flops)
+    step = speed.decode_phase(c.model, c.weights, c.kv_dtype, tp, conc, context, p, e_bw, e_flops, step_s=step_s)
     if c.phase == "throughput":  # each of `conc` requests: its prefill, then `out` steps of the batch
         request_s = speed.prefill_phase(c.model, c.weights, tp, max(inp, 1), p, e_bw, e_flops).seconds \
             + out * step.seconds
@@ -410,6 +422,31 @@ def achieved(c: Case) -> float:
     ideal = estimate(c, 1.0, 1.0)
     value = float(c.record["value"])
     return ideal / value if c.record["metric"] in ("tpot_ms", "ttft_ms") else value / ideal
+
+
+def step_seconds(c: Case) -> tuple[float, float]:
+    """A decode record's (roofline step time at 100% efficiency, measured step time), in seconds."""
+    ideal, value = estimate(c, 1.0, 1.0), float(c.record["value"])
+    return (ideal / 1e3, value / 1e3) if c.record["metric"] == "tpot_ms" else (1 / ideal, 1 / value)
+
+
+def theil_sen(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """(slope, intercept) of y on x: the median of the slopes between every two points of different x, then the
+    median of y - slope x (Theil 1950; Sen 1968, JASA 63(324))."""
+    slopes = [(y2 - y1) / (x2 - x1) for (x1, y1), (x2, y2) in itertools.combinations(points, 2) if x2 != x1]
+    slope = statistics.median(slopes)
+    return slope, statistics.median(y - slope * x for x, y in points)
+
+
+def decode_fit(members: list[Case]) -> dict | None:
+    """The decode efficiency and fixed step cost of a key's records (step time = step + roofline / value), or None
+    where the records cannot set both (too few, or a fit outside 0 < value <= 1, step > 0)."""
+    if len(members) < MIN_STEP_RECORDS:
+        return None
+    slope, intercept = theil_sen([step_seconds(c) for c in members])
+    if slope < 1 or intercept <= 0:
+        return None
+    return {"value": round(1 / slope, 4), "step_ms": round(intercept * 1e3, 4)}
 
 
 def derive(cases: list[Case]) -> dict:
@@ -426,11 +463,14 @@ def derive(cases: list[Case]) -> dict:
             keys.setdefault(key, []).append(c)
     entries = []
     for key, members in sorted(keys.items()):
-        if len(members) < MIN_RECORDS and key[:2] != ("", ""):
+        least = MIN_STEP_RECORDS if key[2] == "decode" else MIN_RECORDS  # a decode key sets a step cost too
+        if len(members) < least and key[:2] != ("", ""):
             continue
         fractions = [achieved(c) for c in members]
         entry = {"key": list(key), "value": round(statistics.median(fractions), 4),
                  "records": sorted(c.record["id"] for c in members)}
+        if key[2] == "decode":
+            entry.update(decode_fit(members) or {})
         if key[2] == "training":  # the fine-tuning speed's range
             entry["range"] = [round(min(fractions), 4), round(max(fractions), 4)]
         entries.append(entry)

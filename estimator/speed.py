@@ -308,9 +308,10 @@ class Phase:
         return "compute" if self.compute_s > self.memory_s else "memory"
 
 
-def _phase(num_bytes: float, flops: float, comm_s: float, p: Peaks, e_bw: float, e_flops: float) -> Phase:
+def _phase(num_bytes: float, flops: float, comm_s: float, p: Peaks, e_bw: float, e_flops: float,
+           step_s: float = 0.0) -> Phase:
     compute = flops / (p.flops * e_flops) if p.flops else 0.0
-    return Phase(num_bytes, flops, num_bytes / (p.bandwidth * e_bw), compute, comm_s)
+    return Phase(num_bytes, flops, num_bytes / (p.bandwidth * e_bw), compute, comm_s, step_s)
 
 
 def decode_phase(a: Architecture, format_id: str, kv_dtype: str, tp: int, sequences: int, context: int,
@@ -321,8 +322,7 @@ def decode_phase(a: Architecture, format_id: str, kv_dtype: str, tp: int, sequen
     weights = (w.layers + w.experts * experts_touched(a, sequences)) / tp + w.vectors
     kv = kv_cache_bytes(a, context, sequences, kv_dtype, tp, mla_latent)
     flops = sequences * (2 * matmul_parameters(a) + attention_flops(a, context)) / tp
-    step = _phase(weights + kv, flops, allreduce_seconds(a, sequences, tp, p.link), p, e_bw, e_flops)
-    return dataclasses.replace(step, step_s=step_s) if step_s else step
+    return _phase(weights + kv, flops, allreduce_seconds(a, sequences, tp, p.link), p, e_bw, e_flops, step_s)
 
 
 def prefill_phase(a: Architecture, format_id: str, tp: int, prompt: int, p: Peaks, e_bw: float,
@@ -546,9 +546,8 @@ def quick_speed(s: InferenceScenario, row: str, g: Gpu) -> Speed:
     p, klass, kernel = peaks(g, "bf16"), gpu_class(g), "16-bit" if bits >= 16 else "quantized"
     e_bw, e_flops = efficiency("", klass, "decode", kernel), efficiency("", klass, "prefill", kernel)
     touched = min(1.0, sequences * active / total)
-    step = dataclasses.replace(_phase(b.component("weights") * touched + b.component("kv_cache"),
-                                      2 * active * sequences / tp, 0.0, p, e_bw.value, e_flops.value),
-                               step_s=e_bw.step_s)
+    step = _phase(b.component("weights") * touched + b.component("kv_cache"), 2 * active * sequences / tp, 0.0, p,
+                  e_bw.value, e_flops.value, e_bw.step_s)
     fill = _phase(b.component("weights"), 2 * active * s.seq_len / tp, 0.0, p, e_bw.value, e_flops.value)
     notes = (f"Speed from the parameter counts (quick method): prefill of one {s.seq_len:,}-token prompt at "
              f"2 x {active:,} FLOPs per token; decode of {sequences} sequence(s) reading "

@@ -9,7 +9,9 @@ Inference", arXiv:2211.05102, section 2):
         bytes  = weights a step reads (2-D weights / tp + vectors; MoE: the experts B x k picks touch)
                  + KV cache of the B sequences at c tokens (kv_cache.py: GQA, MLA, windows, the KV dtype)
         flops  = 2 x active matmul parameters / tp x B  +  4 x q_width / tp x attended tokens x B (QK^T and PV)
-        time   = max(bytes / (bandwidth x e_bw), flops / (peak x e_flops)) + all-reduce time
+        time   = max(bytes / (bandwidth x e_bw), flops / (peak x e_flops)) + all-reduce time + t_step
+        (t_step: the engine's fixed cost per step, kernel launches, scheduling and sampling, that a small model's
+        step at batch 1 is mostly made of; derived with e_bw from the same records)
     prefill of a P-token prompt:
         flops  = 2 x active matmul parameters / tp x P  +  4 x q_width / tp x sum over positions of the tokens seen
         bytes  = the weights once (every expert the P x k picks touch)
@@ -20,11 +22,12 @@ Inference", arXiv:2211.05102, section 2):
         2022, arXiv:2205.05198, section 5: recomputation adds a forward, 8N):
         flops per token = 2N forward + 2N backward to the activations + 2N backward to the weights (only for
         trained weights: LoRA's frozen base needs the first two, not the third) + 2N again with checkpointing
-        tokens/s per GPU = MFU x peak / flops per token; ZeRO / FSDP traffic overlaps the backward pass
+        tokens/s per GPU = e_train x peak / flops per token; ZeRO / FSDP traffic overlaps the backward pass
 
-The efficiencies e_bw (achieved fraction of the memory bandwidth) and e_flops (of the dense 16-bit tensor peak)
-are not one global factor: each comes from published measurements of an engine on a GPU class, by the rule
-written in `estimator/data/speed.json` (median achieved fraction; `python -m validation speed --derive`).
+The efficiencies e_bw (achieved fraction of the memory bandwidth), e_flops (of the dense 16-bit tensor peak) and
+e_train (of the dense 16-bit peak, counting the FLOPs above, recomputation included) are not one global factor: each
+comes from published measurements of an engine (training: a framework) on a GPU class, by the rule written in
+`estimator/data/speed.json` (median achieved fraction; `python -m validation speed --derive`).
 Everything here is a pure function of its inputs; the memory numbers come from formats.py and kv_cache.py.
 """
 
@@ -76,10 +79,12 @@ APPLE_FP16_TFLOPS = {"m2-ultra-192gb": 76 * 128 * 2 * 1.398e9 / TFLOP, "m3-max-1
 # (`compute_note`).
 FP8_COMPUTE_FORMATS = frozenset({"fp8", "fp8-block", "fp8-channel", "w8a8-int8"})
 
-# Training MFU: Llama 3 (Dubey et al. 2024, arXiv:2407.21783, Table 4): 38-43% BF16 MFU on H100s, 8K-16K GPUs
-# (4D parallelism). A range, not a fit: single-node fine-tuning without tuned kernels can fall below it.
+# Training efficiency when speed.json has none (no published training record): Llama 3's MFU (Dubey et al. 2024,
+# arXiv:2407.21783, Table 4: 38-43% BF16 MFU on H100s, 8K-16K GPUs, 4D parallelism). The derived efficiencies
+# replace it wherever a training record sets one (`training_efficiency`).
 MFU_LOW, MFU_HIGH = 0.38, 0.43
 MFU = (MFU_LOW + MFU_HIGH) / 2
+MFU_FALLBACK_KEY = f"no published training record: Llama 3's {MFU_LOW:.0%}-{MFU_HIGH:.0%} MFU, arXiv:2407.21783 Table 4"
 
 ENGINE_FAMILY = {"ollama": "llama.cpp"}  # Ollama runs llama.cpp's kernels (ollama/ollama llama/ vendors ggml)
 
@@ -107,16 +112,25 @@ class Efficiency:
     value: float  # achieved / peak
     key: str  # what it is the median of, e.g. "llama.cpp, nvidia-consumer, decode, quantized"
     records: tuple[str, ...]  # ids of validation/published/speed.csv it was derived from
+    spread: tuple[float, float] | None = None  # lowest and highest achieved fraction of those records (training)
+    step_s: float = 0.0  # decode: fixed seconds per step (launches, scheduling, sampling) derived with the value
 
     @property
     def text(self) -> str:
+        if not self.records:
+            return f"{self.value:.3f} ({self.key})"
+        if self.step_s:
+            return (f"{self.value:.2f} plus {self.step_s * 1e3:.2f} ms per step (Theil-Sen fit of step time on "
+                    f"bytes over {len(self.records)} published record(s): {self.key})")
         return f"{self.value:.2f} (median of {len(self.records)} published record(s): {self.key})"
 
 
 def efficiency_table(data: dict) -> dict[tuple[str, ...], Efficiency]:
     """speed.json's efficiencies by key (engine, GPU class, phase, kernel; '' = any)."""
     return {tuple(e["key"]): Efficiency(float(e["value"]), ", ".join(part for part in e["key"] if part),
-                                        tuple(e["records"])) for e in data["efficiencies"]}
+                                        tuple(e["records"]), tuple(e["range"]) if "range" in e else None,
+                                        e.get("step_ms", 0.0) / 1e3)
+            for e in data["efficiencies"]}
 
 
 @functools.lru_cache(maxsize=1)
@@ -142,6 +156,21 @@ def lookup_efficiency(table: dict[tuple[str, ...], Efficiency], engine: str, kla
 def efficiency(engine: str, klass: str, phase: str, kernel: str) -> Efficiency:
     """`lookup_efficiency` in the derived efficiencies of estimator/data/speed.json."""
     return lookup_efficiency(_efficiency_table(), engine, klass, phase, kernel)
+
+
+def training_efficiency_in(table: dict[tuple[str, ...], Efficiency], framework: str, klass: str) -> Efficiency:
+    """The training efficiency of `table` for a framework on a GPU class: (framework, GPU class), the GPU class over
+    every framework, the framework on any GPU, every training record; Llama 3's MFU where no record sets one."""
+    try:
+        return lookup_efficiency(table, framework, klass, "training", "")
+    except ValueError:
+        return Efficiency(MFU, MFU_FALLBACK_KEY, (), (MFU_LOW, MFU_HIGH))
+
+
+@functools.lru_cache(maxsize=64)
+def training_efficiency(framework: str, klass: str) -> Efficiency:
+    """`training_efficiency_in` the derived efficiencies of estimator/data/speed.json."""
+    return training_efficiency_in(_efficiency_table(), framework, klass)
 
 
 @dataclass(frozen=True)
@@ -268,29 +297,32 @@ class Phase:
     memory_s: float
     compute_s: float
     comm_s: float
+    step_s: float = 0.0  # the engine's fixed cost per decode step
 
     @property
     def seconds(self) -> float:
-        return max(self.memory_s, self.compute_s) + self.comm_s
+        return max(self.memory_s, self.compute_s) + self.comm_s + self.step_s
 
     @property
     def bound(self) -> str:
         return "compute" if self.compute_s > self.memory_s else "memory"
 
 
-def _phase(num_bytes: float, flops: float, comm_s: float, p: Peaks, e_bw: float, e_flops: float) -> Phase:
+def _phase(num_bytes: float, flops: float, comm_s: float, p: Peaks, e_bw: float, e_flops: float,
+           step_s: float = 0.0) -> Phase:
     compute = flops / (p.flops * e_flops) if p.flops else 0.0
-    return Phase(num_bytes, flops, num_bytes / (p.bandwidth * e_bw), compute, comm_s)
+    return Phase(num_bytes, flops, num_bytes / (p.bandwidth * e_bw), compute, comm_s, step_s)
 
 
 def decode_phase(a: Architecture, format_id: str, kv_dtype: str, tp: int, sequences: int, context: int,
-                 p: Peaks, e_bw: float, e_flops: float, mla_latent: bool = True) -> Phase:
-    """One decode step of `sequences` sequences, each with `context` cached tokens."""
+                 p: Peaks, e_bw: float, e_flops: float, mla_latent: bool = True, step_s: float = 0.0) -> Phase:
+    """One decode step of `sequences` sequences, each with `context` cached tokens, plus `step_s` seconds of fixed
+    cost per step."""
     w = weight_traffic(a, format_id)
     weights = (w.layers + w.experts * experts_touched(a, sequences)) / tp + w.vectors
     kv = kv_cache_bytes(a, context, sequences, kv_dtype, tp, mla_latent)
     flops = sequences * (2 * matmul_parameters(a) + attention_flops(a, context)) / tp
-    return _phase(weights + kv, flops, allreduce_seconds(a, sequences, tp, p.link), p, e_bw, e_flops)
+    return _phase(weights + kv, flops, allreduce_seconds(a, sequences, tp, p.link), p, e_bw, e_flops, step_s)
 
 
 def prefill_phase(a: Architecture, format_id: str, tp: int, prompt: int, p: Peaks, e_bw: float,
@@ -372,7 +404,8 @@ def inference_speed(a: Architecture, g: Gpu, format_id: str, kv_dtype: str = "bf
     klass, kernel = gpu_class(g), kernel_kind("bf16" if format_id == CHECKPOINT and not _quantized_checkpoint(a)
                                               else format_id)
     e_bw, e_flops = efficiency(engine, klass, "decode", kernel), efficiency(engine, klass, "prefill", kernel)
-    step = decode_phase(a, format_id, kv_dtype, tp, sequences, context, p, e_bw.value, e_flops.value, mla_latent)
+    step = decode_phase(a, format_id, kv_dtype, tp, sequences, context, p, e_bw.value, e_flops.value, mla_latent,
+                        e_bw.step_s)
     fill = prefill_phase(a, format_id, tp, prompt, p, e_bw.value, e_flops.value)
     basis = Basis(a, g, format_id, kv_dtype, tp, sequences, prompt, context, step, fill, p, e_bw, e_flops)
     return Speed(prefill_tokens_per_s=prompt / fill.seconds, ttft_s=fill.seconds,
@@ -413,13 +446,15 @@ class TrainingSpeed:
     tokens_per_s: float  # per GPU
     step_time_s: float  # one optimizer step of micro-batch x sequence length on every GPU
     epoch_time_s: float | None  # the dataset once over all GPUs; None when no dataset size is given
-    tokens_per_s_range: tuple[float, float]  # at MFU_LOW and MFU_HIGH
+    tokens_per_s_range: tuple[float, float]  # at the lowest and highest fraction of the efficiency's records
     assumptions: tuple[str, ...] = ()
+    efficiency: Efficiency | None = None  # the achieved fraction of the peak FLOPs it assumed, and its source
 
     def to_dict(self) -> dict:
         return {"tokens_per_s": round(self.tokens_per_s, 3), "step_time_s": round(self.step_time_s, 6),
                 "epoch_time_s": None if self.epoch_time_s is None else round(self.epoch_time_s, 3),
-                "tokens_per_s_range": [round(v, 3) for v in self.tokens_per_s_range], "mfu": MFU,
+                "tokens_per_s_range": [round(v, 3) for v in self.tokens_per_s_range],
+                "efficiency": None if self.efficiency is None else round(self.efficiency.value, 4),
                 "assumptions": list(self.assumptions)}
 
 
@@ -435,24 +470,27 @@ def training_flops_per_token(a: Architecture, seq_len: int, technique: str, chec
 
 def training_speed(a: Architecture, g: Gpu, technique: str, batch: int, seq_len: int, gpus: int = 1,
                    zero_stage: int = 0, checkpointing: bool = False, dataset_tokens: int = 0,
-                   grad_bytes: int = BF16_BYTES) -> TrainingSpeed:
-    """Tokens/s per GPU at the MFU of published runs; a step is micro-batch x seq_len tokens on each GPU; data
+                   grad_bytes: int = BF16_BYTES, framework: str = "", e: Efficiency | None = None) -> TrainingSpeed:
+    """Tokens/s per GPU at the achieved fraction of peak FLOPs of published runs (`e`; default: the derived one of
+    `framework` on the GPU's class, `training_efficiency`); a step is micro-batch x seq_len tokens on each GPU; data
     parallel communication (ZeRO paper, Rajbhandari et al. 2020, arXiv:1910.02054, section 7: 2 Psi per GPU for
     DP / ZeRO-1 / 2, 3 Psi for ZeRO-3) overlaps compute unless it takes longer."""
     p = peaks(g, "bf16")
+    e = training_efficiency(framework, gpu_class(g)) if e is None else e
     per_token = training_flops_per_token(a, seq_len, technique, checkpointing)
     notes = [f"FLOPs per token: {per_token / 1e9:.3g} G ({'6' if technique == 'full' else '4'}N"
              f"{' + 2N recomputation' if checkpointing else ''}, N = {matmul_parameters(a):,} matmul parameters, "
              "plus attention" + ("; LoRA: no weight gradients of the frozen base" if technique != "full" else "")
              + ")", *p.notes[:1],
-             f"MFU {MFU:.3f} (range {MFU_LOW}-{MFU_HIGH}: Llama 3, arXiv:2407.21783 Table 4)"]
+             f"Achieved fraction of peak FLOPs (recomputation counted) {e.text}"
+             + (f"; its records range {e.spread[0]:.2f}-{e.spread[1]:.2f}" if e.spread and e.records else "")]
     if p.flops is None:
         raise ValueError(f"{g.name} has no recorded TFLOPs: training speed cannot be estimated")
     if technique.startswith("qlora"):
         notes.append("QLoRA: the base is dequantised to 16-bit for every matmul (the same FLOPs; the dequantisation "
-                     "costs are inside the MFU range only approximately)")
+                     "costs are in the achieved fraction only as far as its records ran QLoRA)")
     tokens = batch * seq_len
-    compute_s = tokens * per_token / (p.flops * MFU)
+    compute_s = tokens * per_token / (p.flops * e.value)
     trained = parameter_counts(a).total if technique == "full" else 0
     comm_s = 0.0
     if gpus > 1 and trained:
@@ -464,9 +502,9 @@ def training_speed(a: Architecture, g: Gpu, technique: str, batch: int, seq_len:
         notes.append("LoRA over several GPUs: only the adapters' gradients are all-reduced (negligible)")
     step = max(compute_s, comm_s)
     rate = tokens / step
-    low, high = (tokens / max(tokens * per_token / (p.flops * m), comm_s) for m in (MFU_LOW, MFU_HIGH))
+    low, high = (tokens / max(tokens * per_token / (p.flops * m), comm_s) for m in (e.spread or (e.value, e.value)))
     epoch = dataset_tokens / (rate * gpus) if dataset_tokens else None
-    return TrainingSpeed(rate, step, epoch, (low, high), tuple(notes))
+    return TrainingSpeed(rate, step, epoch, (low, high), tuple(notes), e)
 
 
 # The inference table's rows and the formats they stand for (inference.DETAILED_ROWS; a format id stands for itself)
@@ -492,7 +530,7 @@ def row_speed(s: InferenceScenario | FinetuneScenario, row: str, g: Gpu) -> Spee
                                    "request); no engine chosen",))
     return training_speed(s.model, g, row, s.batch_size, s.seq_len, s.num_gpus, s.zero_stage,
                           gradient_checkpointing(s.gradient_checkpointing, row), s.dataset_tokens,
-                          REGIMES[s.regime].grad_bytes if row == "full" else BF16_BYTES)
+                          REGIMES[s.regime].grad_bytes if row == "full" else BF16_BYTES, framework=s.framework)
 
 
 def quick_speed(s: InferenceScenario, row: str, g: Gpu) -> Speed:
@@ -509,7 +547,7 @@ def quick_speed(s: InferenceScenario, row: str, g: Gpu) -> Speed:
     e_bw, e_flops = efficiency("", klass, "decode", kernel), efficiency("", klass, "prefill", kernel)
     touched = min(1.0, sequences * active / total)
     step = _phase(b.component("weights") * touched + b.component("kv_cache"), 2 * active * sequences / tp, 0.0, p,
-                  e_bw.value, e_flops.value)
+                  e_bw.value, e_flops.value, e_bw.step_s)
     fill = _phase(b.component("weights"), 2 * active * s.seq_len / tp, 0.0, p, e_bw.value, e_flops.value)
     notes = (f"Speed from the parameter counts (quick method): prefill of one {s.seq_len:,}-token prompt at "
              f"2 x {active:,} FLOPs per token; decode of {sequences} sequence(s) reading "

@@ -362,13 +362,17 @@ touches (MoE: the experts its tokens route to, $1-(1-k/E)^B$ of them for $B$ seq
 and does $2N_{active}$ FLOPs per token plus attention; a **prefill** does $2N_{active}$ FLOPs per prompt token plus
 causal attention; each takes
 $\\max(\\text{bytes}/(\\text{bandwidth}\\cdot e_{bw}),\\ \\text{FLOPs}/(\\text{peak}\\cdot e_{flops}))$,
-plus two all-reduces per layer with tensor parallelism. The
+plus two all-reduces per layer with tensor parallelism, and a decode step also the engine's fixed cost per step
+$t_{step}$ (kernel launches, scheduling, sampling: most of a small model's step at batch 1). The
 bytes are the memory estimate's own (weights in the chosen format, the KV cache in its dtype). The efficiencies
 $e_{bw}$, $e_{flops}$ are not one factor: each is the median achieved fraction of published measurements of an
 engine on a GPU class (`validation/published/speed.csv`, every record with its URL, quote and settings;
-`python -m validation speed --derive`). Fine-tuning: $6N$ FLOPs per token ($4N$ for LoRA's frozen base, $+2N$
-with gradient checkpointing) at 38-43% MFU (Llama 3, arXiv:2407.21783). `serve` follows llama-bench: pp512 and
-tg128 at batch 1.
+`python -m validation speed --derive`); $e_{bw}$ and $t_{step}$ are fitted together (measured step time =
+$t_{step}$ + roofline step time / $e_{bw}$, Theil-Sen) where a key has three records or more. Fine-tuning: $6N$
+FLOPs per token ($4N$ for LoRA's frozen base, $+2N$ with gradient checkpointing) at the median achieved fraction of
+the peak of published training runs of the framework on the GPU class (torchtitan, torchtune, llm.q; by the same
+rule, falling back to the GPU class, then to every run; Llama 3's 38-43% MFU, arXiv:2407.21783, only if no run set
+one). `serve` follows llama-bench: pp512 and tg128 at batch 1.
 """)
 speed_rows = load_speed_results()
 compared = [r for r in speed_rows if not r["skip"]]
@@ -386,7 +390,8 @@ if compared:
                "efficiency; 'each left out' re-derives the efficiencies without the record. Outliers are explained "
                "in `validation/FINDINGS.md`.")
 st.dataframe(pd.DataFrame([{"Engine": e[0] or "any", "GPU class": e[1] or "any", "Phase": e[2],
-                            "Kernel": e[3] or "any", "Efficiency": value.value, "Records": len(value.records)}
+                            "Kernel": e[3] or "any", "Efficiency": value.value,
+                            "Step cost (ms)": round(value.step_s * 1e3, 2), "Records": len(value.records)}
                            for e, value in speed_model._efficiency_table().items()]), hide_index=True)
 
 st.header("Formats and KV dtypes")

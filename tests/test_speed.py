@@ -75,9 +75,10 @@ def test_quantized_q4_0_reads_18_bytes_per_32_weights_and_q6_k_output():
     assert w.layers == blocks + output == 3_750_273_024
     assert w.vectors == LLAMA_NORMS * 4
     bench = speed.llama_bench(LLAMA2_7B, RTX_4090, "q4_0")  # tg128: 64 cached tokens on average
-    e = speed.efficiency("llama.cpp", "nvidia-consumer", "decode", "quantized").value
+    e = speed.efficiency("llama.cpp", "nvidia-consumer", "decode", "quantized")
     step_bytes = 3_750_273_024 + LLAMA_NORMS * 4 + 64 * 524_288
-    assert bench.decode_tokens_per_s == pytest.approx(1008e9 * e / step_bytes)
+    assert e.step_s > 0  # the key's records fit a fixed cost per step next to the bandwidth fraction
+    assert bench.decode_tokens_per_s == pytest.approx(1 / (step_bytes / (1008e9 * e.value) + e.step_s))
 
 
 def test_tensor_parallel_halves_the_bytes_and_adds_two_all_reduces_per_layer():
@@ -129,15 +130,17 @@ def test_training_flops_6n_full_4n_lora_8n_with_checkpointing():
     assert speed.training_flops_per_token(LLAMA2_7B, 2048, "lora", False) == 2 * (2 * n + attention)
 
 
-def test_training_speed_is_mfu_times_peak_over_flops_and_epoch_is_dataset_over_rate():
+def test_training_speed_is_efficiency_times_peak_over_flops_and_epoch_is_dataset_over_rate():
     g = catalog.gpu("h100-sxm")
     t = speed.training_speed(LLAMA2_7B, g, "full", batch=4, seq_len=2048, dataset_tokens=10**9)
     per_token = speed.training_flops_per_token(LLAMA2_7B, 2048, "full", False)
-    assert t.tokens_per_s == pytest.approx(speed.MFU * 989e12 / per_token)
+    e = speed.training_efficiency("", "nvidia-datacenter")  # derived: the datacenter records' median
+    assert e.records and t.efficiency == e and e.text in " ".join(t.assumptions)
+    assert t.tokens_per_s == pytest.approx(e.value * 989e12 / per_token)
     assert t.step_time_s == pytest.approx(4 * 2048 / t.tokens_per_s)
     assert t.epoch_time_s == pytest.approx(10**9 / t.tokens_per_s)
     low, high = t.tokens_per_s_range
-    assert low < t.tokens_per_s < high
+    assert low == pytest.approx(e.spread[0] * 989e12 / per_token) and low < t.tokens_per_s < high
     # ZeRO-3 over 8 GPUs: 3 x parameters x 2 bytes x 7/8 per GPU per step over the link, overlapped with compute
     eight = speed.training_speed(LLAMA2_7B, g, "full", batch=4, seq_len=2048, gpus=8, zero_stage=3,
                                  dataset_tokens=10**9)
@@ -145,6 +148,37 @@ def test_training_speed_is_mfu_times_peak_over_flops_and_epoch_is_dataset_over_r
     comm = 3 * 6_738_415_616 * 2 * 7 / 8 / link
     assert eight.step_time_s == pytest.approx(max(comm, t.step_time_s))
     assert eight.epoch_time_s == pytest.approx(10**9 / (8 * 4 * 2048 / eight.step_time_s))
+
+
+def test_training_efficiency_key_falls_back_to_the_gpu_class_then_to_llama_3s_mfu():
+    """(framework, GPU class) -> (GPU class) -> (framework) -> every record; an empty table: Llama 3's 38-43%."""
+    table = speed.efficiency_table({"efficiencies": [
+        {"key": ["torchtitan", "nvidia-datacenter", "training", ""], "value": 0.64, "records": ["a", "b"]},
+        {"key": ["", "nvidia-datacenter", "training", ""], "value": 0.65, "records": ["a", "b", "c"],
+         "range": [0.6, 0.9]},
+        {"key": ["", "", "training", ""], "value": 0.62, "records": ["a", "b", "c", "d"]}]})
+    assert speed.training_efficiency_in(table, "torchtitan", "nvidia-datacenter").value == 0.64
+    assert speed.training_efficiency_in(table, "hf", "nvidia-datacenter").spread == (0.6, 0.9)
+    assert speed.training_efficiency_in(table, "hf", "apple").value == 0.62
+    fallback = speed.training_efficiency_in({}, "hf", "apple")
+    assert (fallback.value, fallback.records, fallback.spread) == ((0.38 + 0.43) / 2, (), (0.38, 0.43))
+    assert fallback.text.startswith("0.405 (no published training record: Llama 3's 38%-43% MFU")
+    # 1,000 tokens/s at 0.64 becomes 1,000 x 0.62 / 0.64 at 0.62: the rate is linear in the efficiency
+    a = speed.training_speed(LLAMA2_7B, catalog.gpu("a100-80gb-sxm"), "lora", 1, 1024,
+                             e=speed.Efficiency(0.64, "x", ("r",)))
+    b = speed.training_speed(LLAMA2_7B, catalog.gpu("a100-80gb-sxm"), "lora", 1, 1024,
+                             e=speed.Efficiency(0.62, "y", ("r",)))
+    assert b.tokens_per_s == pytest.approx(a.tokens_per_s * 0.62 / 0.64)
+
+
+def test_a_decode_step_adds_the_engines_fixed_cost_per_step():
+    """Llama 2 7B bf16 on an H100 SXM, one sequence at 64 tokens, e_bw 0.5 and 3 ms a step: the step reads
+    13.48 GB at 3,350 GB/s x 0.5 and then pays the 3 ms."""
+    p = speed.peaks(catalog.gpu("h100-sxm"), "bf16")
+    bare = speed.decode_phase(LLAMA2_7B, "bf16", "bf16", 1, 1, 64, p, 0.5, 1.0)
+    step = speed.decode_phase(LLAMA2_7B, "bf16", "bf16", 1, 1, 64, p, 0.5, 1.0, step_s=0.003)
+    assert bare.seconds == pytest.approx(bare.bytes / (3350e9 * 0.5))
+    assert step.seconds == pytest.approx(bare.seconds + 0.003) and step.bound == bare.bound
 
 
 def _cli(*argv: str) -> dict:
@@ -212,9 +246,10 @@ def test_a_parameter_count_gets_the_speed_of_the_quick_estimates_bytes():
     s = InferenceScenario(ParamCount.from_billions(7))
     rate = speed.row_speed(s, "16-bit", RTX_4090)
     kv = quick_inference(s, 16, "16-bit").component("kv_cache")
-    e_bw = speed.efficiency("", "nvidia-consumer", "decode", "16-bit").value
+    e_bw = speed.efficiency("", "nvidia-consumer", "decode", "16-bit")
     e_flops = speed.efficiency("", "nvidia-consumer", "prefill", "16-bit").value
-    assert rate.decode_tokens_per_s == pytest.approx(1008e9 * e_bw / (14_000_000_000 + kv))
+    assert rate.decode_tokens_per_s == pytest.approx(1 / ((14_000_000_000 + kv) / (1008e9 * e_bw.value)
+                                                          + e_bw.step_s))
     assert rate.prefill_tokens_per_s == pytest.approx(165.2e12 * e_flops / (2 * 7e9))
     # a MoE batch reads at most B x active / total of its weights: 4 x 13 / 47 of Mixtral-like counts
     moe = InferenceScenario(ParamCount.from_billions(47, 13), concurrency=4)

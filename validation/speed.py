@@ -6,13 +6,19 @@ the errors.
 
 Rule of the efficiencies (written into speed.json): for each record, the achieved fraction is the measured value
 over the roofline estimate at 100% efficiency (decode: of the memory bandwidth, the phase being memory-bound at
-batch 1; prefill: of the peak FLOPs). An efficiency is the median achieved fraction of the records of one key,
+batch 1; prefill: of the peak FLOPs). A decode step also costs the engine a fixed time (kernel launches, scheduling,
+sampling) that a small model's step is mostly made of, so a decode key with at least MIN_STEP_RECORDS records is
+fitted as measured step time = t_step + roofline step time / e_bw (Theil-Sen: the median of the pairwise slopes,
+then the median intercept; robust to outliers as the median is), kept when 0 < e_bw <= 1 and t_step > 0. Any other
+efficiency is the median achieved fraction of the records of one key,
 from the most specific key with at least MIN_RECORDS records to the least:
 (engine, GPU class, phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase.
 Held-out records (crc32 of the id % HOLDOUT_MODULUS == 0) never enter a median; their error is reported apart. Only
 records of one sequence on one GPU whose roofline at 100% is bound as its phase enter a median (`derivable`);
-batches, tensor parallelism, serving throughput (output_throughput, total_throughput) and training
-(train_tokens_per_s, train_mfu: against the fine-tuning speed at its MFU) are compared but set no efficiency.
+batches, tensor parallelism and serving throughput (output_throughput, total_throughput) are compared but set no
+efficiency. Training records (train_tokens_per_s against the fine-tuning speed, train_mfu against the MFU the
+estimate implies) set the training efficiency by the same rule, keyed by (framework, GPU class): the achieved
+fraction of the peak FLOPs counting the FLOPs the estimate counts (6N / 4N per token, + 2N with recomputation).
 
 Published names reach the catalog through tables with a reason per entry (MODEL_NAMES, GPU_NAMES, WEIGHT_WORDS,
 TRAINING_SETUPS); a record that stays ambiguous, or whose metric needs a field the source does not state, is
@@ -22,6 +28,8 @@ skipped with the reason (speed_results.csv's `skip`).
 from __future__ import annotations
 
 import csv
+import dataclasses
+import itertools
 import json
 import re
 import statistics
@@ -40,6 +48,7 @@ COLUMNS = ("id", "engine", "engine_version", "gpu", "gpus", "tp", "model", "weig
 DECODE_METRICS = ("llama_bench_tg", "decode_tokens_per_s_per_seq", "tpot_ms")
 PREFILL_METRICS = ("llama_bench_pp", "prefill_tokens_per_s", "ttft_ms")
 MIN_RECORDS = 2
+MIN_STEP_RECORDS = 3  # a line through the records needs more than two of them to have a median slope
 HOLDOUT_MODULUS = 4
 # Published model names -> the catalog id whose architecture (layers, widths, heads, experts) the record ran, and
 # why. A quantized re-upload keeps its base model's shapes; the record's `weights` column says how it is stored.
@@ -74,6 +83,8 @@ MODEL_NAMES = {
     "nvidia/Qwen3-235B-A22B-FP8": ("Qwen/Qwen3-235B-A22B", "NVIDIA ModelOpt FP8 quantization"),
     "nvidia/Qwen3-30B-A3B-FP4": ("Qwen/Qwen3-30B-A3B", "NVIDIA ModelOpt NVFP4 quantization"),
     "Qwen/Qwen3-14B-AWQ": ("Qwen/Qwen3-14B", "Qwen's own AWQ 4-bit release of Qwen3-14B"),
+    "Qwen/Qwen3-8B-FP8": ("Qwen/Qwen3-8B", "Qwen's own FP8 release of Qwen3-8B (block-wise FP8, the record's "
+                          "weights column)"),
     "Llama 3.1 405B FP8 (checkpoint not named)": ("meta-llama/Llama-3.1-405B-Instruct", "every Llama 3.1 405B FP8 "
                                                   "checkpoint quantizes the same architecture; which one the source "
                                                   "ran changes only the few layers kept in 16-bit"),
@@ -103,20 +114,36 @@ AMBIGUOUS_GPUS = {
 # of int4-g32 (4 + 16/32). MLX also quantizes the embedding and lm_head that int4-g32 keeps 16-bit: the estimate
 # reads ~1.5 GB more of a 70B's ~40 GB (a few % slower).
 WEIGHT_WORDS = {"mlx-4bit": "int4-g32"}
-# The sources' training setups, by record id prefix: (technique, activation checkpointing, why). A record of
-# another setup (torchtitan's selective checkpointing recomputes part of the forward, which the estimate, knowing
-# none or all, does not model) is skipped.
+# The sources' training setups, by record id prefix (a run's tokens/s and MFU rows share it): (technique,
+# activation checkpointing, why). A record of another setup, or whose setup the source does not state, is skipped
+# with the reason of TRAINING_UNREAD (or the generic one).
 TRAINING_SETUPS = {
     "titan-a100-llama2-2-no-": ("full", False, "torchtitan pre-training, activation checkpointing 'no'"),
     "titan-a100-llama2-2-full-": ("full", True, "torchtitan pre-training, activation checkpointing 'full'"),
     "titan-a100-llama3-70b-full-": ("full", True, "torchtitan pre-training, activation checkpointing 'full'"),
     "torchtune-llama31-8b-full-": ("full", True, "torchtune llama3_1/8B_full_single_device.yaml: "
                                    "enable_activation_checkpointing: True (pytorch/torchtune@02d70355)"),
-    "torchtune-llama31-8b-lora-": ("lora", True, "assumed as in the full fine-tuning config (the published table "
-                                   "does not restate it)"),
-    "torchtune-llama31-8b-qlora-": ("qlora", True, "the LoRA recipe with the base in NF4"),
     "llmq-rtx-5090-": ("full", True, "llm.q full-parameter training; --recompute-ffn --recompute-att recompute "
                        "the forward"),
+    "llmq-rtx-4090-qwen25-7b-": ("full", True, "row flags --recompute-ffn --recompute-norm --recompute-att: the "
+                                 "forward's matmuls again"),
+    "llmq-rtx-4090-qwen25-1p5b-": ("full", False, "no memory flags in the row: no recomputation"),
+    "llmq-l40s-qwen25-1p5b-": ("full", False, "no memory flags in the row: no recomputation"),
+    "llmq-l40s-qwen25-7b-": ("full", False, "row flags --recompute-swiglu --recompute-norm recompute element-wise "
+                             "ops only, no matmul (the FLOPs of no recomputation)"),
+    "llmq-rtx-pro-6000-blackwell-": ("full", False, "no memory flags in the rows: no recomputation"),
+    "llmq-h100-": ("full", False, "no memory flags in the rows: no recomputation"),
+}
+TRAINING_UNREAD = {
+    "titan-a100-llama3-8b-selective-": "torchtitan selective activation checkpointing recomputes part of the forward "
+                                       "(every other layer, or chosen ops), which the estimate (none or all) does not "
+                                       "model",
+    "titan-a100-llama2-2-selective-": "torchtitan selective activation checkpointing (as above)",
+    "torchtune-llama31-8b-lora-": "torchtune's table states no activation checkpointing for its LoRA rows (the RTX "
+                                  "A6000 row's 4,699 tokens/s is 142% of the card's 154.8 TFLOPs with it, 94% "
+                                  "without: which one ran decides the estimate)",
+    "torchtune-llama31-8b-qlora-": "torchtune's table states no activation checkpointing for its QLoRA row (as the "
+                                   "LoRA rows)",
 }
 TRAINING_METRICS = ("train_tokens_per_s", "train_mfu")
 # What a metric needs of the record's fields (the schema lets a source leave them empty)
@@ -129,11 +156,21 @@ NEEDS = {"llama_bench_pp": ("input_tokens",), "llama_bench_tg": ("output_tokens"
          "train_tokens_per_s": ("concurrency", "input_tokens")}
 RULE = ("An efficiency is the median, over the published records of its key, of measured / (the roofline estimate at "
         "100% efficiency): decode records give the achieved fraction of the memory bandwidth, prefill records of the "
-        f"peak FLOPs. Keys from the most specific with at least {MIN_RECORDS} records to the least: (engine, GPU "
-        "class, phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase. "
+        f"peak FLOPs. A decode key needs at least {MIN_STEP_RECORDS} records and is fitted as measured step time = "
+        "step_ms + roofline step time at 100% / value (Theil-Sen: median pairwise slope, then median intercept; kept "
+        "when 0 < value <= 1 and step_ms > 0, else the median fraction and no step cost): the engine's fixed cost "
+        "per step (launches, scheduling, sampling) and the achieved fraction of bandwidth. Keys from the most "
+        f"specific with at least {MIN_RECORDS} records (decode: {MIN_STEP_RECORDS}) to the least: (engine, GPU class, "
+        "phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase. "
         f"Records whose id has crc32 % {HOLDOUT_MODULUS} == 0 are held out of every median, and only records of one "
         "sequence on one GPU (concurrency 1, tp 1) whose roofline at 100% is bound as its phase (decode: memory; "
-        "prefill: compute) enter one: batches, tensor parallelism, throughput and training are compared only.")
+        "prefill: compute) enter one: batches, tensor parallelism and serving throughput are compared only. Training "
+        "records give the achieved fraction of the dense 16-bit peak FLOPs counting 6N per token (4N for LoRA), "
+        "+ 2N with recomputation, plus attention (tokens/s rows: measured / the estimate at 100%; MFU rows, whose "
+        "FLOPs leave recomputation out: MFU x (passes + 1) / passes with it), keyed (framework, GPU class, "
+        "training) -> (GPU class, training) -> (framework, training) -> training; an MFU row whose run's tokens/s "
+        "row is compared does not count twice; a record above 100% at its stated setup is skipped; with no training "
+        "record the estimate falls back to Llama 3's 38-43% MFU (arXiv:2407.21783).")
 KV_WORDS = {"": "bf16", "f16": "bf16", "fp16": "bf16", "bf16": "bf16", "fp8": "fp8", "q8_0": "q8_0",
             "q4_0": "q4_0", "q5_0": "q5_0", "f32": "fp32", "fp32": "fp32"}
 
@@ -170,6 +207,8 @@ def derivable(c: Case) -> bool:
     not of the FLOPs), not a held-out one. Batches, tensor parallelism and serving throughput are compared with
     the estimate but set no efficiency."""
     r = c.record
+    if c.phase == "training":
+        return not c.skip and not c.run_compared and not held_out(r["id"])
     return (not c.skip and c.phase in ("decode", "prefill") and int(r["concurrency"] or 1) == 1
             and int(r["tp"] or 1) == 1 and not held_out(r["id"])
             and roofline_bound(c) == ("memory" if c.phase == "decode" else "compute"))
@@ -195,6 +234,7 @@ class Case:
     record: dict
     phase: str
     skip: str = ""  # the reason the record is not compared
+    run_compared: bool = False  # an MFU row whose run's tokens/s row is compared (that one sets the efficiency)
     model: object = None
     gpu: object = None
     weights: str = ""
@@ -254,6 +294,17 @@ def training_setup(record_id: str) -> tuple[str, bool, str] | None:
     return next((v for k, v in TRAINING_SETUPS.items() if record_id.startswith(k)), None)
 
 
+def training_framework(record: dict) -> str:
+    """The training framework: the first word of engine_version ('torchtitan (2024)', 'torchtune (Sep 2024)',
+    'llm.q (Sep/Oct 2025)'), lower case; the key the training efficiency is derived and looked up by."""
+    return (record["engine_version"].split() or [""])[0].lower()
+
+
+def same_run(record_id: str) -> str:
+    """The id of the tokens/s row of the run an MFU row (…-mfu, …-sol) belongs to."""
+    return re.sub(r"-(mfu|sol)$", "-tps", record_id)
+
+
 def case(record: dict) -> Case:
     phase = phase_of(record["metric"])
     if phase is None:
@@ -273,16 +324,22 @@ def case(record: dict) -> Case:
     if weights is None or kv is None:
         return Case(record, phase, skip=f"weights {record['weights']!r} / KV {record['kv_dtype']!r} not modelled")
     if phase == "training":
-        if record["metric"] == "train_tokens_per_s" and training_setup(record["id"]) is None:
-            return Case(record, phase, skip="training setup not modelled (selective activation checkpointing, or "
-                                            "checkpointing not stated)")
+        if training_setup(record["id"]) is None:
+            why = next((v for k, v in TRAINING_UNREAD.items() if record["id"].startswith(k)),
+                       "training setup not stated (activation checkpointing)")
+            return Case(record, phase, skip=f"training setup not modelled: {why}")
         if weights not in ("bf16", "nf4"):
             return Case(record, phase, skip=f"training with {weights} weights: the estimate's training speed "
                                             "runs 16-bit matmuls")
     if phase in ("prefill", "throughput", "training") and speed.peaks(gpu, weights).flops is None:
         return Case(record, phase, skip=f"{gpu.name} has no recorded TFLOPs: a {phase} estimate needs the "
                                         "compute peak (its roofline is not memory-bound)")
-    return Case(record, phase, model=model, gpu=gpu, weights=weights, kv_dtype=kv)
+    c = Case(record, phase, model=model, gpu=gpu, weights=weights, kv_dtype=kv)
+    if phase == "training" and achieved(c) > 1:
+        return Case(record, phase, skip=f"{achieved(c):.0%} of the peak FLOPs at the stated setup, more than the GPU "
+                                        "can do: the run did fewer FLOPs a token than its setup implies (less "
+                                        "recomputation) or counted other tokens")
+    return c
 
 
 def mark_duplicates(cases: list[Case]) -> list[Case]:
@@ -303,20 +360,30 @@ def mark_duplicates(cases: list[Case]) -> list[Case]:
     return out
 
 
+def mark_runs(cases: list[Case]) -> list[Case]:
+    """An MFU row of a run whose tokens/s row is compared sets no efficiency (one run, one vote)."""
+    compared = {c.record["id"] for c in cases if not c.skip and c.record["metric"] == "train_tokens_per_s"}
+    return [dataclasses.replace(c, run_compared=True) if not c.skip and c.record["metric"] == "train_mfu"
+            and same_run(c.record["id"]) in compared else c for c in cases]
+
+
 def cases_of(records: list[dict]) -> list[Case]:
-    return mark_duplicates([case(r) for r in records])
+    return mark_runs(mark_duplicates([case(r) for r in records]))
 
 
-def training_estimate(c: Case) -> float:
-    """train_tokens_per_s per GPU at the estimate's MFU (speed.training_speed), or the MFU itself."""
+def training_estimate(c: Case, e: speed.Efficiency) -> float:
+    """train_tokens_per_s per GPU at the training efficiency `e` (speed.training_speed), or the MFU the estimate
+    implies: e counts the recomputed forward, an MFU (torchtitan, llm.q's SOL) does not, so with checkpointing
+    MFU = e x passes / (passes + 1) (3 passes of 2N for full training, 2 for LoRA)."""
     r = c.record
-    if r["metric"] == "train_mfu":
-        return speed.MFU
     technique, checkpointing, _ = training_setup(r["id"])
+    if r["metric"] == "train_mfu":
+        passes = 3 if technique == "full" else 2
+        return e.value * passes / (passes + 1) if checkpointing else e.value
     gpus = int(r["gpus"] or 1)  # several: torchtitan's FSDP2 shards everything (ZeRO-3)
     return speed.training_speed(c.model, c.gpu, technique, int(r["concurrency"]), int(r["input_tokens"]),
-                                gpus=gpus, zero_stage=3 if gpus > 1 else 0,
-                                checkpointing=checkpointing).tokens_per_s
+                                gpus=gpus, zero_stage=3 if gpus > 1 else 0, checkpointing=checkpointing,
+                                e=e).tokens_per_s
 
 
 def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, table: dict | None = None) -> float:
@@ -324,20 +391,25 @@ def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, t
     roofline at 100% is e = 1), else at those of `table` (default: the derived ones of speed.json)."""
     r = c.record
     if c.phase == "training":
-        return training_estimate(c)
+        if e_flops is not None:
+            return training_estimate(c, speed.Efficiency(e_flops, "given", ()))
+        table = speed._efficiency_table() if table is None else table
+        return training_estimate(c, speed.training_efficiency_in(table, training_framework(r), c.klass))
     tp, conc = int(r["tp"] or 1), int(r["concurrency"] or 1)
     inp, out = int(r["input_tokens"] or 0), int(r["output_tokens"] or 0)
     p = speed.peaks(c.gpu, c.weights)
+    step_s = 0.0  # the engine's fixed cost per decode step: none at the roofline (e_bw given)
     if e_bw is None:
         table = speed._efficiency_table() if table is None else table
-        e_bw = speed.lookup_efficiency(table, r["engine"], c.klass, "decode", c.kernel).value
+        decode = speed.lookup_efficiency(table, r["engine"], c.klass, "decode", c.kernel)
+        e_bw, step_s = decode.value, decode.step_s
         e_flops = speed.lookup_efficiency(table, r["engine"], c.klass, "prefill", c.kernel).value
     if c.phase == "prefill":
         prompt = inp or 512
         fill = speed.prefill_phase(c.model, c.weights, tp, prompt, p, e_bw, e_flops)
         return fill.seconds * 1000 if r["metric"] == "ttft_ms" else prompt / fill.seconds
     context = out // 2 if r["metric"] == "llama_bench_tg" else inp + out // 2
-    step = speed.decode_phase(c.model, c.weights, c.kv_dtype, tp, conc, context, p, e_bw, e_flops)
+    step = speed.decode_phase(c.model, c.weights, c.kv_dtype, tp, conc, context, p, e_bw, e_flops, step_s=step_s)
     if c.phase == "throughput":  # each of `conc` requests: its prefill, then `out` steps of the batch
         request_s = speed.prefill_phase(c.model, c.weights, tp, max(inp, 1), p, e_bw, e_flops).seconds \
             + out * step.seconds
@@ -352,21 +424,56 @@ def achieved(c: Case) -> float:
     return ideal / value if c.record["metric"] in ("tpot_ms", "ttft_ms") else value / ideal
 
 
+def step_seconds(c: Case) -> tuple[float, float]:
+    """A decode record's (roofline step time at 100% efficiency, measured step time), in seconds."""
+    ideal, value = estimate(c, 1.0, 1.0), float(c.record["value"])
+    return (ideal / 1e3, value / 1e3) if c.record["metric"] == "tpot_ms" else (1 / ideal, 1 / value)
+
+
+def theil_sen(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """(slope, intercept) of y on x: the median of the slopes between every two points of different x, then the
+    median of y - slope x (Theil 1950; Sen 1968, JASA 63(324))."""
+    slopes = [(y2 - y1) / (x2 - x1) for (x1, y1), (x2, y2) in itertools.combinations(points, 2) if x2 != x1]
+    slope = statistics.median(slopes)
+    return slope, statistics.median(y - slope * x for x, y in points)
+
+
+def decode_fit(members: list[Case]) -> dict | None:
+    """The decode efficiency and fixed step cost of a key's records (step time = step + roofline / value), or None
+    where the records cannot set both (too few, or a fit outside 0 < value <= 1, step > 0)."""
+    if len(members) < MIN_STEP_RECORDS:
+        return None
+    slope, intercept = theil_sen([step_seconds(c) for c in members])
+    if slope < 1 or intercept <= 0:
+        return None
+    return {"value": round(1 / slope, 4), "step_ms": round(intercept * 1e3, 4)}
+
+
 def derive(cases: list[Case]) -> dict:
     """speed.json: the efficiencies of every key with enough fit records, each with its record ids."""
     fit = [c for c in cases if derivable(c)]
     keys: dict[tuple, list[Case]] = {}
     for c in fit:
         engine = speed.ENGINE_FAMILY.get(c.record["engine"], c.record["engine"])
-        for key in ((engine, c.klass, c.phase, c.kernel), (engine, c.klass, c.phase, ""), ("", c.klass, c.phase, ""),
-                    (engine, "", c.phase, ""), ("", "", c.phase, "")):
+        kernel = c.kernel
+        if c.phase == "training":  # keyed by framework; one kernel (16-bit matmuls)
+            engine, kernel = training_framework(c.record), ""
+        for key in dict.fromkeys(((engine, c.klass, c.phase, kernel), (engine, c.klass, c.phase, ""),
+                                  ("", c.klass, c.phase, ""), (engine, "", c.phase, ""), ("", "", c.phase, ""))):
             keys.setdefault(key, []).append(c)
     entries = []
     for key, members in sorted(keys.items()):
-        if len(members) < MIN_RECORDS and key[:2] != ("", ""):
+        least = MIN_STEP_RECORDS if key[2] == "decode" else MIN_RECORDS  # a decode key sets a step cost too
+        if len(members) < least and key[:2] != ("", ""):
             continue
-        entries.append({"key": list(key), "value": round(statistics.median(achieved(c) for c in members), 4),
-                        "records": sorted(c.record["id"] for c in members)})
+        fractions = [achieved(c) for c in members]
+        entry = {"key": list(key), "value": round(statistics.median(fractions), 4),
+                 "records": sorted(c.record["id"] for c in members)}
+        if key[2] == "decode":
+            entry.update(decode_fit(members) or {})
+        if key[2] == "training":  # the fine-tuning speed's range
+            entry["range"] = [round(min(fractions), 4), round(max(fractions), 4)]
+        entries.append(entry)
     return {"rule": RULE,
             "source": "validation/published/speed.csv (each record with its URL, quote and settings)",
             "efficiencies": entries}

@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import re
 from dataclasses import dataclass
 from importlib import resources
 
@@ -87,6 +88,24 @@ MFU = (MFU_LOW + MFU_HIGH) / 2
 MFU_FALLBACK_KEY = f"no published training record: Llama 3's {MFU_LOW:.0%}-{MFU_HIGH:.0%} MFU, arXiv:2407.21783 Table 4"
 
 ENGINE_FAMILY = {"ollama": "llama.cpp"}  # Ollama runs llama.cpp's kernels (ollama/ollama llama/ vendors ggml)
+# Engine generations whose successor replaced the engine loop: vLLM's V1 engine (its own scheduler and a busy loop in
+# a separate process, far less CPU work per step) is the default since v0.8.0 (vllm-project/vllm#13726, "enabled V1
+# engine by default", v0.8.0 release notes). A record of an older generation keys its efficiencies by that generation
+# ("vllm-v0") and enters no key of any engine: the estimate describes the engines users run today, and a superseded
+# loop's cost per step is not theirs.
+ENGINE_GENERATIONS = {"vllm": ((0, 8), "vllm-v0")}
+SUPERSEDED_ENGINES = frozenset(name for _, name in ENGINE_GENERATIONS.values())
+
+
+def engine_key(engine: str, version: str = "") -> str:
+    """The engine an efficiency is keyed by: its family (Ollama -> llama.cpp), or the superseded generation its
+    `version` (the first dotted number in the text, e.g. '0.6.3') belongs to; no version = today's."""
+    engine = ENGINE_FAMILY.get(engine, engine)
+    generation = ENGINE_GENERATIONS.get(engine)
+    found = re.search(r"\d+(?:\.\d+)+", version or "")
+    if generation and found and tuple(int(n) for n in found.group().split(".")) < generation[0]:
+        return generation[1]
+    return engine
 
 
 def gpu_class(g: Gpu) -> str:
@@ -570,10 +589,11 @@ def serve_speed(s: ServeScenario, report: ServeReport) -> Speed:
     request = SERVE_PROMPT + SERVE_GENERATED
     sequences = max(1, min(limit, report.kv_cache_tokens // request)) if report.kv_cache_tokens else 1
     g = catalog_gpu(s.gpu)
+    engine = engine_key(s.engine, s.engine_version)
     one = inference_speed(s.model, g, s.weights, s.kv_dtype, s.tensor_parallel, 1, SERVE_PROMPT,
-                          SERVE_GENERATED // 2, s.engine)
+                          SERVE_GENERATED // 2, engine)
     many = inference_speed(s.model, g, s.weights, s.kv_dtype, s.tensor_parallel, sequences, SERVE_PROMPT,
-                           SERVE_PROMPT + SERVE_GENERATED // 2, s.engine)
+                           SERVE_PROMPT + SERVE_GENERATED // 2, engine)
     scope = (f"Speed by llama-bench's conventions: pp{SERVE_PROMPT} and tg{SERVE_GENERATED} at batch 1; throughput "
              f"over {sequences} concurrent {request}-token request(s) (the engine's running-request limit {limit}, "
              "capped by its KV-cache tokens)",

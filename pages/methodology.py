@@ -368,7 +368,9 @@ bytes are the memory estimate's own (weights in the chosen format, the KV cache 
 $e_{bw}$, $e_{flops}$ are not one factor: each is the median achieved fraction of published measurements of an
 engine on a GPU class (`validation/published/speed.csv`, every record with its URL, quote and settings;
 `python -m validation speed --derive`); $e_{bw}$ and $t_{step}$ are fitted together (measured step time =
-$t_{step}$ + roofline step time / $e_{bw}$, Theil-Sen) where a key has three records or more. Fine-tuning: $6N$
+$t_{step}$ + roofline step time / $e_{bw}$, Theil-Sen) where a key has three records or more. Records of a superseded
+engine generation (vLLM before v0.8.0, the V0 engine) set only that generation's keys, so the estimate describes the
+engines run today. Fine-tuning: $6N$
 FLOPs per token ($4N$ for LoRA's frozen base, $+2N$ with gradient checkpointing) at the median achieved fraction of
 the peak of published training runs of the framework on the GPU class (torchtitan, torchtune, llm.q; by the same
 rule, falling back to the GPU class, then to every run; Llama 3's 38-43% MFU, arXiv:2407.21783, only if no run set

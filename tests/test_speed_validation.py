@@ -165,11 +165,26 @@ def test_a_decode_key_fits_a_fixed_step_cost_and_a_bandwidth_fraction(monkeypatc
 
 def test_vllm_batch_1_decode_records_set_a_step_cost():
     """Qwen2.5 on an A100 with vLLM 0.6.3 at batch 1: 0.5B at 311.55 tokens/s reads ~1 GB a step (3.2 ms, far more
-    than 1 GB / 2,039 GB/s = 0.5 ms); the fitted key says so (a fixed cost of milliseconds per step)."""
+    than 1 GB / 2,039 GB/s = 0.5 ms); the fitted key says so (a fixed cost of milliseconds per step). vLLM 0.6.3 is
+    the V0 engine, so the key is its generation's, and no key shared by every engine holds these records."""
     data = json.loads(vs.SPEED_JSON.read_text(encoding="utf-8"))
-    entry = next(e for e in data["efficiencies"] if e["key"] == ["vllm", "nvidia-datacenter", "decode", ""])
+    entry = next(e for e in data["efficiencies"] if e["key"] == ["vllm-v0", "nvidia-datacenter", "decode", ""])
     assert 1 < entry["step_ms"] < 10 and 0 < entry["value"] <= 1
     assert "qwen25-0.5b-bf16-in1-tp1" in entry["records"] or vs.held_out("qwen25-0.5b-bf16-in1-tp1")
+    shared = [e for e in data["efficiencies"] if e["key"][0] == ""]
+    assert shared and not any(r.startswith("qwen25-") for e in shared for r in e["records"])
+
+
+def test_engine_generations():
+    """vLLM's V1 engine is the default from v0.8.0: earlier versions key as the V0 generation; a version that is not
+    a dotted number, or none, is today's engine; Ollama runs llama.cpp's kernels."""
+    from estimator import speed
+
+    assert speed.engine_key("vllm", "0.6.3") == "vllm-v0"
+    assert speed.engine_key("vllm", "v0.7.3") == "vllm-v0"
+    assert speed.engine_key("vllm", "0.8.0") == speed.engine_key("vllm", "0.11.0") == "vllm"
+    assert speed.engine_key("vllm", "") == speed.engine_key("vllm", "not stated") == "vllm"
+    assert speed.engine_key("ollama", "0.5.1") == "llama.cpp" and speed.engine_key("sglang", "0.4.0") == "sglang"
 
 
 def _record(**fields) -> dict:

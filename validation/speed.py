@@ -161,7 +161,9 @@ RULE = ("An efficiency is the median, over the published records of its key, of 
         "when 0 < value <= 1 and step_ms > 0, else the median fraction and no step cost): the engine's fixed cost "
         "per step (launches, scheduling, sampling) and the achieved fraction of bandwidth. Keys from the most "
         f"specific with at least {MIN_RECORDS} records (decode: {MIN_STEP_RECORDS}) to the least: (engine, GPU class, "
-        "phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase. "
+        "phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase; a record "
+        "of a superseded engine generation (vLLM before v0.8.0, the V0 engine: 'vllm-v0') sets only its "
+        "generation's keys, not the keys shared by every engine. "
         f"Records whose id has crc32 % {HOLDOUT_MODULUS} == 0 are held out of every median, and only records of one "
         "sequence on one GPU (concurrency 1, tp 1) whose roofline at 100% is bound as its phase (decode: memory; "
         "prefill: compute) enter one: batches, tensor parallelism and serving throughput are compared only. Training "
@@ -401,9 +403,10 @@ def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, t
     step_s = 0.0  # the engine's fixed cost per decode step: none at the roofline (e_bw given)
     if e_bw is None:
         table = speed._efficiency_table() if table is None else table
-        decode = speed.lookup_efficiency(table, r["engine"], c.klass, "decode", c.kernel)
+        engine = speed.engine_key(r["engine"], r["engine_version"])
+        decode = speed.lookup_efficiency(table, engine, c.klass, "decode", c.kernel)
         e_bw, step_s = decode.value, decode.step_s
-        e_flops = speed.lookup_efficiency(table, r["engine"], c.klass, "prefill", c.kernel).value
+        e_flops = speed.lookup_efficiency(table, engine, c.klass, "prefill", c.kernel).value
     if c.phase == "prefill":
         prompt = inp or 512
         fill = speed.prefill_phase(c.model, c.weights, tp, prompt, p, e_bw, e_flops)
@@ -454,12 +457,13 @@ def derive(cases: list[Case]) -> dict:
     fit = [c for c in cases if derivable(c)]
     keys: dict[tuple, list[Case]] = {}
     for c in fit:
-        engine = speed.ENGINE_FAMILY.get(c.record["engine"], c.record["engine"])
+        engine = speed.engine_key(c.record["engine"], c.record["engine_version"])
         kernel = c.kernel
         if c.phase == "training":  # keyed by framework; one kernel (16-bit matmuls)
             engine, kernel = training_framework(c.record), ""
-        for key in dict.fromkeys(((engine, c.klass, c.phase, kernel), (engine, c.klass, c.phase, ""),
-                                  ("", c.klass, c.phase, ""), (engine, "", c.phase, ""), ("", "", c.phase, ""))):
+        own = ((engine, c.klass, c.phase, kernel), (engine, c.klass, c.phase, ""), (engine, "", c.phase, ""))
+        shared = () if engine in speed.SUPERSEDED_ENGINES else (("", c.klass, c.phase, ""), ("", "", c.phase, ""))
+        for key in dict.fromkeys(own + shared):
             keys.setdefault(key, []).append(c)
     entries = []
     for key, members in sorted(keys.items()):

@@ -123,6 +123,12 @@ FRAMEWORK_PRESETS = {f.id: f for f in (
                 "lora_target defaults to 'all' (every linear module but the output layer)", ADAPTERS),
         Setting("lora_rank", 8, "hiyouga/LLaMA-Factory src/llamafactory/hparams/finetuning_args.py: lora_rank "
                 "defaults to 8", ADAPTERS),
+        Setting("peft_kbit_cast", False, "hiyouga/LLaMA-Factory (commit ff6d4d1) never calls peft's "
+                "prepare_model_for_kbit_training: src/llamafactory/model/adapter.py L310-312 casts only the "
+                "trainable parameters to fp32, and model_utils/checkpointing.py L171-175 upcasts the norms only with "
+                "upcast_layernorm (hparams/model_args.py L153-156: default False); the embeddings, lm_head and "
+                "norms stay 16-bit (so does the residual stream). The same at the April 2024 wiki benchmarks "
+                "(src/llmtuner/model/patcher.py, commit efa8080)", ("qlora-8bit", "qlora-4bit")),
     ), ("LLaMA-Factory casts trainable parameters to fp32 (src/llamafactory/model/adapter.py), as peft's defaults; "
         "enable_liger_kernel and use_unsloth are off unless set.",)),
     Framework("ms-swift", "ms-swift", (

@@ -307,7 +307,8 @@ class FinetuneScenario:
     loss: str = declare(Input(
         "Loss computation", "standard", link="loss", flag="--loss", choices=LOSSES,
         help="standard: full logits upcast to fp32 (transformers); chunked: torchtune's chunked output loss; "
-             "fused: fused linear cross-entropy (Liger-Kernel, Unsloth, Cut Cross-Entropy), no full logits."))
+             "fused: fused linear cross-entropy (Liger-Kernel, Unsloth, Cut Cross-Entropy), no full logits; "
+             "shifted: transformers 4.46-4.47's loss, which also copies the shifted fp32 logits."))
     optimizer_in_backward: bool = declare(Input(
         "Optimizer step in backward", False, link="oib", flag="--optimizer-in-backward",
         help="torchtune's optimizer_in_bwd: each parameter steps as soon as its gradient is ready, so gradients "

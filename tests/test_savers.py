@@ -67,13 +67,14 @@ def test_optimizer_in_backward_refuses_gradient_accumulation(llama3_8b):
 
 
 def test_activation_offloading_with_checkpointing_moves_the_layer_inputs_to_the_host(llama3_8b):
-    """QLoRA checkpoints each layer's input, 2 B x t x h; offloading moves all 32 to pinned CPU memory and the
-    GPU keeps the one in flight."""
+    """QLoRA checkpoints each layer's input, fp32 under peft's kbit cast (4 B x t x h), 16-bit without it;
+    offloading moves all 32 to pinned CPU memory and the GPU keeps the one in flight."""
     t = 2 * 2048
-    on = _row(llama3_8b, "qlora-4bit", batch_size=2, offload_activations=True)
-    off = _row(llama3_8b, "qlora-4bit", batch_size=2)
-    assert on.host_bytes == 2 * t * H8 * L8
-    assert dict(off.phases)["backward start"] - dict(on.phases)["backward start"] == 2 * t * H8 * (L8 - 1)
+    for cast, R in ((True, 4), (False, 2)):
+        on = _row(llama3_8b, "qlora-4bit", batch_size=2, offload_activations=True, peft_kbit_cast=cast)
+        off = _row(llama3_8b, "qlora-4bit", batch_size=2, peft_kbit_cast=cast)
+        assert on.host_bytes == R * t * H8 * L8
+        assert dict(off.phases)["backward start"] - dict(on.phases)["backward start"] == R * t * H8 * (L8 - 1)
 
 
 def test_activation_offloading_without_checkpointing_keeps_the_largest_layer(small_llama):

@@ -135,3 +135,21 @@ def test_estimates_use_the_same_config():
     e = compare.estimate_training(matrix.SMALL_CONFIGS["llama"], batch=2, seq=512)
     m = trace.trace_training(matrix.SMALL_CONFIGS["llama"], batch=2, seq=512)
     assert e["weights"] == m["weights"] and e["optimizer_states"] <= m["optimizer_states"] < e["optimizer_states"] + 200
+
+
+def test_the_shifted_loss_of_transformers_4_47_peaks_in_the_forward_as_estimated():
+    """transformers 4.46-4.47's ForCausalLMLoss (v4.47.1 loss/loss_utils.py L32-47), traced: during its
+    cross-entropy the 16-bit logits (2 B), their fp32 upcast (4 B), the shifted contiguous copy and its fp32
+    log-softmax (4 B each over b x (s - 1) rows) are alive. b = 2, s = 128, V = 8,000:
+    6 x 256 x 8,000 + 8 x 2 x 127 x 8,000 = 12,288,000 + 16,256,000 = 28,544,000 B. Today's loss (padded labels,
+    no copy) peaks at backward start instead, at 12 B per logit."""
+    from estimator.activations import loss_bytes
+    cfg = dict(matrix.SMALL_CONFIGS["llama"], num_hidden_layers=2, vocab_size=8000)
+    shifted = trace.trace_training(cfg, batch=2, seq=128, technique="lora", loss="shifted")
+    standard = trace.trace_training(cfg, batch=2, seq=128, technique="lora")
+    assert shifted["peak_phase"] == "forward" and standard["peak_phase"] == "backward"
+    a = compare.architecture(cfg)
+    estimate = loss_bytes(a, 2, 128, 2, "shifted")
+    assert estimate == 28_544_000
+    assert 0 <= shifted["logits_forward_peak"] - estimate <= 8_192  # + the int64 labels, a few scalars
+    assert standard["logits"] - loss_bytes(a, 2, 128, 2, "standard") in range(0, 64)

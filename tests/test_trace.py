@@ -153,3 +153,29 @@ def test_the_shifted_loss_of_transformers_4_47_peaks_in_the_forward_as_estimated
     assert estimate == 28_544_000
     assert 0 <= shifted["logits_forward_peak"] - estimate <= 8_192  # + the int64 labels, a few scalars
     assert standard["logits"] - loss_bytes(a, 2, 128, 2, "standard") in range(0, 64)
+
+
+def test_peft_kbit_cast_makes_the_residual_stream_fp32_under_bf16_autocast():
+    """What `activations.residual_stream_bytes` rests on: after prepare_model_for_kbit_training's cast (every 16-bit
+    parameter but the 4-bit linears to fp32; here bf16 linears stand for them), transformers 5.24's Llama layers
+    receive fp32 hidden states under the Trainer's bf16 autocast, while the logits are bf16."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import LlamaConfig, LlamaForCausalLM
+    cfg = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, vocab_size=256)
+    model = LlamaForCausalLM(cfg).to(torch.bfloat16)
+    for name, p in model.named_parameters():
+        p.requires_grad_(False)
+        if "proj" not in name:  # peft v0.20.0 src/peft/utils/other.py L197-202, Params4bit excepted
+            p.data = p.data.to(torch.float32)
+    model.gradient_checkpointing_enable()
+    model.enable_input_require_grads()
+    model = get_peft_model(model, LoraConfig(r=4, target_modules="all-linear"))
+    seen = []
+    for layer in model.base_model.model.model.layers:
+        layer.register_forward_pre_hook(lambda _m, args, kwargs: seen.append((args or (kwargs["hidden_states"],))[0]
+                                                                             .dtype), with_kwargs=True)
+    ids = torch.randint(0, 256, (1, 16))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(input_ids=ids, labels=ids)
+    assert seen == [torch.float32, torch.float32] and out.logits.dtype == torch.bfloat16

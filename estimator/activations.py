@@ -543,7 +543,7 @@ def loss_head_bytes(a: Architecture, batch: int, seq: int, act_bytes: int = 2) -
 
 
 # Loss computations (`FinetuneScenario.loss`): how much of the b x s x V logits lives around the end of the forward.
-LOSSES = ("standard", "chunked", "fused", "shifted")
+LOSSES = ("standard", "chunked", "chunked-compiled", "fused", "shifted")
 # torchtune `CEWithChunkedOutputLoss(num_output_chunks=8)` (torchtune/modules/loss/ce_chunked_output_loss.py): the
 # output projection runs per chunk of tokens and each chunk is upcast to fp32 only while its loss is computed
 CHUNKED_LOSS_CHUNKS = 8
@@ -576,6 +576,12 @@ def loss_bytes(a: Architecture, batch: int, seq: int, act_bytes: int = 2, loss: 
     fused     fused linear cross-entropy (Liger-Kernel's; Unsloth's and Apple's Cut Cross-Entropy counted alike):
               the gradient of the hidden states A t h, one chunk of 16-bit logits (`fused_loss_chunk_tokens` x V),
               the fp32 per-token loss 4 t, and lm_head's gradient computed in the forward when lm_head trains.
+    chunked-compiled   the same loss with torchtune's `compile: True`: `training.compile_loss` compiles each
+              chunk's `compute_cross_entropy` (torchtune 0031bfb torchtune/training/_compile.py L80-83), and the
+              compiled graph saves the chunk's 16-bit logits and two fp32 row statistics instead of the fp32
+              log-probabilities, recomputing the softmax in backward (traced with saved-tensor hooks: tests/test_trace):
+              A t V + 8 t kept; backward starts with one chunk's 16-bit gradient A t V / chunks and, when lm_head
+              trains, its gradient, which the first chunk's backward allocates.
     shifted   transformers 4.46-4.47's ForCausalLMLoss (v4.47.1 src/transformers/loss/loss_utils.py L32-47): during
               the cross-entropy the model output's 16-bit logits A t V, their fp32 upcast 4 t V, the contiguous copy
               of the shifted slice 4 b (s - 1) V and its fp32 log-softmax 4 b (s - 1) V are alive: 14 B per logit in
@@ -586,6 +592,9 @@ def loss_bytes(a: Architecture, batch: int, seq: int, act_bytes: int = 2, loss: 
     if loss == "shifted":
         return (act_bytes + FP32_BYTES) * t * V + 2 * FP32_BYTES * batch * (seq - 1) * V \
             + (act_bytes * t * V if a.softcap_logits else 0)
+    if loss == "chunked-compiled":
+        return (act_bytes * t * V + 2 * FP32_BYTES * t + -(-act_bytes * t * V // CHUNKED_LOSS_CHUNKS)
+                + lm_head_grad_bytes + (act_bytes * t * V if a.softcap_logits else 0))
     if loss == "chunked":
         softcap = act_bytes * t * V if a.softcap_logits else 0  # each chunk's saved tanh (Gemma 2)
         forward_end = act_bytes * t * V + CHUNK_UPCAST_BYTES * t * V // CHUNKED_LOSS_CHUNKS

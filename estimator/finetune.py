@@ -241,6 +241,9 @@ LOSS_NOTES = {
     "chunked": "Loss head, chunked (torchtune CEWithChunkedOutputLoss, 8 chunks): each chunk's fp32 log-probabilities"
                " saved for backward, 4 B x b x s x vocab ({vocab:,}) in all, + the 16-bit logits of every chunk and the"
                " last chunk's fp32 copy at the end of the forward",
+    "chunked-compiled": "Loss head, chunked and compiled (torchtune CEWithChunkedOutputLoss, compile: True): each "
+                        "chunk's 16-bit logits and two fp32 row statistics saved for backward, 2 B x b x s x vocab "
+                        "({vocab:,}), + one chunk's 16-bit gradient and lm_head's gradient when it trains",
     "fused": "Loss head, fused linear cross-entropy (Liger-Kernel, Unsloth, Cut Cross-Entropy): no full logits; "
              "the hidden states' gradient, one chunk of logits and lm_head's gradient when it trains",
     "shifted": "Loss head of transformers 4.46-4.47 (ForCausalLMLoss copies the shifted fp32 logits): the 16-bit "

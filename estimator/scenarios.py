@@ -306,7 +306,8 @@ class FinetuneScenario:
              "setting with its source); every input can still be changed. hf = transformers + peft."))
     loss: str = declare(Input(
         "Loss computation", "standard", link="loss", flag="--loss", choices=LOSSES,
-        help="standard: full logits upcast to fp32 (transformers); chunked: torchtune's chunked output loss; "
+        help="standard: full logits upcast to fp32 (transformers); chunked: torchtune's chunked output loss "
+             "(chunked-compiled: with torchtune's compile: True); "
              "fused: fused linear cross-entropy (Liger-Kernel, Unsloth, Cut Cross-Entropy), no full logits; "
              "shifted: transformers 4.46-4.47's loss, which also copies the shifted fp32 logits."))
     optimizer_in_backward: bool = declare(Input(

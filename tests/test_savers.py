@@ -30,6 +30,16 @@ def test_chunked_loss_peaks_at_the_last_chunk_of_the_forward(llama3_8b):
     assert loss_bytes(llama3_8b, 2, 2048, 2, "standard") == 12 * t * V8
 
 
+def test_compiled_chunked_loss_keeps_the_16_bit_logits_and_one_chunks_gradient(llama3_8b):
+    """torchtune's compile: True: every chunk's 16-bit logits (2 B) and two fp32 row statistics per token are kept;
+    backward starts with the first chunk's 16-bit gradient (2 B / 8) and, in a full fine-tune, lm_head's 2 B x V x h
+    gradient. b = 2, s = 2,048: 2 x 4,096 x V + 8 x 4,096 + 2 x 4,096 x V / 8 (+ 2 V h)."""
+    t = 2 * 2048
+    lora = 2 * t * V8 + 8 * t + 2 * t * V8 // 8
+    assert loss_bytes(llama3_8b, 2, 2048, 2, "chunked-compiled") == lora == 1_182_040_064
+    assert loss_bytes(llama3_8b, 2, 2048, 2, "chunked-compiled", 2 * V8 * H8) == lora + 2 * V8 * H8
+
+
 def test_fused_loss_holds_the_hidden_gradient_and_one_chunk_of_logits(llama3_8b):
     """Liger: inc_factor = ceil(128,256 / 4,096) = 32, chunk = next_power_of_2(ceil(2,048 / 32)) = 64 tokens;
     bf16 grad_input 2 t h + one bf16 chunk 2 x 64 x V + fp32 loss 4 t."""
@@ -46,7 +56,7 @@ def test_fused_loss_of_a_full_fine_tune_adds_lm_heads_gradient_from_the_forward(
 
 
 def test_unknown_loss_is_refused_naming_the_choices(llama3_8b):
-    with pytest.raises(ValueError, match="loss must be one of standard, chunked, fused"):
+    with pytest.raises(ValueError, match="loss must be one of standard, chunked, chunked-compiled, fused, shifted"):
         est.FinetuneScenario(llama3_8b, loss="liger")
 
 

@@ -179,3 +179,35 @@ def test_peft_kbit_cast_makes_the_residual_stream_fp32_under_bf16_autocast():
     with torch.autocast("cpu", dtype=torch.bfloat16):
         out = model(input_ids=ids, labels=ids)
     assert seen == [torch.float32, torch.float32] and out.logits.dtype == torch.bfloat16
+
+
+def test_compiled_chunked_cross_entropy_saves_the_16_bit_chunk_and_two_row_statistics():
+    """torchtune's `compile: True` compiles CEWithChunkedOutputLoss.compute_cross_entropy (torchtune 0031bfb
+    torchtune/training/_compile.py L80-83): the compiled graph keeps the 16-bit chunk itself (the input's storage),
+    the labels and two fp32 values per row, where eager keeps the fp32 log-probabilities (4 B per logit): what
+    `loss_bytes(..., "chunked-compiled")` counts, A t V + 8 t. Inductor's CPU backend; its partitioner (which
+    tensors are saved) runs before code generation, the same for CUDA."""
+    import torch.nn.functional as F
+
+    def compute_cross_entropy(logits, labels):  # torchtune 0031bfb modules/loss/ce_chunked_output_loss.py
+        return F.cross_entropy(logits.float(), labels, ignore_index=-100, reduction="sum")
+
+    rows, vocab = 64, 512
+    x = torch.randn(rows, vocab, dtype=torch.bfloat16, requires_grad=True)
+    labels = torch.randint(0, vocab, (rows,))
+    saved = {}
+    for name, fn in (("eager", compute_cross_entropy), ("compiled", torch.compile(compute_cross_entropy))):
+        new = {}  # storage -> bytes, the input's own storage excluded (alive anyway)
+
+        def pack(t, new=new):
+            if t.untyped_storage().data_ptr() != x.untyped_storage().data_ptr():
+                new[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+            return t
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            loss = fn(x, labels)
+        loss.backward()
+        assert x.grad.dtype == torch.bfloat16
+        x.grad = None
+        saved[name] = sum(new.values())
+    assert saved["eager"] == 4 * rows * vocab + 8 * rows + 4  # fp32 log-softmax, int64 labels, the weight scalar
+    assert saved["compiled"] == 8 * rows + 2 * 4 * rows  # int64 labels and two fp32 row statistics

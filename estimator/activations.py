@@ -520,6 +520,16 @@ def _layers_before_first_adapter(a: Architecture, frozen_base: bool, lora_target
     return next((i for i in range(a.num_layers) if i not in set(a.linear_layers)), 0)
 
 
+def checkpointed_inputs_bytes(a: Architecture, batch: int, seq: int, *, act_bytes: int = 2,
+                              flash_attention: bool = True, residual_bytes: int | None = None) -> int:
+    """Gradient checkpointing: what stays alive while backward goes through the layers, every layer's checkpointed
+    input and the rotary tables (inputs of every layer too). At the first layer rebuilt (the model's last) all of
+    them are there; the final norm's and lm_head's saved tensors are gone (traced: validation/FINDINGS.md, recipes)."""
+    return (decoder_layers_saved_bytes(a, batch, seq, act_bytes=act_bytes, flash_attention=flash_attention,
+                                       gradient_checkpointing=True, residual_bytes=residual_bytes)
+            + _rope_bytes(a, batch * seq, act_bytes))
+
+
 def recompute_bytes(a: Architecture, batch: int, seq: int, **layer_options) -> int:
     """Gradient checkpointing: the largest layer's activations, rebuilt during backward."""
     return max(training_layer_bytes(a, batch, seq, layer, **layer_options) for layer, _ in layer_kinds(a))

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from .activations import (decoder_layers_saved_bytes, loss_bytes, recompute_bytes, residual_stream_bytes,
-                          training_activation_bytes)
+from .activations import (checkpointed_inputs_bytes, decoder_layers_saved_bytes, loss_bytes, recompute_bytes,
+                          residual_stream_bytes, training_activation_bytes)
 from .architecture import Architecture, parameter_counts, tensors
 from .breakdown import Breakdown, make_breakdown
 from .formats import weight_bytes
@@ -205,6 +205,13 @@ def detailed_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
         at_phase["backward end"] = {**persistent, "gradients": gradients + tied_grad}
     if recompute:
         at_phase["backward recompute"] = {**persistent, "gradients": gradients, "activations": recompute}
+        # the first layer rebuilt (the model's last): every checkpointed input is still alive (offloaded: the one
+        # brought back) and only the head's gradients exist, all of them from the second micro-batch on
+        inputs = checkpointed_inputs_bytes(a, shape.sequences, shape.seq_len, act_bytes=s.activation_bits // 8,
+                                           flash_attention=s.flash_attention, residual_bytes=residual)
+        at_phase["backward recompute, last layer"] = {
+            **persistent, "gradients": gradients if s.grad_accum > 1 else min(gradients, lm_head_grad),
+            "activations": inputs - offloaded + in_flight + recompute}
     phases = tuple((name, sum(parts.values())) for name, parts in at_phase.items())
     peak_phase = max(phases, key=lambda phase: phase[1])[0]
     components = {name: 0 for name in ("activations", "logits", "gradients", "optimizer_step")}
@@ -274,6 +281,8 @@ PHASE_NOTES = {
                                     "are alive beside the gradients accumulated so far",
     "backward end": "every gradient exists, plus the tied embedding's gradient being summed into lm_head's",
     "backward recompute": "gradient checkpointing rebuilds a layer while the gradients are nearly complete",
+    "backward recompute, last layer": "gradient checkpointing rebuilds the last layer while every layer's "
+                                      "checkpointed input is still alive (offloaded: the one brought back)",
     **OBJECTIVE_PHASE_NOTES,
 }
 

@@ -192,7 +192,10 @@ reports the largest (its components sum to that peak; the table's *Peak phase* c
   largest tensor);
 - **backward end** (tied embeddings, full fine-tuning) = all gradients + two $V \\times h$ buffers while the
   embedding's gradient is summed into the `lm_head` gradient;
-- **backward recompute** (gradient checkpointing) = all gradients + one layer's activations rebuilt.
+- **backward recompute** (gradient checkpointing) = all gradients + one layer's activations rebuilt;
+  **backward recompute, last layer** = the first layer rebuilt, beside every layer's checkpointed input (with
+  activation offloading, the one brought back) and the rotary tables, with only the head's gradients (all of them
+  when gradients accumulate).
 
 **Weights, gradients, master weights** per parameter, by training regime (*full* fine-tuning):
 """)
@@ -285,9 +288,9 @@ README, LLaMA-Factory's wiki; each with its source and a quote) and writes `vali
 code than its preset follows, or an option the preset leaves at its default, sets that input itself (column
 *record_settings*, with the reason and source in the JSON): the Hugging Face + FA2 rows ran transformers 4.46-4.47's
 shifted loss, torchtune's README rows its compiled loss. Unsloth's rows stay under the measured peaks at long context
-(to -17% in its docs, -42% in LLaMA-Factory's wiki at 100,000 tokens): its docs' table is one straight line
+(to -13% in its docs, -40% in LLaMA-Factory's wiki at 100,000 tokens): its docs' table is one straight line
 extrapolated per card, steeper than the bytes per token its code holds, and the wiki's two columns miss the same
-~180 KB per token through different code; `validation/FINDINGS.md` (recipes) gives the numbers per record.
+170-180 KB per token through different code; `validation/FINDINGS.md` (recipes) gives the numbers per record.
 """)
 recipe_frame = pd.DataFrame(recipe_rows())
 st.dataframe(recipe_frame[["record", "framework", "seq_len", "measured_gib", "estimate_gib", "error_pct",

@@ -195,3 +195,23 @@ def test_the_savers_match_their_traces():
         assert abs(float(rows[(case, "peak")]["error_pct"])) < 0.5, case
         assert rows[(case, "gradients")]["estimate_bytes"] == rows[(case, "gradients")]["measured_bytes"], case
     assert int(rows[("llama-full-optim-in-bwd", "gradients")]["measured_bytes"]) == 32_000 * 512 * 2
+
+
+def test_the_first_layer_rebuilt_has_every_checkpointed_input_beside_it(llama3_8b):
+    """Gradient checkpointing: when backward rebuilds the last layer, the 32 layers' checkpointed inputs (2 B x t x h
+    each) and the rotary tables (2 x 2 B x t x 128) are alive, and a LoRA run has no gradient yet. With a fused loss
+    nothing larger precedes it, so the run peaks there: weights + AdamW states + inputs + one rebuilt layer.
+    Offloaded, only the input brought back stays: 2 B x t x h."""
+    from estimator.activations import recompute_bytes, training_layer_bytes
+    t = 8192
+    row = _row(llama3_8b, "lora", seq_len=t, loss="fused", gradient_checkpointing=True)
+    layer = recompute_bytes(llama3_8b, 1, t, frozen_base=True, lora_targets=("q_proj", "v_proj"), lora_rank=16)
+    assert layer == training_layer_bytes(llama3_8b, 1, t, frozen_base=True, lora_targets=("q_proj", "v_proj"),
+                                         lora_rank=16)
+    persistent = row.component("weights") + row.component("optimizer_states")
+    assert row.peak_phase == "backward recompute, last layer"
+    assert row.total == persistent + 32 * 2 * t * 4096 + 2 * 2 * t * 128 + layer
+    offloaded = _row(llama3_8b, "lora", seq_len=t, loss="fused", gradient_checkpointing=True,
+                     offload_activations=True)
+    assert dict(offloaded.phases)["backward recompute, last layer"] == persistent + 2 * t * 4096 + 2 * 2 * t * 128 \
+        + layer

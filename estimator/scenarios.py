@@ -329,7 +329,8 @@ class FinetuneScenario:
     peft_kbit_cast: bool = declare(Input(
         "QLoRA: fp32 non-quantized weights", True, link="kcast", flag="--peft-kbit-cast",
         help="peft's prepare_model_for_kbit_training casts the embeddings, lm_head and norms of a QLoRA model to "
-             "fp32; frameworks with their own QLoRA (torchtune) keep them in 16-bit."))
+             "fp32, and with them the residual stream (checkpointed layer inputs 4 B per element); torchtune, "
+             "Unsloth and LLaMA-Factory keep them in 16-bit."))
     overhead_gb: float = declare(OVERHEAD_GB, help="CUDA context, allocator caching, workspaces.")
     activation_bits: int = declare(ACTIVATION_BITS)
     dataset_tokens: int = declare(Input(  # speed only: the time of one epoch (memory does not depend on it)

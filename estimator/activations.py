@@ -738,13 +738,17 @@ def training_layer_bytes(a: Architecture, batch: int, seq: int, layer: int = 0, 
 def training_activation_bytes(a: Architecture, batch: int, seq: int, *, act_bytes: int = 2,
                               flash_attention: bool = True, gradient_checkpointing: bool = False,
                               frozen_base: bool = False, lora_targets: tuple[str, ...] = (), lora_rank: int = 0,
-                              adapter_bytes: int = FP32_BYTES) -> int:
+                              adapter_bytes: int = FP32_BYTES, residual_bytes: int | None = None) -> int:
     """Activations alive when backward starts (loss head excluded). With gradient checkpointing only the
-    layer inputs are; `recompute_bytes` is the one layer rebuilt later in backward."""
+    layer inputs are; `recompute_bytes` is the one layer rebuilt later in backward. `residual_bytes`: bytes of an
+    element of the residual stream (the checkpointed layer inputs), the activations' own by default; 4 under
+    peft's QLoRA cast (`residual_stream_bytes`)."""
     A, t, h = act_bytes, batch * seq, a.hidden_size
+    R = A if residual_bytes is None else residual_bytes
     layers = decoder_layers_saved_bytes(a, batch, seq, act_bytes=A, flash_attention=flash_attention,
                                         gradient_checkpointing=gradient_checkpointing, frozen_base=frozen_base,
-                                        lora_targets=lora_targets, lora_rank=lora_rank, adapter_bytes=adapter_bytes)
+                                        lora_targets=lora_targets, lora_rank=lora_rank, adapter_bytes=adapter_bytes,
+                                        residual_bytes=R)
     if a.model_type in GEMMA3N_TYPES:  # the AltUp and per-layer-input projections around the layers (FINDINGS 39)
         all_linear = set(LORA_TARGET_PRESETS["all-linear"]) <= set(lora_targets)
         outside = _gemma3n_outside(a, batch, seq, A, frozen_base, all_linear and lora_rank > 0, lora_rank,
@@ -764,7 +768,7 @@ def training_activation_bytes(a: Architecture, batch: int, seq: int, *, act_byte
         if a.model_type in COHERE_NORM_FAMILIES:
             outside += _cohere_norm_extra(t, h, A, False)
     elif gradient_checkpointing:
-        outside = A * t * h + final_norm  # enable_input_require_grads keeps the embedding output
+        outside = R * t * h + final_norm  # enable_input_require_grads keeps the embedding output
         if a.model_type in COHERE_NORM_FAMILIES:
             outside += _cohere_norm_extra(t, h, A, True)
     else:  # the frozen embedding saves nothing, and layer 0's input norm saves nothing (its input needs no
@@ -779,14 +783,15 @@ def training_activation_bytes(a: Architecture, batch: int, seq: int, *, act_byte
 def decoder_layers_saved_bytes(a: Architecture, batch: int, seq: int, *, act_bytes: int = 2,
                                flash_attention: bool = True, gradient_checkpointing: bool = False,
                                frozen_base: bool = False, lora_targets: tuple[str, ...] = (), lora_rank: int = 0,
-                               adapter_bytes: int = FP32_BYTES) -> int:
+                               adapter_bytes: int = FP32_BYTES, residual_bytes: int | None = None) -> int:
     """What the decoder layers save for backward (`training_activation_bytes` without the embedding, final norm
     and rotary tables): the part activation offloading moves to host memory."""
     A, t, h = act_bytes, batch * seq, a.hidden_size
+    R = A if residual_bytes is None else residual_bytes
     layer_options = dict(act_bytes=A, flash_attention=flash_attention, frozen_base=frozen_base,
                          lora_targets=lora_targets, lora_rank=lora_rank, adapter_bytes=adapter_bytes)
     if gradient_checkpointing:  # each layer's input: Gemma 3n's AltUp passes all n copies of the hidden state
-        layers = A * t * h * a.num_layers * max(1, a.altup_inputs)
+        layers = R * t * h * a.num_layers * max(1, a.altup_inputs)
         if not flash_attention:  # eager's additive masks (one per mask kind: full, sliding window) are inputs of
             # every checkpointed layer, so they live until backward (validation/FINDINGS.md 27)
             kinds = (1 if a.sliding_layers else 0) + (1 if len(a.sliding_layers) < a.num_layers else 0)
@@ -818,9 +823,29 @@ def _layers_before_first_adapter(a: Architecture, frozen_base: bool, lora_target
     return next((i for i in range(a.num_layers) if i not in set(a.linear_layers)), 0)
 
 
+def checkpointed_inputs_bytes(a: Architecture, batch: int, seq: int, *, act_bytes: int = 2,
+                              flash_attention: bool = True, residual_bytes: int | None = None) -> int:
+    """Gradient checkpointing: what stays alive while backward goes through the layers, every layer's checkpointed
+    input and the rotary tables (inputs of every layer too). At the first layer rebuilt (the model's last) all of
+    them are there; the final norm's and lm_head's saved tensors are gone (traced: validation/FINDINGS.md, recipes)."""
+    return (decoder_layers_saved_bytes(a, batch, seq, act_bytes=act_bytes, flash_attention=flash_attention,
+                                       gradient_checkpointing=True, residual_bytes=residual_bytes)
+            + _rope_bytes(a, batch * seq, act_bytes))
+
+
 def recompute_bytes(a: Architecture, batch: int, seq: int, **layer_options) -> int:
     """Gradient checkpointing: the largest layer's activations, rebuilt during backward."""
     return max(training_layer_bytes(a, batch, seq, layer, **layer_options) for layer, _ in layer_kinds(a))
+
+
+def residual_stream_bytes(act_bytes: int, technique: str, peft_kbit_cast: bool) -> int:
+    """Bytes of one element of the residual stream in training. peft's `prepare_model_for_kbit_training` casts every
+    16-bit parameter that is not quantized to fp32, the input embedding among them (peft v0.20.0
+    src/peft/utils/other.py L197-202), so the embedding output is fp32, and every layer's `residual + output` stays
+    fp32 by type promotion whatever dtype the 4-bit / 8-bit linears return under autocast: the checkpointed layer
+    inputs are 4 B per element (checked on transformers 5.24 under bf16 autocast: validation/FINDINGS.md, recipes).
+    Frameworks without that cast (torchtune, Unsloth, LLaMA-Factory) keep the activations' dtype."""
+    return FP32_BYTES if technique.startswith("qlora") and peft_kbit_cast else act_bytes
 
 
 def loss_head_bytes(a: Architecture, batch: int, seq: int, act_bytes: int = 2) -> int:
@@ -831,7 +856,7 @@ def loss_head_bytes(a: Architecture, batch: int, seq: int, act_bytes: int = 2) -
 
 
 # Loss computations (`FinetuneScenario.loss`): how much of the b x s x V logits lives around the end of the forward.
-LOSSES = ("standard", "chunked", "fused")
+LOSSES = ("standard", "chunked", "chunked-compiled", "fused", "shifted")
 # torchtune `CEWithChunkedOutputLoss(num_output_chunks=8)` (torchtune/modules/loss/ce_chunked_output_loss.py): the
 # output projection runs per chunk of tokens and each chunk is upcast to fp32 only while its loss is computed
 CHUNKED_LOSS_CHUNKS = 8
@@ -863,10 +888,26 @@ def loss_bytes(a: Architecture, batch: int, seq: int, act_bytes: int = 2, loss: 
               two fp32 temporaries, 8 t V / chunks (traced: validation/FINDINGS.md 46)
     fused     fused linear cross-entropy (Liger-Kernel's; Unsloth's and Apple's Cut Cross-Entropy counted alike):
               the gradient of the hidden states A t h, one chunk of 16-bit logits (`fused_loss_chunk_tokens` x V),
-              the fp32 per-token loss 4 t, and lm_head's gradient computed in the forward when lm_head trains."""
+              the fp32 per-token loss 4 t, and lm_head's gradient computed in the forward when lm_head trains.
+    chunked-compiled   the same loss with torchtune's `compile: True`: `training.compile_loss` compiles each
+              chunk's `compute_cross_entropy` (torchtune 0031bfb torchtune/training/_compile.py L80-83), and the
+              compiled graph saves the chunk's 16-bit logits and two fp32 row statistics instead of the fp32
+              log-probabilities, recomputing the softmax in backward (traced with saved-tensor hooks: tests/test_trace):
+              A t V + 8 t kept; backward starts with one chunk's 16-bit gradient A t V / chunks and, when lm_head
+              trains, its gradient, which the first chunk's backward allocates.
+    shifted   transformers 4.46-4.47's ForCausalLMLoss (v4.47.1 src/transformers/loss/loss_utils.py L32-47): during
+              the cross-entropy the model output's 16-bit logits A t V, their fp32 upcast 4 t V, the contiguous copy
+              of the shifted slice 4 b (s - 1) V and its fp32 log-softmax 4 b (s - 1) V are alive: 14 B per logit in
+              bf16, above the 12 of backward start. Later releases pad the labels instead of copying the logits."""
     if loss == "standard":
         return loss_head_bytes(a, batch, seq, act_bytes)
     t, V = batch * seq, a.vocab_size
+    if loss == "shifted":
+        return (act_bytes + FP32_BYTES) * t * V + 2 * FP32_BYTES * batch * (seq - 1) * V \
+            + (act_bytes * t * V if a.softcap_logits else 0)
+    if loss == "chunked-compiled":
+        return (act_bytes * t * V + 2 * FP32_BYTES * t + -(-act_bytes * t * V // CHUNKED_LOSS_CHUNKS)
+                + lm_head_grad_bytes + (act_bytes * t * V if a.softcap_logits else 0))
     if loss == "chunked":
         softcap = act_bytes * t * V if a.softcap_logits else 0  # each chunk's saved tanh (Gemma 2)
         forward_end = act_bytes * t * V + CHUNK_UPCAST_BYTES * t * V // CHUNKED_LOSS_CHUNKS

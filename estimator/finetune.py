@@ -21,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from .activations import decoder_layers_saved_bytes, loss_bytes, recompute_bytes, training_activation_bytes
+from .activations import (checkpointed_inputs_bytes, decoder_layers_saved_bytes, loss_bytes, recompute_bytes,
+                          residual_stream_bytes, training_activation_bytes)
 from .architecture import Architecture, parameter_counts, tensors
 from .breakdown import Breakdown, make_breakdown
 from .formats import weight_bytes
@@ -145,7 +146,7 @@ def _frozen_towers(s: FinetuneScenario) -> dict[str, int]:
 
 
 def _offloaded_activations(s: FinetuneScenario, sequences: int, seq_len: int, checkpointing: bool,
-                           layer_options: dict) -> tuple[int, int]:
+                           layer_options: dict, residual_bytes: int) -> tuple[int, int]:
     """Activation offloading: (bytes moved to host memory, bytes the GPU keeps of them). Every decoder layer's saved
     tensors go to pinned CPU memory as the forward leaves the layer, and come back one layer ahead of backward
     (torchtune torchtune/training/_activation_offloading.py, OffloadActivations; Unsloth's offloaded checkpoints
@@ -153,8 +154,9 @@ def _offloaded_activations(s: FinetuneScenario, sequences: int, seq_len: int, ch
     if not s.offload_activations:
         return 0, 0
     a: Architecture = s.model
-    saved = decoder_layers_saved_bytes(a, sequences, seq_len, gradient_checkpointing=checkpointing, **layer_options)
-    in_flight = (layer_options["act_bytes"] * sequences * seq_len * a.hidden_size * max(1, a.altup_inputs)
+    saved = decoder_layers_saved_bytes(a, sequences, seq_len, gradient_checkpointing=checkpointing,
+                                       residual_bytes=residual_bytes, **layer_options)
+    in_flight = (residual_bytes * sequences * seq_len * a.hidden_size * max(1, a.altup_inputs)
                  if checkpointing else recompute_bytes(a, sequences, seq_len, **layer_options))
     return saved, min(saved, in_flight)
 
@@ -174,9 +176,11 @@ def detailed_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
     # SFT's loss head is the chosen loss computation's (standard, chunked or fused)
     shape = objective_step(s, technique, loss_bytes(a, s.batch_size, s.seq_len, s.activation_bits // 8, s.loss,
                                                     lm_head_grad))
-    activations = training_activation_bytes(a, shape.sequences, shape.seq_len,
-                                            gradient_checkpointing=checkpointing, **layer_options)
-    offloaded, in_flight = _offloaded_activations(s, shape.sequences, shape.seq_len, checkpointing, layer_options)
+    residual = residual_stream_bytes(s.activation_bits // 8, technique, s.peft_kbit_cast)
+    activations = training_activation_bytes(a, shape.sequences, shape.seq_len, gradient_checkpointing=checkpointing,
+                                            residual_bytes=residual, **layer_options)
+    offloaded, in_flight = _offloaded_activations(s, shape.sequences, shape.seq_len, checkpointing, layer_options,
+                                                  residual)
     activations += in_flight - offloaded
     logits = shape.loss_head
     step = _step_temporaries(s, model)
@@ -201,6 +205,13 @@ def detailed_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
         at_phase["backward end"] = {**persistent, "gradients": gradients + tied_grad}
     if recompute:
         at_phase["backward recompute"] = {**persistent, "gradients": gradients, "activations": recompute}
+        # the first layer rebuilt (the model's last): every checkpointed input is still alive (offloaded: the one
+        # brought back) and only the head's gradients exist, all of them from the second micro-batch on
+        inputs = checkpointed_inputs_bytes(a, shape.sequences, shape.seq_len, act_bytes=s.activation_bits // 8,
+                                           flash_attention=s.flash_attention, residual_bytes=residual)
+        at_phase["backward recompute, last layer"] = {
+            **persistent, "gradients": gradients if s.grad_accum > 1 else min(gradients, lm_head_grad),
+            "activations": inputs - offloaded + in_flight + recompute}
     phases = tuple((name, sum(parts.values())) for name, parts in at_phase.items())
     peak_phase = max(phases, key=lambda phase: phase[1])[0]
     components = {name: 0 for name in ("activations", "logits", "gradients", "optimizer_step")}
@@ -212,8 +223,11 @@ def detailed_finetune(s: FinetuneScenario, technique: str) -> Breakdown:
     notes = model.notes + [*shape.notes,
         f"Activations for b x s = {s.batch_size} x {s.seq_len:,} tokens, "
         + ("FlashAttention/sdpa" if s.flash_attention else "eager attention (s x s scores)")
-        + (", gradient checkpointing (layer inputs kept; one layer rebuilt at a time in backward)"
-           if checkpointing else ", no gradient checkpointing")
+        + (", gradient checkpointing (layer inputs kept" + (" in fp32: prepare_model_for_kbit_training's fp32 "
+                                                              "embeddings make the residual stream fp32"
+                                                              if residual == FP32_BYTES != s.activation_bits // 8
+                                                              else "")
+           + "; one layer rebuilt at a time in backward)" if checkpointing else ", no gradient checkpointing")
         + (" (auto: on for QLoRA, as peft's prepare_model_for_kbit_training turns it on; off for full "
            "fine-tuning and LoRA)" if s.gradient_checkpointing == AUTO and not objective_checkpointing(s) else ""),
         shape.loss_note or LOSS_NOTES[s.loss].format(vocab=a.vocab_size),
@@ -234,8 +248,13 @@ LOSS_NOTES = {
     "chunked": "Loss head, chunked (torchtune CEWithChunkedOutputLoss, 8 chunks): each chunk's fp32 log-probabilities"
                " saved for backward, 4 B x b x s x vocab ({vocab:,}) in all, + the 16-bit logits of every chunk and the"
                " last chunk's fp32 copy at the end of the forward",
+    "chunked-compiled": "Loss head, chunked and compiled (torchtune CEWithChunkedOutputLoss, compile: True): each "
+                        "chunk's 16-bit logits and two fp32 row statistics saved for backward, 2 B x b x s x vocab "
+                        "({vocab:,}), + one chunk's 16-bit gradient and lm_head's gradient when it trains",
     "fused": "Loss head, fused linear cross-entropy (Liger-Kernel, Unsloth, Cut Cross-Entropy): no full logits; "
              "the hidden states' gradient, one chunk of logits and lm_head's gradient when it trains",
+    "shifted": "Loss head of transformers 4.46-4.47 (ForCausalLMLoss copies the shifted fp32 logits): the 16-bit "
+               "logits, their fp32 upcast, the shifted copy and its log-softmax, 14 B x b x s x vocab ({vocab:,})",
 }
 
 
@@ -262,6 +281,8 @@ PHASE_NOTES = {
                                     "are alive beside the gradients accumulated so far",
     "backward end": "every gradient exists, plus the tied embedding's gradient being summed into lm_head's",
     "backward recompute": "gradient checkpointing rebuilds a layer while the gradients are nearly complete",
+    "backward recompute, last layer": "gradient checkpointing rebuilds the last layer while every layer's "
+                                      "checkpointed input is still alive (offloaded: the one brought back)",
     **OBJECTIVE_PHASE_NOTES,
 }
 

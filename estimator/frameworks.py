@@ -7,8 +7,9 @@ editable. `hf` (transformers + peft, the estimate's baseline, pinned to traces) 
 
 What a preset cannot express is said in its notes: a framework's own LoRA layers (torchtune, litgpt) or
 kernels (Unsloth's fused LoRA MLP and attention) that save fewer tensors than peft's are not modelled, so the
-estimate stays above them by the difference; torch.compile (torchtune's configs offer it) and sequence packing
-are not modelled either (Methodology page).
+estimate stays above them by the difference; torch.compile beyond torchtune's compiled chunked loss (loss
+`chunked-compiled`; the configs' default is compile: False, which the preset keeps) and sequence packing are not
+modelled either (Methodology page).
 Sources are repository paths as of the commits read (November 2026) or documentation pages.
 """
 
@@ -95,7 +96,9 @@ FRAMEWORK_PRESETS = {f.id: f for f in (
         Setting("optimizer_in_backward", True, TORCHTUNE_CONFIGS.format("full") + ": optimizer_in_bwd: True",
                 ("full",)),
     ), ("torchtune's own LoRALinear keeps no fp32 copy of the adapted inputs (peft's fp32 adapters do); modelled "
-        "through the 16-bit adapters. Newer configs use LinearCrossEntropyLoss, also chunked.",)),
+        "through the 16-bit adapters. Newer configs use LinearCrossEntropyLoss, also chunked.",
+        "With compile: True (torchtune's README figures) the chunked loss's cross-entropy is compiled and keeps the "
+        "16-bit logits instead of fp32 log-probabilities: set the loss to chunked-compiled.")),
     Framework("litgpt", "LitGPT", (
         Setting("loss", "chunked", "Lightning-AI/litgpt litgpt/utils.py: chunked_cross_entropy (chunk_size=128) "
                 "over the lm_head_chunk_size=128 chunks of litgpt/finetune/lora.py"),
@@ -123,6 +126,12 @@ FRAMEWORK_PRESETS = {f.id: f for f in (
                 "lora_target defaults to 'all' (every linear module but the output layer)", ADAPTERS),
         Setting("lora_rank", 8, "hiyouga/LLaMA-Factory src/llamafactory/hparams/finetuning_args.py: lora_rank "
                 "defaults to 8", ADAPTERS),
+        Setting("peft_kbit_cast", False, "hiyouga/LLaMA-Factory (commit ff6d4d1) never calls peft's "
+                "prepare_model_for_kbit_training: src/llamafactory/model/adapter.py L310-312 casts only the "
+                "trainable parameters to fp32, and model_utils/checkpointing.py L171-175 upcasts the norms only with "
+                "upcast_layernorm (hparams/model_args.py L153-156: default False); the embeddings, lm_head and "
+                "norms stay 16-bit (so does the residual stream). The same at the April 2024 wiki benchmarks "
+                "(src/llmtuner/model/patcher.py, commit efa8080)", ("qlora-8bit", "qlora-4bit")),
     ), ("LLaMA-Factory casts trainable parameters to fp32 (src/llamafactory/model/adapter.py), as peft's defaults; "
         "enable_liger_kernel and use_unsloth are off unless set.",)),
     Framework("ms-swift", "ms-swift", (

@@ -306,8 +306,10 @@ class FinetuneScenario:
              "setting with its source); every input can still be changed. hf = transformers + peft."))
     loss: str = declare(Input(
         "Loss computation", "standard", link="loss", flag="--loss", choices=LOSSES,
-        help="standard: full logits upcast to fp32 (transformers); chunked: torchtune's chunked output loss; "
-             "fused: fused linear cross-entropy (Liger-Kernel, Unsloth, Cut Cross-Entropy), no full logits."))
+        help="standard: full logits upcast to fp32 (transformers); chunked: torchtune's chunked output loss "
+             "(chunked-compiled: with torchtune's compile: True); "
+             "fused: fused linear cross-entropy (Liger-Kernel, Unsloth, Cut Cross-Entropy), no full logits; "
+             "shifted: transformers 4.46-4.47's loss, which also copies the shifted fp32 logits."))
     optimizer_in_backward: bool = declare(Input(
         "Optimizer step in backward", False, link="oib", flag="--optimizer-in-backward",
         help="torchtune's optimizer_in_bwd: each parameter steps as soon as its gradient is ready, so gradients "
@@ -327,7 +329,8 @@ class FinetuneScenario:
     peft_kbit_cast: bool = declare(Input(
         "QLoRA: fp32 non-quantized weights", True, link="kcast", flag="--peft-kbit-cast",
         help="peft's prepare_model_for_kbit_training casts the embeddings, lm_head and norms of a QLoRA model to "
-             "fp32; frameworks with their own QLoRA (torchtune) keep them in 16-bit."))
+             "fp32, and with them the residual stream (checkpointed layer inputs 4 B per element); torchtune, "
+             "Unsloth and LLaMA-Factory keep them in 16-bit."))
     overhead_gb: float = declare(OVERHEAD_GB, help="CUDA context, allocator caching, workspaces.")
     activation_bits: int = declare(ACTIVATION_BITS)
     dataset_tokens: int = declare(Input(  # speed only: the time of one epoch (memory does not depend on it)

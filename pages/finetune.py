@@ -24,7 +24,9 @@ OBJECTIVE_CHOICES = {**OBJECTIVE_LABELS, "dpo": "DPO (reference model)", "orpo":
                      "kto": "KTO (reference model)", "grpo": "GRPO (generation + training)"}
 FRAMEWORK_LABELS = {k: f.label for k, f in FRAMEWORK_PRESETS.items()}
 LOSS_LABELS = {"standard": "Standard (full fp32 logits)", "chunked": "Chunked (torchtune, TRL)",
-               "fused": "Fused linear cross-entropy (Liger, Unsloth, CCE)"}
+               "chunked-compiled": "Chunked, compiled (torchtune compile: True)",
+               "fused": "Fused linear cross-entropy (Liger, Unsloth, CCE)",
+               "shifted": "Standard, transformers 4.46-4.47 (shifted fp32 copy)"}
 ZERO_LABELS = {0: "0: none (DDP, FSDP NO_SHARD)", 1: "1: optimizer states", 2: "2: + gradients (FSDP SHARD_GRAD_OP)",
                3: "3: + weights (FSDP FULL_SHARD)"}
 

@@ -203,7 +203,10 @@ reports the largest (its components sum to that peak; the table's *Peak phase* c
   largest tensor);
 - **backward end** (tied embeddings, full fine-tuning) = all gradients + two $V \\times h$ buffers while the
   embedding's gradient is summed into the `lm_head` gradient;
-- **backward recompute** (gradient checkpointing) = all gradients + one layer's activations rebuilt.
+- **backward recompute** (gradient checkpointing) = all gradients + one layer's activations rebuilt;
+  **backward recompute, last layer** = the first layer rebuilt, beside every layer's checkpointed input (with
+  activation offloading, the one brought back) and the rotary tables, with only the head's gradients (all of them
+  when gradients accumulate).
 
 **Weights, gradients, master weights** per parameter, by training regime (*full* fine-tuning):
 """)
@@ -269,7 +272,11 @@ same for a value typed by hand. `hf` (transformers + peft) sets nothing: it is t
   linear cross-entropy (Liger-Kernel `fused_linear_cross_entropy.py`; Unsloth; Apple's Cut Cross-Entropy holds
   less): no full logits, the hidden states' gradient $A\,t\,h$, one chunk of logits of
   $\text{next\_pow2}(t / \lceil V/h \rceil)$ tokens, the fp32 per-token loss, and lm_head's gradient computed in
-  the forward when lm_head trains.
+  the forward when lm_head trains. *chunked-compiled*: torchtune's chunked loss with `compile: True`, whose compiled
+  cross-entropy saves each chunk's 16-bit logits and two fp32 row statistics (checked with saved-tensor hooks):
+  $A\,tV + 8t$, + one chunk's 16-bit gradient and lm_head's gradient at backward start. *shifted*: the standard loss
+  of transformers 4.46-4.47, which also copied the shifted fp32 logits: $(A + 4)\,tV + 8\,b(s-1)V$ = 14 B per logit
+  in the forward (traced); for records that ran it.
 - **Optimizer step in backward** (torchtune `optimizer_in_bwd`): each parameter steps in a post-accumulate-grad
   hook and frees its gradient, so the step phase holds one gradient, the largest tensor's (traced to the byte).
   It cannot accumulate gradients (torchtune refuses; so does the estimator).
@@ -281,9 +288,9 @@ same for a value typed by hand. `hf` (transformers + peft) sets nothing: it is t
 - **Gradient accumulation** (`--grad-accum N`): the effective batch is $b \times N \times$ GPUs; from the second
   micro-batch on the gradients accumulated so far stay alive beside the activations, a phase of its own.
 - **QLoRA: fp32 non-quantized weights**: peft's `prepare_model_for_kbit_training` casts embeddings, lm_head and
-  norms to fp32; torchtune's QLoRA and Unsloth keep them 16-bit.
-- **Not modelled**: `torch.compile` (it changes what autograd saves: a compiled chunked loss can keep the 16-bit
-  chunks instead of the fp32 log-probabilities, and fused kernels save less; torchtune's README figures use it),
+  norms to fp32; torchtune's QLoRA, Unsloth and LLaMA-Factory keep them 16-bit. With the cast the embedding output
+  is fp32, so the residual stream is too (type promotion): the checkpointed layer inputs are 4 B per element.
+- **Not modelled**: `torch.compile` beyond the chunked loss (compiled layers fuse ops and save less),
   sequence packing (with FlashAttention's variable-length kernel a packed row of $s$ tokens costs what one sequence
   of $s$ tokens does, so enter the packed length; without it the mask is $s^2$), frameworks' own LoRA kernels
   (Unsloth's fused LoRA MLP saves two I-wide tensors instead of four) and their backward temporaries.
@@ -293,17 +300,21 @@ st.markdown("""
 **Against published measurements**: `python -m validation recipes` runs the estimate under each record's framework
 preset for the recipes in `validation/published/training_recipes.json` (Unsloth's context-length tables, torchtune's
 README, LLaMA-Factory's wiki; each with its source and a quote) and writes `validation/recipes_results.csv`.
-*capacity* records are the longest run that fits a card, so their peak is the card's memory. The median error is
-above the 10% target. The long-context records need more than the estimate (the Unsloth and Hugging Face rows at
-24-80 GB, -12% to -27%; likely causes, not yet traced: the transformers of late 2024 copied the fp32 logits for
-the shifted loss, and the recompute phase does not count a layer's backward temporaries), and torchtune's compiled
-runs need less (+15% to +31%: `torch.compile` is not modelled).
+*capacity* records are the longest run that fits a card, so their peak is the card's memory. A record that ran older
+code than its preset follows, or an option the preset leaves at its default, sets that input itself (column
+*record_settings*, with the reason and source in the JSON): the Hugging Face + FA2 rows ran transformers 4.46-4.47's
+shifted loss, torchtune's README rows its compiled loss. Unsloth's rows stay under the measured peaks at long context
+(to -13% in its docs, -40% in LLaMA-Factory's wiki at 100,000 tokens): its docs' table is one straight line
+extrapolated per card, steeper than the bytes per token its code holds, and the wiki's two columns miss the same
+170-180 KB per token through different code; `validation/FINDINGS.md` (recipes) gives the numbers per record.
 """)
 recipe_frame = pd.DataFrame(recipe_rows())
 st.dataframe(recipe_frame[["record", "framework", "seq_len", "measured_gib", "estimate_gib", "error_pct",
-                           "measured_by", "source"]], hide_index=True,
+                           "measured_by", "record_settings", "source"]], hide_index=True,
              column_config={"source": st.column_config.LinkColumn("source")})
-st.caption(f"{len(recipe_frame)} records; median |error| {recipe_frame['error_pct'].abs().median():.1f}%.")
+st.caption(f"{len(recipe_frame)} records; median |error| {recipe_frame['error_pct'].abs().median():.1f}%. By "
+           "framework: " + ", ".join(f"{name} {group['error_pct'].abs().median():.1f}% ({len(group)})"
+                                     for name, group in recipe_frame.groupby("framework")) + ".")
 
 st.header("Validated against real model code")
 st.markdown("""

@@ -159,18 +159,19 @@ def test_every_widget_offers_the_browser_its_current_value_as_default():
 def test_qlora_checkpoints_by_default_and_a_row_that_does_not_fit_says_what_would():
     """Issue 14 item 2: Qwen2.5 7B, QLoRA 4-bit, r16, all-linear, batch 4, 2048 tokens was 98.8 GB and 'does not fit
     on any number of RTX 4090'; gradient checkpointing is now on for QLoRA, and the mildest change that fits the
-    RTX 4090 (micro-batch 1 with 4 accumulation steps, 14.6 GB) is named with its memory."""
+    RTX 4090 (micro-batch 1 with 4 accumulation steps, 15.0 GB) is named with its memory. The checkpointed layer
+    inputs are fp32 under peft's kbit cast (28.7 GB at batch 4; 27.0 when they were counted in 16-bit)."""
     at = start({"model": "Qwen/Qwen2.5-7B", "batch": "4", "targets": "q,k,v,o,gate,up,down", "row": "qlora-4bit"},
                page="finetune")
     assert at.radio(key="finetune.gradient_checkpointing").value == "auto"
-    assert totals(at)[3] == 27.0
+    assert totals(at)[3] == 28.7
     [warning] = at.warning
     shown = warning.value.replace("\\", "")  # Markdown escapes
-    assert "does not fit on RTX 4090" in shown and "27.0 GB per GPU, 25.8 GB usable" in shown
-    # 14.4 GB at micro-batch 1, + the adapters' fp32 gradients accumulated beside the next micro-batch
-    assert "Micro-batch 1 with 4 gradient-accumulation steps" in shown and "14.6 GB per GPU" in shown
+    assert "does not fit on RTX 4090" in shown and "28.7 GB per GPU, 25.8 GB usable" in shown
+    # 14.8 GB at micro-batch 1, + the adapters' fp32 gradients accumulated beside the next micro-batch
+    assert "Micro-batch 1 with 4 gradient-accumulation steps" in shown and "15.0 GB per GPU" in shown
     at.number_input(key="finetune.batch_size").set_value(1).run()
-    assert not at.warning and totals(at)[3] == 14.4
+    assert not at.warning and totals(at)[3] == 14.8
 
 
 def test_a_link_without_gc_keeps_its_meaning():

@@ -94,3 +94,19 @@ def test_the_speed_scatter_plots_rates_one_colour_per_engine_one_marker_per_phas
     colours = {t.name.split(" ")[0]: t.marker.color for t in points}
     assert len(set(colours.values())) == len(colours)  # each engine its own colour
     assert {t.marker.symbol[0].removesuffix("-open") for t in points if t.name.endswith("prefill")} == {"square"}
+
+
+def test_the_recipe_table_names_each_records_own_settings_and_the_medians_per_framework():
+    """Records that ran older code or a non-default option (validation/recipes.RECORD_SETTINGS) say so in the table;
+    the caption gives each framework's median |error| from the same rows."""
+    import statistics
+
+    from validation import recipes
+
+    at = start(page="methodology")
+    compared = next(d.value for d in at.dataframe if "measured_gib" in d.value.columns)
+    rows = recipes.run(write=False)
+    assert list(compared["record_settings"]) == [row["record_settings"] for row in rows]
+    assert set(compared["record_settings"]) == {"", "loss=shifted", "loss=chunked-compiled"}
+    torchtune = [abs(row["error_pct"]) for row in rows if row["framework"] == "torchtune"]
+    assert f"torchtune {statistics.median(torchtune):.1f}% ({len(torchtune)})" in texts(at)

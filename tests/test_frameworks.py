@@ -81,3 +81,30 @@ def test_torchtune_qlora_keeps_the_embeddings_in_16_bit(llama3_8b):
     own = detailed_finetune(est.FinetuneScenario(llama3_8b, technique="qlora-4bit", peft_kbit_cast=False),
                             "qlora-4bit")
     assert peft.component("weights") - own.component("weights") == 2 * (2 * 128_256 * 4096 + 65 * 4096)
+
+
+def test_peft_kbit_cast_keeps_the_checkpointed_residual_stream_in_fp32(llama3_8b):
+    """prepare_model_for_kbit_training casts the embedding to fp32, so the embedding output and every layer's
+    `residual + output` are fp32 (type promotion): with gradient checkpointing (on for QLoRA) the 32 layer inputs
+    and the embedding output kept by enable_input_require_grads are 4 B per element, not 2:
+    2 B x 2,048 tokens x 4,096 x 33 = 553,648,128 B more activations. Without the cast (torchtune, Unsloth,
+    LLaMA-Factory) they stay 16-bit; LoRA on a 16-bit base is unchanged."""
+    def row(technique, **fields):
+        return detailed_finetune(est.FinetuneScenario(llama3_8b, technique=technique, seq_len=2048, **fields),
+                                 technique)
+    cast, own = row("qlora-4bit"), row("qlora-4bit", peft_kbit_cast=False)
+    assert cast.peak_phase == own.peak_phase == "backward start"
+    assert cast.component("activations") - own.component("activations") == 2 * 2048 * 4096 * 33
+    assert any("in fp32: prepare_model_for_kbit_training" in note for note in cast.assumptions)
+    assert row("lora").component("activations") == row("lora", peft_kbit_cast=False).component("activations")
+    # activation offloading keeps the fp32 layer input in flight: 4 B x 2,048 x 4,096
+    offloaded = row("qlora-4bit", offload_activations=True)
+    assert any(note.endswith(f"({4 * 2048 * 4096:,} B)") for note in offloaded.assumptions)
+
+
+def test_llama_factory_qlora_does_not_cast_the_frozen_weights_to_fp32(llama3_8b):
+    """LLaMA-Factory never calls prepare_model_for_kbit_training: only its trainable parameters are cast to fp32."""
+    assert preset_fields("llama-factory", "qlora-4bit")["peft_kbit_cast"] is False
+    assert "peft_kbit_cast" not in preset_fields("llama-factory", "lora")
+    s = est.FinetuneScenario(llama3_8b, **with_framework({"framework": "llama-factory", "technique": "qlora-4bit"}))
+    assert not s.peft_kbit_cast

@@ -30,6 +30,16 @@ def test_chunked_loss_peaks_at_the_last_chunk_of_the_forward(llama3_8b):
     assert loss_bytes(llama3_8b, 2, 2048, 2, "standard") == 12 * t * V8
 
 
+def test_compiled_chunked_loss_keeps_the_16_bit_logits_and_one_chunks_gradient(llama3_8b):
+    """torchtune's compile: True: every chunk's 16-bit logits (2 B) and two fp32 row statistics per token are kept;
+    backward starts with the first chunk's 16-bit gradient (2 B / 8) and, in a full fine-tune, lm_head's 2 B x V x h
+    gradient. b = 2, s = 2,048: 2 x 4,096 x V + 8 x 4,096 + 2 x 4,096 x V / 8 (+ 2 V h)."""
+    t = 2 * 2048
+    lora = 2 * t * V8 + 8 * t + 2 * t * V8 // 8
+    assert loss_bytes(llama3_8b, 2, 2048, 2, "chunked-compiled") == lora == 1_182_040_064
+    assert loss_bytes(llama3_8b, 2, 2048, 2, "chunked-compiled", 2 * V8 * H8) == lora + 2 * V8 * H8
+
+
 def test_fused_loss_holds_the_hidden_gradient_and_one_chunk_of_logits(llama3_8b):
     """Liger: inc_factor = ceil(128,256 / 4,096) = 32, chunk = next_power_of_2(ceil(2,048 / 32)) = 64 tokens;
     bf16 grad_input 2 t h + one bf16 chunk 2 x 64 x V + fp32 loss 4 t."""
@@ -46,7 +56,7 @@ def test_fused_loss_of_a_full_fine_tune_adds_lm_heads_gradient_from_the_forward(
 
 
 def test_unknown_loss_is_refused_naming_the_choices(llama3_8b):
-    with pytest.raises(ValueError, match="loss must be one of standard, chunked, fused"):
+    with pytest.raises(ValueError, match="loss must be one of standard, chunked, chunked-compiled, fused, shifted"):
         est.FinetuneScenario(llama3_8b, loss="liger")
 
 
@@ -67,13 +77,14 @@ def test_optimizer_in_backward_refuses_gradient_accumulation(llama3_8b):
 
 
 def test_activation_offloading_with_checkpointing_moves_the_layer_inputs_to_the_host(llama3_8b):
-    """QLoRA checkpoints each layer's input, 2 B x t x h; offloading moves all 32 to pinned CPU memory and the
-    GPU keeps the one in flight."""
+    """QLoRA checkpoints each layer's input, fp32 under peft's kbit cast (4 B x t x h), 16-bit without it;
+    offloading moves all 32 to pinned CPU memory and the GPU keeps the one in flight."""
     t = 2 * 2048
-    on = _row(llama3_8b, "qlora-4bit", batch_size=2, offload_activations=True)
-    off = _row(llama3_8b, "qlora-4bit", batch_size=2)
-    assert on.host_bytes == 2 * t * H8 * L8
-    assert dict(off.phases)["backward start"] - dict(on.phases)["backward start"] == 2 * t * H8 * (L8 - 1)
+    for cast, R in ((True, 4), (False, 2)):
+        on = _row(llama3_8b, "qlora-4bit", batch_size=2, offload_activations=True, peft_kbit_cast=cast)
+        off = _row(llama3_8b, "qlora-4bit", batch_size=2, peft_kbit_cast=cast)
+        assert on.host_bytes == R * t * H8 * L8
+        assert dict(off.phases)["backward start"] - dict(on.phases)["backward start"] == R * t * H8 * (L8 - 1)
 
 
 def test_activation_offloading_without_checkpointing_keeps_the_largest_layer(small_llama):
@@ -184,3 +195,23 @@ def test_the_savers_match_their_traces():
         assert abs(float(rows[(case, "peak")]["error_pct"])) < 0.5, case
         assert rows[(case, "gradients")]["estimate_bytes"] == rows[(case, "gradients")]["measured_bytes"], case
     assert int(rows[("llama-full-optim-in-bwd", "gradients")]["measured_bytes"]) == 32_000 * 512 * 2
+
+
+def test_the_first_layer_rebuilt_has_every_checkpointed_input_beside_it(llama3_8b):
+    """Gradient checkpointing: when backward rebuilds the last layer, the 32 layers' checkpointed inputs (2 B x t x h
+    each) and the rotary tables (2 x 2 B x t x 128) are alive, and a LoRA run has no gradient yet. With a fused loss
+    nothing larger precedes it, so the run peaks there: weights + AdamW states + inputs + one rebuilt layer.
+    Offloaded, only the input brought back stays: 2 B x t x h."""
+    from estimator.activations import recompute_bytes, training_layer_bytes
+    t = 8192
+    row = _row(llama3_8b, "lora", seq_len=t, loss="fused", gradient_checkpointing=True)
+    layer = recompute_bytes(llama3_8b, 1, t, frozen_base=True, lora_targets=("q_proj", "v_proj"), lora_rank=16)
+    assert layer == training_layer_bytes(llama3_8b, 1, t, frozen_base=True, lora_targets=("q_proj", "v_proj"),
+                                         lora_rank=16)
+    persistent = row.component("weights") + row.component("optimizer_states")
+    assert row.peak_phase == "backward recompute, last layer"
+    assert row.total == persistent + 32 * 2 * t * 4096 + 2 * 2 * t * 128 + layer
+    offloaded = _row(llama3_8b, "lora", seq_len=t, loss="fused", gradient_checkpointing=True,
+                     offload_activations=True)
+    assert dict(offloaded.phases)["backward recompute, last layer"] == persistent + 2 * t * 4096 + 2 * 2 * t * 128 \
+        + layer

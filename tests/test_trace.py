@@ -172,3 +172,79 @@ def test_deepseek_v32_indexer_scores_and_keys_under_eager():
     base = 3 * 2 * t * 512 + 2 * 2 * 300 * 300  # embedding, layer input, normed; the additive mask (b, 1, s, s)
     rope = 2 * 2 * 300 * 32  # cos and sin (1, s, d_r)
     assert m["activations"] == scoring + base + rope + 8 * 300
+
+
+def test_the_shifted_loss_of_transformers_4_47_peaks_in_the_forward_as_estimated():
+    """transformers 4.46-4.47's ForCausalLMLoss (v4.47.1 loss/loss_utils.py L32-47), traced: during its
+    cross-entropy the 16-bit logits (2 B), their fp32 upcast (4 B), the shifted contiguous copy and its fp32
+    log-softmax (4 B each over b x (s - 1) rows) are alive. b = 2, s = 128, V = 8,000:
+    6 x 256 x 8,000 + 8 x 2 x 127 x 8,000 = 12,288,000 + 16,256,000 = 28,544,000 B. Today's loss (padded labels,
+    no copy) peaks at backward start instead, at 12 B per logit."""
+    from estimator.activations import loss_bytes
+    cfg = dict(matrix.SMALL_CONFIGS["llama"], num_hidden_layers=2, vocab_size=8000)
+    shifted = trace.trace_training(cfg, batch=2, seq=128, technique="lora", loss="shifted")
+    standard = trace.trace_training(cfg, batch=2, seq=128, technique="lora")
+    assert shifted["peak_phase"] == "forward" and standard["peak_phase"] == "backward"
+    a = compare.architecture(cfg)
+    estimate = loss_bytes(a, 2, 128, 2, "shifted")
+    assert estimate == 28_544_000
+    assert 0 <= shifted["logits_forward_peak"] - estimate <= 8_192  # + the int64 labels, a few scalars
+    assert standard["logits"] - loss_bytes(a, 2, 128, 2, "standard") in range(0, 64)
+
+
+def test_peft_kbit_cast_makes_the_residual_stream_fp32_under_bf16_autocast():
+    """What `activations.residual_stream_bytes` rests on: after prepare_model_for_kbit_training's cast (every 16-bit
+    parameter but the 4-bit linears to fp32; here bf16 linears stand for them), transformers 5.24's Llama layers
+    receive fp32 hidden states under the Trainer's bf16 autocast, while the logits are bf16."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import LlamaConfig, LlamaForCausalLM
+    cfg = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, vocab_size=256)
+    model = LlamaForCausalLM(cfg).to(torch.bfloat16)
+    for name, p in model.named_parameters():
+        p.requires_grad_(False)
+        if "proj" not in name:  # peft v0.20.0 src/peft/utils/other.py L197-202, Params4bit excepted
+            p.data = p.data.to(torch.float32)
+    model.gradient_checkpointing_enable()
+    model.enable_input_require_grads()
+    model = get_peft_model(model, LoraConfig(r=4, target_modules="all-linear"))
+    seen = []
+    for layer in model.base_model.model.model.layers:
+        layer.register_forward_pre_hook(lambda _m, args, kwargs: seen.append((args or (kwargs["hidden_states"],))[0]
+                                                                             .dtype), with_kwargs=True)
+    ids = torch.randint(0, 256, (1, 16))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(input_ids=ids, labels=ids)
+    assert seen == [torch.float32, torch.float32] and out.logits.dtype == torch.bfloat16
+
+
+def test_compiled_chunked_cross_entropy_saves_the_16_bit_chunk_and_two_row_statistics():
+    """torchtune's `compile: True` compiles CEWithChunkedOutputLoss.compute_cross_entropy (torchtune 0031bfb
+    torchtune/training/_compile.py L80-83): the compiled graph keeps the 16-bit chunk itself (the input's storage),
+    the labels and two fp32 values per row, where eager keeps the fp32 log-probabilities (4 B per logit): what
+    `loss_bytes(..., "chunked-compiled")` counts, A t V + 8 t. Inductor's CPU backend; its partitioner (which
+    tensors are saved) runs before code generation, the same for CUDA."""
+    import torch.nn.functional as F
+
+    def compute_cross_entropy(logits, labels):  # torchtune 0031bfb modules/loss/ce_chunked_output_loss.py
+        return F.cross_entropy(logits.float(), labels, ignore_index=-100, reduction="sum")
+
+    rows, vocab = 64, 512
+    x = torch.randn(rows, vocab, dtype=torch.bfloat16, requires_grad=True)
+    labels = torch.randint(0, vocab, (rows,))
+    saved = {}
+    for name, fn in (("eager", compute_cross_entropy), ("compiled", torch.compile(compute_cross_entropy))):
+        new = {}  # storage -> bytes, the input's own storage excluded (alive anyway)
+
+        def pack(t, new=new):
+            if t.untyped_storage().data_ptr() != x.untyped_storage().data_ptr():
+                new[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+            return t
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            loss = fn(x, labels)
+        loss.backward()
+        assert x.grad.dtype == torch.bfloat16
+        x.grad = None
+        saved[name] = sum(new.values())
+    assert saved["eager"] == 4 * rows * vocab + 8 * rows + 4  # fp32 log-softmax, int64 labels, the weight scalar
+    assert saved["compiled"] == 8 * rows + 2 * 4 * rows  # int64 labels and two fp32 row statistics

@@ -90,7 +90,9 @@ PHASE_CELLS = {}  # phase -> cell text, when it should differ from the phase's n
 PHASE_LINES = {"backward start": "backward start: activations alive, no gradients yet (0)",
                "optimizer step": "optimizer step: gradients complete, activations freed (0)",
                "backward end": "backward end: gradients complete, activations freed (0)",
-               "backward recompute": "backward recompute: one layer rebuilt while gradients are nearly complete"}
+               "backward recompute": "backward recompute: one layer rebuilt while gradients are nearly complete",
+               "backward recompute, last layer": "backward recompute, last layer: rebuilt beside every "
+                                                 "checkpointed input"}
 
 
 def phase_line(rows: Sequence[tuple[str, Breakdown]]) -> str:

@@ -10,6 +10,9 @@ measurement could see decides what is compared:
     torch allocator  torch.cuda memory statistics: no CUDA context (overhead 0) and no memory bitsandbytes' paged
                      optimizers allocate as CUDA managed memory (their states are left out)
     unstated         compared as capacity is
+A record that ran older code than the preset follows, or an option the preset leaves at its default, sets that field
+itself (`RECORD_SETTINGS`: the loss of transformers 4.46-4.47, torchtune's compiled loss), with the reason and its
+source in `settings_reason`; the CSV's record_settings column lists them.
 """
 
 from __future__ import annotations
@@ -30,8 +33,11 @@ from estimator.units import GiB
 RECORDS = Path(__file__).parent / "published" / "training_recipes.json"
 RESULTS = Path(__file__).parent / "recipes_results.csv"
 FIELDS = ("record", "framework", "model", "technique", "batch", "seq_len", "measured_gib", "estimate_gib", "error_pct",
-          "peak_phase", "measured_by", "source")
+          "peak_phase", "measured_by", "record_settings", "source")
 SETTINGS = ("technique", "batch_size", "seq_len", "lora_rank", "lora_targets", "grad_accum", "num_gpus", "zero_stage")
+# fields a record sets over its framework's preset: older code, or an option the preset leaves at its default (the
+# record's `settings_reason` says which, with the source)
+RECORD_SETTINGS = ("loss",)
 
 
 def load_records() -> list[dict]:
@@ -40,7 +46,7 @@ def load_records() -> list[dict]:
 
 def scenario(record: dict) -> est.FinetuneScenario:
     """The record's settings over its framework's preset."""
-    given = {key: record[key] for key in SETTINGS if key in record}
+    given = {key: record[key] for key in SETTINGS + RECORD_SETTINGS if key in record}
     overhead = 0.0 if record["measured_by"] == "torch allocator" else DEFAULT_OVERHEAD_GB
     fields = with_framework({"framework": record["framework"], **given, "overhead_gb": overhead})
     return est.FinetuneScenario(catalog.model(record["model"]).architecture, **fields)
@@ -57,7 +63,9 @@ def compare(record: dict) -> dict:
             "technique": s.technique, "batch": s.batch_size, "seq_len": s.seq_len,
             "measured_gib": record["measured_gib"], "estimate_gib": round(estimate / GiB, 2),
             "error_pct": round(100 * (estimate - measured) / measured, 1), "peak_phase": row.peak_phase,
-            "measured_by": record["measured_by"], "source": record["source"]}
+            "measured_by": record["measured_by"],
+            "record_settings": " ".join(f"{key}={record[key]}" for key in RECORD_SETTINGS if key in record),
+            "source": record["source"]}
 
 
 def run(write: bool = True) -> list[dict]:

@@ -246,9 +246,22 @@ def _chunked_loss(model, ids, on_chunk_grad: Callable[[], None] | None = None) -
     return total / ids.numel()
 
 
+def _shifted_loss(model, ids) -> torch.Tensor:
+    """The loss head of transformers 4.46-4.47: the model returns its 16-bit logits (held by the output until the
+    Trainer's compute_loss returns) and `ForCausalLMLoss` (transformers v4.47.1 src/transformers/loss/loss_utils.py
+    L32-47) upcasts them, copies the shifted slice contiguously and runs the cross-entropy on it."""
+    logits = model(input_ids=ids).logits
+    upcast = logits.float()
+    shift_logits = upcast[..., :-1, :].contiguous()
+    shift_labels = ids[..., 1:].contiguous()
+    return torch.nn.functional.cross_entropy(shift_logits.view(-1, shift_logits.size(-1)), shift_labels.view(-1))
+
+
 def _loss(model, ids, loss: str, on_chunk_grad: Callable[[], None] | None = None) -> torch.Tensor:
     if loss == "chunked":
         return _chunked_loss(model, ids, on_chunk_grad)
+    if loss == "shifted":
+        return _shifted_loss(model, ids)
     return model(input_ids=ids, labels=ids).loss
 
 
@@ -304,8 +317,8 @@ def trace_training(config, batch: int = 1, seq: int = 512, technique: str = "ful
     chunk's logits have their gradient. optimizer_in_backward steps each parameter in backward (torchtune's
     optimizer_in_bwd): `gradients` is then 0 after backward, `gradients_max_live` what coexisted.
     """
-    if loss not in ("standard", "chunked"):
-        raise ValueError(f"loss must be standard or chunked; got {loss!r}")
+    if loss not in ("standard", "chunked", "shifted"):
+        raise ValueError(f"loss must be standard, chunked or shifted; got {loss!r}")
     if technique not in ("full", "lora"):
         raise ValueError(f"technique must be full or lora; got {technique!r}")
     if state_dtype != "param":

@@ -31,8 +31,9 @@ def test_the_same_lora_row_added_twice_is_two_bars_named_as_in_the_table(page, a
     page.wait_for_selector("[data-testid='stDataFrame'] td", state="attached", timeout=30_000)
     expect(page.locator(f"{CHART} svg.main-svg").first).to_be_visible(timeout=20_000)
     idle(page)
-    page.wait_for_function(f"() => document.querySelector(\"{CHART} .js-plotly-plot\")?.data?.[0]?.x?.length > 1",
-                           timeout=20_000)
+    # every trace redrawn with both scenarios (under load Plotly updates the traces one after another)
+    page.wait_for_function(f"() => {{ const d = document.querySelector(\"{CHART} .js-plotly-plot\")?.data; "
+                           "return d?.length > 0 && d.every(t => t.x?.length > 1); }", timeout=20_000)
     figure = _figure(page)
     assert all(x == [LORA, f"{LORA} (2)"] for x in figure["x"])  # one bar per scenario, not one of twice the size
     assert page.locator(f"{CHART} .xtick").count() == 2

@@ -252,3 +252,19 @@ def test_engine_validation_compares_the_budget_of_the_records_release():
     row = next(r for r in engines.compare_vllm(records["vllm-club3090-104-1"]) if r["quantity"] == "kv_cache")
     report = serve(recent)
     assert row["estimate"] == round(report.component("kv_cache") / GiB, 4)
+
+
+def test_issue13_records_page_arithmetic():
+    """Two of issue 13's start-ups, tokens from their logged KV memory (validation/engines.py kv_tokens_paging).
+    vllm-arm-spark-1 (v0.11.0, Mistral-7B: 32 layers x 8 KV heads x 128 x 2 x 2 B = 131,072 B a token, 16-token
+    pages of 2 MiB): 102.56 GiB / 2 MiB = 52,510.72 -> 52,510 blocks (the log's num_gpu_blocks) x 16 = 840,160 tokens,
+    as logged. vllm-akiyax-1 (v0.26.0, Qwen2.5-7B: 28 x 4 x 128 x 2 x 2 = 57,344 B, pages of 917,504 B): 8.0 GiB ->
+    9,362 blocks; a 32,768-token request needs 2,048, and since v0.21 the line is int(9,362 / 2,048 x 32,768) =
+    149,792 (149,712 logged: the 8.0 GiB is rounded, 149,712 x 57,344 B = 7.996 GiB)."""
+    from validation import engines
+    records = {r["id"]: r for r in json.loads(open("validation/engine_logs/vllm.json").read())["records"]}
+    paged = {rid: next(r for r in engines.compare_vllm(records[rid]) if r["quantity"] == "kv_tokens_paging")
+             for rid in ("vllm-arm-spark-1", "vllm-akiyax-1")}
+    spark = records["vllm-arm-spark-1"]["logged"]
+    assert paged["vllm-arm-spark-1"]["estimate"] == 52_510 * 16 == spark["kv_cache_tokens"]
+    assert paged["vllm-akiyax-1"]["estimate"] == int(9_362 / 2_048 * 32_768) == 149_792

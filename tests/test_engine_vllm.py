@@ -201,7 +201,7 @@ def test_cuda_graph_memory_by_hand():
     new = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000))
     old = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, engine_version="0.20"))
     pool = inference_layer_peak(LLAMA, 1, 512, 512, flash_attention=True)
-    per_graph = 32 * 64_013  # 2,048,416 bytes, over the 1 MiB floor
+    per_graph = 32 * 48_726  # 1,559,232 bytes, over the 1 MiB floor
     # v0.21+: the eager warm-up run of the largest size stays in PyTorch's cache inside the measurement (+ pool)
     estimate = pool + (pool + per_graph) + (51 - 1) * per_graph + (51 - 1) * per_graph
     assert new.component("cuda_graphs") == estimate
@@ -218,20 +218,21 @@ def test_cuda_graph_memory_by_hand():
     # tensor parallelism adds each layer's two captured all-reduces
     two = serve(ServeScenario(LLAMA, gpu="h100-sxm", tensor_parallel=2, engine_version="0.20"))
     assert two.component("cuda_graphs") == inference_layer_peak(LLAMA, 1, 512, 512, flash_attention=True, tp=2) \
-        + 102 * 32 * (64_013 + 2 * 50_682)
-    # 4 pipeline stages: 8 layers per graph, 512,104 bytes, under the estimate's 1 MiB floor per extra graph
+        + 102 * 32 * (48_726 + 2 * 50_682)
+    # 4 pipeline stages: 8 layers per graph, 389,808 bytes, under the estimate's 1 MiB floor per extra graph
     staged = serve(ServeScenario(LLAMA, gpu="h100-sxm", pipeline_parallel=4))
-    assert staged.component("cuda_graphs") == 2 * pool + 8 * 64_013 + 2 * (51 - 1) * 2**20
+    assert staged.component("cuda_graphs") == 2 * pool + 8 * 48_726 + 2 * (51 - 1) * 2**20
     assert serve(ServeScenario(LLAMA, gpu="h100-sxm", enforce_eager=True)).component("cuda_graphs") == 0
 
 
 def test_graph_constants_follow_from_their_logs():
-    """LAYER_GRAPH_BYTES from vllm-llmd-3 (Llama-3.3-70B, one H100, 0.60 GiB over 102 graphs of 80 layers) and
+    """LAYER_GRAPH_BYTES from vllm-llmd-3 (Llama-3.3-70B, one H100, v0.11.0: 0.60 GiB over 67 PIECEWISE + 67 FULL
+    graphs of 80 layers) and
     ALLREDUCE_GRAPH_BYTES from vllm-dennislee22-1 / -4 (Qwen2-7B at TP 1 / 2, v0.10.1.1, 67 graphs: 0.50 / 0.65 GiB)."""
     records = {r["id"]: r for r in json.loads(open("validation/engine_logs/vllm.json").read())["records"]}
     seventy = est.model("meta-llama/Llama-3.3-70B-Instruct").architecture
     logged = round(records["vllm-llmd-3"]["logged"]["cuda_graph_gib"] * GiB)
-    assert (logged - inference_layer_peak(seventy, 1, 512, 512, flash_attention=True)) // (102 * 80) \
+    assert (logged - inference_layer_peak(seventy, 1, 512, 512, flash_attention=True)) // (134 * 80) \
         == vllm.LAYER_GRAPH_BYTES
     qwen = est.model("Qwen/Qwen2.5-7B").architecture
     one, two = (round(records[f"vllm-dennislee22-{i}"]["logged"]["cuda_graph_gib"] * GiB) for i in (1, 4))

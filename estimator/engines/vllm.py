@@ -100,12 +100,13 @@ STEP_16_CAPTURE_SIZES_SINCE = (0, 11, 1)  # #26016, merged after v0.11.0
 SPECULATIVE_CAPTURE_SINCE = (0, 13)  # #28315 / #30330 (merged 2025-11 / 2025-12); the release is inferred
 # What one captured graph keeps per layer it spans: kernel nodes and their parameters, held by the driver outside
 # PyTorch's pool (the source measures it, it does not compute it). Published logs print totals only, so it is
-# derived from one: vllm-llmd-3 (Llama-3.3-70B FP8, 80 layers, one H100, FULL_AND_PIECEWISE over the 51 default
-# sizes: 102 graphs) "CUDAGraph memory: 0.60 GiB": (round(0.60 x 2^30) - 121,896,960 bytes of pool (a 512-token
-# decode step, _forward_peak)) // (102 x 80) = 64,013 bytes. Checked against the other records in
+# derived from one: vllm-llmd-3 (Llama-3.3-70B FP8, 80 layers, one H100, v0.11.0: FULL_AND_PIECEWISE over its 67
+# default sizes, steps of 8 to 512: 134 graphs) "CUDAGraph memory: 0.60 GiB": (round(0.60 x 2^30) - 121,896,960
+# bytes of pool (a 512-token decode step, _forward_peak)) // (134 x 80) = 48,726 bytes. Checked against the other
+# records in
 # validation/engine_logs/FINDINGS_engines.md E6 (leave-one-out there): per-layer costs from 32 KB (Qwen3-0.6B)
 # to 390 KB (an MoE at TP 4) per graph, so this is a typical value, not a bound.
-LAYER_GRAPH_BYTES = 64_013
+LAYER_GRAPH_BYTES = 48_726
 # With tensor parallelism each layer's two all-reduces are captured too. Derived from the one pair of published
 # start-ups that differ only in TP (vllm-dennislee22-1 / -4: Qwen2-7B, v0.10.1.1, A100, 67 PIECEWISE sizes, 0.50 /
 # 0.65 GiB): ((round(0.65 x 2^30) - 44,040,192 TP-2 pool) - (round(0.50 x 2^30) - 73,138,176 TP-1 pool))

@@ -145,7 +145,8 @@ class Efficiency:
 
 
 def efficiency_table(data: dict) -> dict[tuple[str, ...], Efficiency]:
-    """speed.json's efficiencies by key (engine, GPU class, phase, kernel; '' = any)."""
+    """speed.json's efficiencies by key (engine, GPU class or the one GPU id its records ran on, phase, kernel;
+    '' = any)."""
     return {tuple(e["key"]): Efficiency(float(e["value"]), ", ".join(part for part in e["key"] if part),
                                         tuple(e["records"]), tuple(e["range"]) if "range" in e else None,
                                         e.get("step_ms", 0.0) / 1e3)
@@ -159,37 +160,42 @@ def _efficiency_table() -> dict[tuple[str, ...], Efficiency]:
 
 
 def lookup_efficiency(table: dict[tuple[str, ...], Efficiency], engine: str, klass: str, phase: str,
-                      kernel: str) -> Efficiency:
+                      kernel: str, gpu: str = "") -> Efficiency:
     """The most specific efficiency of `table`: (engine, GPU class, phase, kernel), then without the kernel, then
     the GPU class with any engine (the hardware sets most of what is achievable), the engine on any GPU, and the
-    phase over every record (speed.json's rule)."""
+    phase over every record (speed.json's rule). Where only one GPU's records set a key, the key names that GPU
+    (`gpu`, a catalog id) instead of its class, and is looked up before the class at the same level."""
     engine = ENGINE_FAMILY.get(engine, engine)
-    for key in ((engine, klass, phase, kernel), (engine, klass, phase, ""), ("", klass, phase, ""),
-                (engine, "", phase, ""), ("", "", phase, "")):
+    own = ((engine, gpu, phase, kernel), (engine, gpu, phase, "")) if gpu else ()
+    shared = (("", gpu, phase, ""),) if gpu else ()
+    for key in own + ((engine, klass, phase, kernel), (engine, klass, phase, "")) + shared + (
+            ("", klass, phase, ""), (engine, "", phase, ""), ("", "", phase, "")):
         if key in table:
             return table[key]
     raise ValueError(f"estimator/data/speed.json has no efficiency for phase {phase!r}")
 
 
 @functools.lru_cache(maxsize=256)
-def efficiency(engine: str, klass: str, phase: str, kernel: str) -> Efficiency:
+def efficiency(engine: str, klass: str, phase: str, kernel: str, gpu: str = "") -> Efficiency:
     """`lookup_efficiency` in the derived efficiencies of estimator/data/speed.json."""
-    return lookup_efficiency(_efficiency_table(), engine, klass, phase, kernel)
+    return lookup_efficiency(_efficiency_table(), engine, klass, phase, kernel, gpu)
 
 
-def training_efficiency_in(table: dict[tuple[str, ...], Efficiency], framework: str, klass: str) -> Efficiency:
+def training_efficiency_in(table: dict[tuple[str, ...], Efficiency], framework: str, klass: str,
+                           gpu: str = "") -> Efficiency:
     """The training efficiency of `table` for a framework on a GPU class: (framework, GPU class), the GPU class over
-    every framework, the framework on any GPU, every training record; Llama 3's MFU where no record sets one."""
+    every framework, the framework on any GPU, every training record; Llama 3's MFU where no record sets one (a key
+    set by one GPU's records names that GPU, as in `lookup_efficiency`)."""
     try:
-        return lookup_efficiency(table, framework, klass, "training", "")
+        return lookup_efficiency(table, framework, klass, "training", "", gpu)
     except ValueError:
         return Efficiency(MFU, MFU_FALLBACK_KEY, (), (MFU_LOW, MFU_HIGH))
 
 
 @functools.lru_cache(maxsize=64)
-def training_efficiency(framework: str, klass: str) -> Efficiency:
+def training_efficiency(framework: str, klass: str, gpu: str = "") -> Efficiency:
     """`training_efficiency_in` the derived efficiencies of estimator/data/speed.json."""
-    return training_efficiency_in(_efficiency_table(), framework, klass)
+    return training_efficiency_in(_efficiency_table(), framework, klass, gpu)
 
 
 @dataclass(frozen=True)
@@ -422,7 +428,8 @@ def inference_speed(a: Architecture, g: Gpu, format_id: str, kv_dtype: str = "bf
     p = peaks(g, format_id)
     klass, kernel = gpu_class(g), kernel_kind("bf16" if format_id == CHECKPOINT and not _quantized_checkpoint(a)
                                               else format_id)
-    e_bw, e_flops = efficiency(engine, klass, "decode", kernel), efficiency(engine, klass, "prefill", kernel)
+    e_bw = efficiency(engine, klass, "decode", kernel, g.id)
+    e_flops = efficiency(engine, klass, "prefill", kernel, g.id)
     step = decode_phase(a, format_id, kv_dtype, tp, sequences, context, p, e_bw.value, e_flops.value, mla_latent,
                         e_bw.step_s)
     fill = prefill_phase(a, format_id, tp, prompt, p, e_bw.value, e_flops.value)
@@ -495,7 +502,7 @@ def training_speed(a: Architecture, g: Gpu, technique: str, batch: int, seq_len:
     parallel communication (ZeRO paper, Rajbhandari et al. 2020, arXiv:1910.02054, section 7: 2 Psi per GPU for
     DP / ZeRO-1 / 2, 3 Psi for ZeRO-3) overlaps compute unless it takes longer."""
     p = peaks(g, "bf16")
-    e = training_efficiency(framework, gpu_class(g)) if e is None else e
+    e = training_efficiency(framework, gpu_class(g), g.id) if e is None else e
     per_token = training_flops_per_token(a, seq_len, technique, checkpointing)
     notes = [f"FLOPs per token: {per_token / 1e9:.3g} G ({'6' if technique == 'full' else '4'}N"
              f"{' + 2N recomputation' if checkpointing else ''}, N = {matmul_parameters(a):,} matmul parameters, "
@@ -563,7 +570,7 @@ def quick_speed(s: InferenceScenario, row: str, g: Gpu) -> Speed:
     total, active = s.model.total_params, s.model.active_params
     tp, sequences = s.tensor_parallel, s.batch_size * s.concurrency
     p, klass, kernel = peaks(g, "bf16"), gpu_class(g), "16-bit" if bits >= 16 else "quantized"
-    e_bw, e_flops = efficiency("", klass, "decode", kernel), efficiency("", klass, "prefill", kernel)
+    e_bw, e_flops = efficiency("", klass, "decode", kernel, g.id), efficiency("", klass, "prefill", kernel, g.id)
     touched = min(1.0, sequences * active / total)
     step = _phase(b.component("weights") * touched + b.component("kv_cache"), 2 * active * sequences / tp, 0.0, p,
                   e_bw.value, e_flops.value, e_bw.step_s)

@@ -381,7 +381,10 @@ engine on a GPU class (`validation/published/speed.csv`, every record with its U
 `python -m validation speed --derive`); $e_{bw}$ and $t_{step}$ are fitted together (measured step time =
 $t_{step}$ + roofline step time / $e_{bw}$, Theil-Sen) where a key has three records or more. Records of a superseded
 engine generation (vLLM before v0.8.0, the V0 engine) set only that generation's keys, so the estimate describes the
-engines run today. Fine-tuning: $6N$
+engines run today. A key whose records all ran on one GPU is that GPU's (SGLang's on the H20, vLLM V0's on the
+A100 80GB), not its class's, and a class key shared by every engine needs records of two engines. A TTFT timed by a
+serving client for a prompt under 2,000 tokens is compared apart ("prefill, short TTFT"): the request's fixed cost
+(HTTP, chat template, tokenisation, scheduling) is most of it, and no efficiency is fitted to it. Fine-tuning: $6N$
 FLOPs per token ($4N$ for LoRA's frozen base, $+2N$ with gradient checkpointing) at the median achieved fraction of
 the peak of published training runs of the framework on the GPU class (torchtitan, torchtune, llm.q; by the same
 rule, falling back to the GPU class, then to every run; Llama 3's 38-43% MFU, arXiv:2407.21783, only if no run set
@@ -402,7 +405,7 @@ if compared:
                "training tokens/s (TTFT, TPOT and MFU are in the table only). Hollow points are held out of every "
                "efficiency; 'each left out' re-derives the efficiencies without the record. Outliers are explained "
                "in `validation/FINDINGS.md`.")
-st.dataframe(pd.DataFrame([{"Engine": e[0] or "any", "GPU class": e[1] or "any", "Phase": e[2],
+st.dataframe(pd.DataFrame([{"Engine": e[0] or "any", "GPU class (or GPU)": e[1] or "any", "Phase": e[2],
                             "Kernel": e[3] or "any", "Efficiency": value.value,
                             "Step cost (ms)": round(value.step_s * 1e3, 2), "Records": len(value.records)}
                            for e, value in speed_model._efficiency_table().items()]), hide_index=True)

@@ -172,7 +172,7 @@ def test_unknown_model_and_gpu_ids_raise_value_error():
 
 @pytest.mark.parametrize("typed, found", [
     ("A100", ["a100-40gb-sxm", "a100-80gb-sxm", "a100-80gb-pcie", "a100-40gb-pcie"]),  # not the Apple M3 Max
-    ("H20", []),  # not the H200
+    ("H20", ["h20"]),  # not the H200
     ("H200", ["h200", "h200-nvl"]),
     ("rtx 4090", ["rtx-4090"]),
     ("l4", ["l4"]),  # not the L40S
@@ -190,8 +190,9 @@ def test_a_gpu_is_found_by_the_words_of_its_name_when_they_name_one():
     assert est.gpu("NVIDIA GeForce RTX 4090").id == est.gpu("rtx 4090").id == "rtx-4090"
     with pytest.raises(ValueError, match="could be h100-pcie, h100-sxm, h100-nvl"):
         est.gpu("H100")
-    with pytest.raises(ValueError, match="unknown GPU 'H20'"):
-        est.gpu("H20")
+    assert est.gpu("H20").id == "h20"  # not the H200
+    with pytest.raises(ValueError, match="unknown GPU 'H800'"):
+        est.gpu("H800")
 
 
 RAW_GPUS = json.loads(resources.files("estimator").joinpath("data", "gpus.json").read_text())["gpus"]

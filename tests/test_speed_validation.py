@@ -99,7 +99,7 @@ def test_training_records_compare_with_the_fine_tuning_speed():
 
     records = {r["id"]: r for r in vs.load_records()}
     c = vs.case(records["titan-a100-llama2-2-full-tps"])
-    e = speed.training_efficiency("torchtitan", "nvidia-datacenter")
+    e = speed.training_efficiency("torchtitan", "nvidia-datacenter", "a100-80gb-sxm")
     expected = speed.training_speed(catalog.model("meta-llama/Llama-2-70b-hf").architecture,
                                     catalog.gpu("a100-80gb-sxm"), "full", 2, 4096, gpus=64, zero_stage=3,
                                     checkpointing=True, e=e).tokens_per_s
@@ -133,7 +133,7 @@ def test_a_training_record_faster_than_the_peak_at_its_setup_is_skipped():
 def test_the_training_efficiency_is_the_median_of_its_keys_records_with_their_range():
     """Three datacenter records at 0.6354 (torchtitan Llama 3 70B), 0.6463 (Llama 2 70B) and 0.87 (llm.q L40S
     Qwen2.5-1.5B, SOL 87% without recomputation): the GPU-class key is the middle one, its range 0.6354-0.87;
-    torchtitan's own key, two records: (0.6354 + 0.6463) / 2 = 0.6409."""
+    torchtitan's own key, two records, both on A100 80GB SXM GPUs, is that GPU's: (0.6354 + 0.6463) / 2 = 0.6409."""
     data = vs.derive(vs.cases_of(vs.load_records()))
     entries = {tuple(e["key"]): e for e in data["efficiencies"]}
     klass = entries[("", "nvidia-datacenter", "training", "")]
@@ -141,8 +141,9 @@ def test_the_training_efficiency_is_the_median_of_its_keys_records_with_their_ra
                                 "titan-a100-llama3-70b-full-tps"]
     assert klass["value"] == pytest.approx(0.6463, abs=1e-4)
     assert klass["range"] == pytest.approx([0.6354, 0.87], abs=1e-4)
-    assert entries[("torchtitan", "nvidia-datacenter", "training", "")]["value"] == \
+    assert entries[("torchtitan", "a100-80gb-sxm", "training", "")]["value"] == \
         pytest.approx((0.6354 + 0.6463) / 2, abs=1e-4)
+    assert ("torchtitan", "nvidia-datacenter", "training", "") not in entries
     assert ("torchtune", "nvidia-consumer", "training", "") not in entries  # one record: below MIN_RECORDS
 
 
@@ -166,9 +167,10 @@ def test_a_decode_key_fits_a_fixed_step_cost_and_a_bandwidth_fraction(monkeypatc
 def test_vllm_batch_1_decode_records_set_a_step_cost():
     """Qwen2.5 on an A100 with vLLM 0.6.3 at batch 1: 0.5B at 311.55 tokens/s reads ~1 GB a step (3.2 ms, far more
     than 1 GB / 2,039 GB/s = 0.5 ms); the fitted key says so (a fixed cost of milliseconds per step). vLLM 0.6.3 is
-    the V0 engine, so the key is its generation's, and no key shared by every engine holds these records."""
+    the V0 engine, so the key is its generation's, and no key shared by every engine holds these records; all of
+    them ran on one A100 80GB, so the key is that GPU's, not the datacenter class's."""
     data = json.loads(vs.SPEED_JSON.read_text(encoding="utf-8"))
-    entry = next(e for e in data["efficiencies"] if e["key"] == ["vllm-v0", "nvidia-datacenter", "decode", ""])
+    entry = next(e for e in data["efficiencies"] if e["key"] == ["vllm-v0", "a100-80gb-sxm", "decode", ""])
     assert 1 < entry["step_ms"] < 10 and 0 < entry["value"] <= 1
     assert "qwen25-0.5b-bf16-in1-tp1" in entry["records"] or vs.held_out("qwen25-0.5b-bf16-in1-tp1")
     shared = [e for e in data["efficiencies"] if e["key"][0] == ""]
@@ -217,3 +219,67 @@ def test_a_prefill_bound_by_memory_at_the_roofline_sets_no_flops_efficiency():
     assert not c.skip and vs.roofline_bound(c) == "memory" and not vs.derivable(c)
     longer = vs.case({**record, "id": "x", "input_tokens": "512"})
     assert vs.roofline_bound(longer) == "compute" and vs.derivable(longer)
+
+
+def test_a_key_set_by_one_gpus_records_is_that_gpus_and_is_looked_up_first():
+    """A hand-made table: sglang's own key on the H20 (0.36), a datacenter key over every engine (0.8) and the last
+    fallback (0.9). SGLang on the H20 takes 0.36; SGLang on an H100 does not take the H20's, it takes the class's 0.8;
+    any engine on the H20 without its own key takes the class's too; with no GPU named, the class key."""
+    from estimator import speed
+
+    e = {v: speed.Efficiency(v, str(v), ()) for v in (0.36, 0.8, 0.9)}
+    table = {("sglang", "h20", "decode", ""): e[0.36], ("", "nvidia-datacenter", "decode", ""): e[0.8],
+             ("", "", "decode", ""): e[0.9]}
+    look = lambda engine, gpu: speed.lookup_efficiency(table, engine, "nvidia-datacenter", "decode", "16-bit", gpu)  # noqa: E731
+    assert look("sglang", "h20").value == 0.36
+    assert look("sglang", "h100-sxm").value == look("vllm", "h20").value == look("sglang", "").value == 0.8
+    assert speed.lookup_efficiency(table, "sglang", "apple", "decode", "16-bit", "m2-ultra-192gb").value == 0.9
+
+
+def test_sglangs_h20_records_set_the_h20s_keys_only():
+    """The Qwen team's SGLang 0.4.6 batch-1 decode rows all ran on one H20: they set (sglang, h20, decode) keys, and
+    neither a datacenter key (one GPU) nor a datacenter key over every engine (one engine) nor SGLang's any-GPU key;
+    SGLang on an H100 therefore does not take the H20's bandwidth fraction."""
+    from estimator import speed
+
+    data = json.loads(vs.SPEED_JSON.read_text(encoding="utf-8"))
+    keys = {tuple(e["key"]): e for e in data["efficiencies"]}
+    h20 = keys[("sglang", "h20", "decode", "")]
+    assert len(h20["records"]) >= 3 and all(r.startswith("qwen3-sgl-") for r in h20["records"])
+    assert not {("sglang", "nvidia-datacenter", "decode", ""), ("", "nvidia-datacenter", "decode", ""),
+                ("sglang", "", "decode", "")} & set(keys)
+    table = speed.efficiency_table(data)
+    on_h100 = speed.lookup_efficiency(table, "sglang", "nvidia-datacenter", "decode", "16-bit", "h100-sxm")
+    assert on_h100.key == "decode" and on_h100.value != h20["value"]
+
+
+def test_a_shared_gpu_class_key_needs_two_engines(monkeypatch):
+    """Three decode records of one engine on two datacenter GPUs set that engine's class key but not the class key
+    shared by every engine; a record of a second engine on the same class makes the shared key."""
+    records = [vs.case(_record(id=f"x{i}", engine="sglang", gpu=gpu, model=model, metric="llama_bench_tg",
+                               output_tokens="128", kv_dtype="f16", value=str(value)))
+               for i, (gpu, model, value) in enumerate((("h100-sxm", "meta-llama/Llama-2-7b-hf", 150),
+                                                        ("a100-80gb-sxm", "meta-llama/Llama-2-7b-hf", 100),
+                                                        ("h100-sxm", "meta-llama/Llama-2-13b-hf", 80)))]
+    monkeypatch.setattr(vs, "held_out", lambda record_id: False)
+    keys = {tuple(e["key"]) for e in vs.derive(records)["efficiencies"]}
+    assert ("sglang", "nvidia-datacenter", "decode", "") in keys and ("", "nvidia-datacenter", "decode", "") not in keys
+    other = vs.case(_record(id="y", engine="vllm", gpu="h100-sxm", metric="llama_bench_tg", output_tokens="128",
+                            kv_dtype="f16", value="140"))
+    assert ("", "nvidia-datacenter", "decode", "") in {tuple(e["key"]) for e in vs.derive(records + [other])[
+        "efficiencies"]}
+
+
+def test_a_client_timed_ttft_of_a_short_prompt_is_compared_apart_and_sets_no_efficiency():
+    """GPUStack's vLLM TTFT at 1 request (ShareGPT chat prompts of 233 tokens on average, timed by vllm bench serve)
+    is under 2,000 tokens: compared as 'prefill, short TTFT', no efficiency; vllm#20469's 16,000-token TTFT is a
+    prefill record; the boundary is 2,000 tokens (1,999: short)."""
+    records = {r["id"]: r for r in vs.load_records()}
+    rows = {r["id"]: r for r in vs.load_results()}  # the committed comparison (speed_results.csv)
+    assert vs.short_ttft(vs.case(records["gpustack-h100-qwen3-8b-vllm-c1-ttft"]))
+    assert rows["gpustack-h100-qwen3-8b-vllm-c1-ttft"]["phase"] == vs.SHORT_TTFT
+    assert rows["vllm20469-a100-qwen3-14b-awq-c1-ttft"]["phase"] == "prefill"
+    long = vs.case({**records["vllm20469-a100-qwen3-14b-awq-c1-ttft"], "id": "x", "input_tokens": "2000"})
+    short = vs.case({**records["vllm20469-a100-qwen3-14b-awq-c1-ttft"], "id": "x", "input_tokens": "1999"})
+    assert vs.roofline_bound(short) == "compute" and not vs.short_ttft(long) and vs.short_ttft(short)
+    assert vs.derivable(long) and not vs.derivable(short)

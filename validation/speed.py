@@ -12,13 +12,17 @@ fitted as measured step time = t_step + roofline step time / e_bw (Theil-Sen: th
 then the median intercept; robust to outliers as the median is), kept when 0 < e_bw <= 1 and t_step > 0. Any other
 efficiency is the median achieved fraction of the records of one key,
 from the most specific key with at least MIN_RECORDS records to the least:
-(engine, GPU class, phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase.
+(engine, GPU class, phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase;
+a (GPU class, phase) key, shared by every engine, needs the records of at least MIN_SHARED_ENGINES engines, and a key
+whose records all ran on one GPU names that GPU instead of its class (the efficiency one GPU reached is that GPU's).
 Held-out records (crc32 of the id % HOLDOUT_MODULUS == 0) never enter a median; their error is reported apart. Only
 records of one sequence on one GPU whose roofline at 100% is bound as its phase enter a median (`derivable`);
 batches, tensor parallelism and serving throughput (output_throughput, total_throughput) are compared but set no
-efficiency. Training records (train_tokens_per_s against the fine-tuning speed, train_mfu against the MFU the
-estimate implies) set the training efficiency by the same rule, keyed by (framework, GPU class): the achieved
-fraction of the peak FLOPs counting the FLOPs the estimate counts (6N / 4N per token, + 2N with recomputation).
+efficiency, as is a client-timed TTFT of a prompt under CLIENT_TTFT_MIN_PROMPT tokens (compared apart as "prefill,
+short TTFT": the request's fixed cost is most of it). Training records (train_tokens_per_s against the fine-tuning
+speed, train_mfu against the MFU the estimate implies) set the training efficiency by the same rule, keyed by
+(framework, GPU class): the achieved fraction of the peak FLOPs counting the FLOPs the estimate counts (6N / 4N per
+token, + 2N with recomputation).
 
 Published names reach the catalog through tables with a reason per entry (MODEL_NAMES, GPU_NAMES, WEIGHT_WORDS,
 TRAINING_SETUPS); a record that stays ambiguous, or whose metric needs a field the source does not state, is
@@ -49,7 +53,16 @@ DECODE_METRICS = ("llama_bench_tg", "decode_tokens_per_s_per_seq", "tpot_ms")
 PREFILL_METRICS = ("llama_bench_pp", "prefill_tokens_per_s", "ttft_ms")
 MIN_RECORDS = 2
 MIN_STEP_RECORDS = 3  # a line through the records needs more than two of them to have a median slope
+MIN_SHARED_ENGINES = 2  # a GPU-class key shared by every engine stands for more than one engine's records
 HOLDOUT_MODULUS = 4
+# A TTFT is timed by a serving benchmark's client (every ttft_ms source here: vllm bench serve, AIPerf,
+# sglang.bench_serving): it holds the request's fixed cost (HTTP, chat template, tokenisation, scheduling, the first
+# decode step) beside the prompt's forward, a cost the prefill roofline has no term for and that is not fitted away.
+# Below this prompt length such a record is compared apart ("prefill, short TTFT") and enters neither an
+# efficiency nor the prefill bar; from it on the forward is most of the time (issue 17's threshold: TTFT at
+# concurrency 1 with prompts of 2,000 tokens or more).
+CLIENT_TTFT_MIN_PROMPT = 2000
+SHORT_TTFT = "prefill, short TTFT"
 # Published model names -> the catalog id whose architecture (layers, widths, heads, experts) the record ran, and
 # why. A quantized re-upload keeps its base model's shapes; the record's `weights` column says how it is stored.
 MODEL_NAMES = {
@@ -163,10 +176,15 @@ RULE = ("An efficiency is the median, over the published records of its key, of 
         f"specific with at least {MIN_RECORDS} records (decode: {MIN_STEP_RECORDS}) to the least: (engine, GPU class, "
         "phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase; a record "
         "of a superseded engine generation (vLLM before v0.8.0, the V0 engine: 'vllm-v0') sets only its "
-        "generation's keys, not the keys shared by every engine. "
+        "generation's keys, not the keys shared by every engine; a GPU-class key shared by every engine needs "
+        f"records of at least {MIN_SHARED_ENGINES} engines (one engine's records set that engine's keys and the "
+        "last fallback, phase alone); a key whose records all ran on one GPU is that GPU's key (its catalog id in "
+        "place of the class, looked up before the class at the same level), not its class's or every GPU's. "
         f"Records whose id has crc32 % {HOLDOUT_MODULUS} == 0 are held out of every median, and only records of one "
         "sequence on one GPU (concurrency 1, tp 1) whose roofline at 100% is bound as its phase (decode: memory; "
-        "prefill: compute) enter one: batches, tensor parallelism and serving throughput are compared only. Training "
+        "prefill: compute) enter one: batches, tensor parallelism and serving throughput are compared only, and so is "
+        f"a client-timed TTFT of a prompt under {CLIENT_TTFT_MIN_PROMPT:,} tokens (mostly the request's fixed cost: "
+        "HTTP, chat template, tokenisation, scheduling). Training "
         "records give the achieved fraction of the dense 16-bit peak FLOPs counting 6N per token (4N for LoRA), "
         "+ 2N with recomputation, plus attention (tokens/s rows: measured / the estimate at 100%; MFU rows, whose "
         "FLOPs leave recomputation out: MFU x (passes + 1) / passes with it), keyed (framework, GPU class, "
@@ -211,9 +229,14 @@ def derivable(c: Case) -> bool:
     r = c.record
     if c.phase == "training":
         return not c.skip and not c.run_compared and not held_out(r["id"])
-    return (not c.skip and c.phase in ("decode", "prefill") and int(r["concurrency"] or 1) == 1
+    return (not c.skip and c.phase in ("decode", "prefill") and not short_ttft(c) and int(r["concurrency"] or 1) == 1
             and int(r["tp"] or 1) == 1 and not held_out(r["id"])
             and roofline_bound(c) == ("memory" if c.phase == "decode" else "compute"))
+
+
+def short_ttft(c: Case) -> bool:
+    """A client-timed TTFT of a prompt shorter than CLIENT_TTFT_MIN_PROMPT: mostly the request's fixed cost."""
+    return c.record["metric"] == "ttft_ms" and int(c.record["input_tokens"] or 0) < CLIENT_TTFT_MIN_PROMPT
 
 
 def roofline_bound(c: Case) -> str:
@@ -396,7 +419,7 @@ def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, t
         if e_flops is not None:
             return training_estimate(c, speed.Efficiency(e_flops, "given", ()))
         table = speed._efficiency_table() if table is None else table
-        return training_estimate(c, speed.training_efficiency_in(table, training_framework(r), c.klass))
+        return training_estimate(c, speed.training_efficiency_in(table, training_framework(r), c.klass, c.gpu.id))
     tp, conc = int(r["tp"] or 1), int(r["concurrency"] or 1)
     inp, out = int(r["input_tokens"] or 0), int(r["output_tokens"] or 0)
     p = speed.peaks(c.gpu, c.weights)
@@ -404,9 +427,9 @@ def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, t
     if e_bw is None:
         table = speed._efficiency_table() if table is None else table
         engine = speed.engine_key(r["engine"], r["engine_version"])
-        decode = speed.lookup_efficiency(table, engine, c.klass, "decode", c.kernel)
+        decode = speed.lookup_efficiency(table, engine, c.klass, "decode", c.kernel, c.gpu.id)
         e_bw, step_s = decode.value, decode.step_s
-        e_flops = speed.lookup_efficiency(table, engine, c.klass, "prefill", c.kernel).value
+        e_flops = speed.lookup_efficiency(table, engine, c.klass, "prefill", c.kernel, c.gpu.id).value
     if c.phase == "prefill":
         prompt = inp or 512
         fill = speed.prefill_phase(c.model, c.weights, tp, prompt, p, e_bw, e_flops)
@@ -456,6 +479,7 @@ def derive(cases: list[Case]) -> dict:
     """speed.json: the efficiencies of every key with enough fit records, each with its record ids."""
     fit = [c for c in cases if derivable(c)]
     keys: dict[tuple, list[Case]] = {}
+    engines: dict[tuple, set[str]] = {}  # the engines (training: frameworks) of each key's records
     for c in fit:
         engine = speed.engine_key(c.record["engine"], c.record["engine_version"])
         kernel = c.kernel
@@ -465,11 +489,19 @@ def derive(cases: list[Case]) -> dict:
         shared = () if engine in speed.SUPERSEDED_ENGINES else (("", c.klass, c.phase, ""), ("", "", c.phase, ""))
         for key in dict.fromkeys(own + shared):
             keys.setdefault(key, []).append(c)
+            engines.setdefault(key, set()).add(engine)
     entries = []
     for key, members in sorted(keys.items()):
         least = MIN_STEP_RECORDS if key[2] == "decode" else MIN_RECORDS  # a decode key sets a step cost too
         if len(members) < least and key[:2] != ("", ""):
             continue
+        if key[0] == "" and key[:2] != ("", "") and len(engines[key]) < MIN_SHARED_ENGINES:
+            continue  # one engine's records are that engine's key, not every engine's
+        gpus = {c.gpu.id for c in members}
+        if key[:2] != ("", "") and len(gpus) == 1:  # one GPU's records: that GPU's key, not its class's
+            key = (key[0], gpus.pop(), key[2], key[3])
+            if any(e["key"] == list(key) for e in entries):  # the class key and the any-GPU key: the same records
+                continue
         fractions = [achieved(c) for c in members]
         entry = {"key": list(key), "value": round(statistics.median(fractions), 4),
                  "records": sorted(c.record["id"] for c in members)}
@@ -478,6 +510,7 @@ def derive(cases: list[Case]) -> dict:
         if key[2] == "training":  # the fine-tuning speed's range
             entry["range"] = [round(min(fractions), 4), round(max(fractions), 4)]
         entries.append(entry)
+    entries.sort(key=lambda e: e["key"])
     return {"rule": RULE,
             "source": "validation/published/speed.csv (each record with its URL, quote and settings)",
             "efficiencies": entries}
@@ -497,7 +530,8 @@ def results(cases: list[Case]) -> list[dict]:
                "concurrency": r["concurrency"],
                "measured": float(r["value"]), "held_out": held_out(r["id"]), "skip": c.skip}
         if not c.skip:
-            row.update(gpu_class=c.klass, phase=c.phase, estimated=round(estimate(c), 3))
+            row.update(gpu_class=c.klass, phase=SHORT_TTFT if short_ttft(c) else c.phase,
+                       estimated=round(estimate(c), 3))
             row["error_pct"] = round(100 * (row["estimated"] / row["measured"] - 1), 2)
             row["loo_error_pct"] = round(100 * (leave_one_out(c, cases) / row["measured"] - 1), 2)
         rows.append(row)
@@ -526,7 +560,7 @@ def summary(rows: list[dict]) -> str:
     lines.append("| engine | phase | records (held out) | fit | held out | each record left out |")
     lines.append("|---|---|---|---|---|---|")
     for engine in engines:
-        for phase in ("decode", "prefill", "throughput", "training"):
+        for phase in ("decode", "prefill", SHORT_TTFT, "throughput", "training"):
             members = [r for r in rows if not r["skip"] and r["engine"] == engine and r["phase"] == phase]
             subsets = [("", members)]
             if phase in ("decode", "prefill"):

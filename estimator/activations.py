@@ -197,7 +197,6 @@ def inference_layer_peak(a: Architecture, batch: int, query_len: int, context: i
     return max(attn, indexer, mamba, linear, mlp)
 
 
-
 # DeepSeek-V3.2's lightning indexer as transformers runs it (DeepseekV32Indexer, v5.24.0
 # src/transformers/models/deepseek_v32/modeling_deepseek_v32.py L147-242, "the bf16 equivalent of the reference
 # Indexer" without its fp8 kernel): fp32 q.k scores for every key and index head, the top-k folded into a dense mask
@@ -613,7 +612,6 @@ def _linear_attention_saved(a: Architecture, batch: int, seq: int, A: int) -> in
     gated_norm = 3 * FP32_BYTES * t * value + 3 * A * t * value
     small = 9 * FP32_BYTES * t * n_v + A * t * n_v
     return conv + k_side + v_side + chunk_matrices + states + gated_norm + small
-
 
 
 def _linear_attention_inference(a: Architecture, batch: int, seq: int, A: int, tp: int = 1) -> int:

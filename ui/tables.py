@@ -71,7 +71,6 @@ def _inference_labels(s: Scenario, key: str) -> tuple[str, str]:
     return f"Inference (checkpoint, {stored})", "Checkpoint"
 
 
-
 def selected_row(rows: Sequence[TableRow], key: str) -> TableRow:
     """The row with `key`, or the first one when the table has no such row (e.g. the extra row was removed)."""
     return next((row for row in rows if row.key == key), rows[0])

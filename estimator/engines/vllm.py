@@ -103,9 +103,8 @@ SPECULATIVE_CAPTURE_SINCE = (0, 13)  # #28315 / #30330 (merged 2025-11 / 2025-12
 # derived from one: vllm-llmd-3 (Llama-3.3-70B FP8, 80 layers, one H100, v0.11.0: FULL_AND_PIECEWISE over its 67
 # default sizes, steps of 8 to 512: 134 graphs) "CUDAGraph memory: 0.60 GiB": (round(0.60 x 2^30) - 121,896,960
 # bytes of pool (a 512-token decode step, _forward_peak)) // (134 x 80) = 48,726 bytes. Checked against the other
-# records in
-# validation/engine_logs/FINDINGS_engines.md E6 (leave-one-out there): per-layer costs from 32 KB (Qwen3-0.6B)
-# to 390 KB (an MoE at TP 4) per graph, so this is a typical value, not a bound.
+# records in validation/engine_logs/FINDINGS_engines.md E6 (leave-one-out there): the one-GPU logs imply 25 KB
+# (Qwen3-0.6B) to 247 KB (Qwen2-7B on v0.10.1) per layer and graph, so this is a typical value, not a bound.
 LAYER_GRAPH_BYTES = 48_726
 # With tensor parallelism each layer's two all-reduces are captured too. Derived from the one pair of published
 # start-ups that differ only in TP (vllm-dennislee22-1 / -4: Qwen2-7B, v0.10.1.1, A100, 67 PIECEWISE sizes, 0.50 /

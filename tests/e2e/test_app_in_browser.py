@@ -60,14 +60,16 @@ def test_catalog_model_numbers_follow_context_and_kv_dtype_and_equal_the_cli(pag
     assert first != second != third
 
 
-def test_a_share_link_reproduces_inputs_and_numbers_in_a_new_browser(page, app_url, browser):
+def test_a_share_link_reproduces_inputs_and_numbers_in_a_new_browser(page, app_url, browser, capsys):
     open_app(page, app_url)
     radio(page, "Catalog")
     choose(page, "Catalog model", "Qwen/Qwen3-8B")
-    before = wait_for_change(page, REFERENCE_INFERENCE)
+    wait_for_change(page, REFERENCE_INFERENCE)
     set_number(page, "Inference concurrency", 16)
     set_number(page, "Sequence length", 8192)
-    shown = wait_for_change(page, before)
+    # both inputs applied (a change of the totals alone can be the first of the two reruns)
+    cli = _cli_totals(capsys, "--model", "Qwen/Qwen3-8B", "--concurrency", "16", "--seq-len", "8192")
+    shown = wait_for_totals(page, dict(zip(DETAILED_INFERENCE, cli)))
     link = share_link(page)
     assert "conc=16" in link and "seq=8192" in link
     fresh = browser.new_context(viewport={"width": 1280, "height": 900})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from tests.e2e.browser import choose, idle, open_app, settle
+from tests.e2e.browser import TIMEOUT_MS, choose, idle, open_app, settle
 from tests.e2e.conftest import ARTIFACTS
 
 CHART = "[data-testid='stPlotlyChart']"
@@ -71,6 +71,8 @@ def test_on_a_phone_the_answer_is_on_the_first_screen_and_charts_use_the_width(b
     try:
         page = wide.new_page()
         open_app(page, f"{app_url}/?v=1&p=finetune")
-        expect(page.locator("[class*='st-key-headline-finetune']")).to_be_hidden()  # beside the form already
+        # beside the form already: hidden by the page's st.html style; on a loaded machine (a CI run, and 3 of 5
+        # runs right after it) the headline stayed visible past the default 5 s before the style applied
+        expect(page.locator("[class*='st-key-headline-finetune']")).to_be_hidden(timeout=TIMEOUT_MS)
     finally:
         wide.close()

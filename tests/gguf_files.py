@@ -57,6 +57,19 @@ def write_tiny_llama(path: Path, file_type: int = 15, description: str = "") -> 
     return path
 
 
+def write_huge_header(path: Path) -> Path:
+    """A GGUF file whose header holds two strings of 40 MB and 30 MB (general.description, general.license): a
+    reader's window takes the first, doubles (capped at 64 MiB), and the second would end at 70 MB."""
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_description("x" * 40_000_000)
+    writer.add_license("y" * 30_000_000)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    writer.close()
+    return path
+
+
 # A vision projector (llama.cpp's mmproj files: general.architecture "clip"), F16 as they are published
 PROJECTOR = [("v.patch_embd.weight", (588, 64)), ("v.blk.0.attn_q.weight", (64, 64)), ("v.post_ln.weight", (64,)),
              ("mm.0.weight", (64, HIDDEN))]

@@ -116,16 +116,7 @@ def test_a_bad_file_is_one_message_naming_the_problem(tmp_path, data, limit, mes
 
 
 def test_a_header_over_64_mib_is_refused_with_no_message_over_a_chunk(tmp_path):
-    # two strings of 40 MB and 30 MB: the window takes the first, doubles (capped at 64 MiB), and the second would
-    # end at 70 MB
-    path = tmp_path / "huge.gguf"
-    writer = gguf_files.gguf.GGUFWriter(str(path), "llama")
-    writer.add_description("x" * 40_000_000)
-    writer.add_license("y" * 30_000_000)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_ti_data_to_file()
-    writer.close()
+    path = gguf_files.write_huge_header(tmp_path / "huge.gguf")
     reading = gguf_file.received(None, _chunk(path, 0, FIRST_READ))
     with pytest.raises(ValueError) as err:
         while isinstance(found := gguf_file.parse(reading), int):

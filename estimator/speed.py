@@ -77,9 +77,11 @@ FALLBACK_LINK = "PCIe 4.0 x16 (no interconnect recorded for this GPU)"
 # A link of another kind (a network between two machines) takes PCIe's figure, as a GPU without a recorded link does.
 ALLREDUCE_LATENCY_US = {"nvlink": 8.8, "pcie": 15.93, "infinity-fabric": 6.3}
 ALLREDUCE_LATENCY_SOURCES = {
-    "nvlink": "one-shot custom all-reduce over NVLink, 8.8 us (H100, 4 KB, TP 2-8: sgl-project/sglang#2904)",
-    "pcie": "NCCL over PCIe, 15.93 us (4 x RTX A5000, 8 B: NVIDIA/nccl#757)",
-    "infinity-fabric": "custom all-reduce over Infinity Fabric, 6.3 us (MI355X, 24 KB, TP 8: vllm-project/vllm#39080)"}
+    "nvlink": "vLLM's and SGLang's one-shot custom all-reduce over NVLink (H100, 4 KB, TP 2 / 4 / 8: "
+              "sgl-project/sglang#2904)",
+    "pcie": "NCCL over PCIe (4 x RTX A5000, 8 B: NVIDIA/nccl#757)",
+    "infinity-fabric": "vLLM's ROCm custom all-reduce over Infinity Fabric (MI355X, 24 KB, TP 8: "
+                       "vllm-project/vllm#39080)"}
 
 
 def link_kind(link_name: str | None) -> str:
@@ -263,7 +265,10 @@ def peaks(g: Gpu, format_id: str) -> Peaks:
     kind = link_kind(link_name)
     return Peaks(g.bandwidth_gb_s * GB_S, tflops * TFLOP if tflops else None, link * GB_S,
                  (*notes, f"GPU-to-GPU link: {link_name}, {link:g} GB/s per direction; each all-reduce also costs "
-                          f"the latency of a {ALLREDUCE_LATENCY_SOURCES[kind]}"),
+                          f"{ALLREDUCE_LATENCY_US[kind]:g} us, the small-message latency of "
+                          f"{ALLREDUCE_LATENCY_SOURCES[kind]}"
+                          + ("" if kind != "pcie" or "pcie" in link_name.lower() else
+                             "; no figure for this link, so PCIe's")),
                  ALLREDUCE_LATENCY_US[kind] * 1e-6)
 
 

@@ -101,6 +101,7 @@ def test_tp_4_decode_pays_the_latency_of_its_all_reduces_over_nvlink():
     latency)."""
     p = speed.peaks(catalog.gpu("h100-sxm"), "bf16")
     assert (p.link, p.link_latency) == (450e9, pytest.approx(8.8e-6))
+    assert "8.8 us" in p.notes[-1] and "sgl-project/sglang#2904" in p.notes[-1]
     step = speed.decode_phase(LLAMA2_7B, "bf16", "bf16", 4, 1, 0, p, 1.0, 1.0)
     assert step.bytes == 3_303_538_688 + 532_480 == 3_304_071_168
     assert step.comm_s == pytest.approx(64 * 8.8e-6 + 786_432 / 450e9)

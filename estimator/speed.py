@@ -89,6 +89,7 @@ def link_kind(link_name: str | None) -> str:
     name = (link_name or "").lower()
     return "nvlink" if "nvlink" in name else "infinity-fabric" if "infinity fabric" in name else "pcie"
 
+
 # Apple GPUs publish no tensor TFLOPs: FP16 = FP32 rate = shaders (GPU cores x 128) x 2 (FMA) x clock, with the
 # shader counts and clocks hmc-tech.com lists (https://hmc-tech.com/gpu/apple-32-core-m4-max-vs-apple-60-core-m2-ultra:
 # M2 Ultra 1398 MHz; .../apple-32-core-m4-max-vs-apple-40-core-m3-max: M3 Max 1398 MHz, M4 Max 1678 MHz). M1: Apple

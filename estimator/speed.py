@@ -17,7 +17,8 @@ Inference", arXiv:2211.05102, section 2):
         bytes  = the weights once (every expert the P x k picks touch)
         time   = max(...) + all-reduce time;  TTFT = that time;  prefill throughput = P / time
     all-reduce (tensor parallel, Megatron-LM, Shoeybi et al. 2019, arXiv:1909.08053, section 3: two per layer):
-        2 x layers x 2 (tp - 1) / tp x tokens x hidden x 2 bytes  /  link bandwidth (ring all-reduce)
+        2 x layers x (latency of one all-reduce on the link  +  2 (tp - 1) / tp x tokens x hidden x 2 bytes / link
+        bandwidth (ring all-reduce)); a decode step's all-reduce is a few KB, so its latency is most of it
     training (Kaplan et al. 2020, arXiv:2001.08361, section 2.1: C = 6N per token; Chowdhury / Korthikanti et al.
         2022, arXiv:2205.05198, section 5: recomputation adds a forward, 8N):
         flops per token = 2N forward + 2N backward to the activations + 2N backward to the weights (only for
@@ -61,6 +62,34 @@ ACTIVATION_BYTES = BF16_BYTES  # the hidden states tensor parallelism all-reduce
 FALLBACK_LINK_GB_S = 31.5
 FALLBACK_LINK = "PCIe 4.0 x16 (no interconnect recorded for this GPU)"
 
+# Latency of one all-reduce of a decode step's activations (tokens x hidden x 2 bytes: 8 KB for a 4096-wide model at
+# batch 1, far too small for the link's bandwidth to matter), by the kind of link, from published measurements of the
+# kernel the engines run at that size. Not fitted: no tensor-parallel record sets an efficiency.
+# - NVLink: the engines' one-shot custom all-reduce over NVLink peer memory (vllm-project/vllm#2192, csrc/
+#   custom_all_reduce.cuh; SGLang ships the same kernel): on H100s at 4,096 bytes 8.8 / 8.5 / 9.3 us at TP 2 / 4 / 8
+#   (sgl-project/sglang#2904, its "vllm" table, without CUDA graphs): 8.8 us, the median.
+# - PCIe: NCCL. vLLM's custom all-reduce turns itself off beyond two GPUs without NVLink (vLLM's
+#   vllm/distributed/device_communicators/custom_all_reduce.py: "Custom allreduce is disabled because it's not
+#   supported on more than two PCIe-only GPUs"); NCCL's all_reduce_perf on 4 RTX A5000 over PCIe, 8 bytes: 15.93 us
+#   out of place (NVIDIA/nccl#757).
+# - AMD Infinity Fabric: vLLM's custom all-reduce on ROCm, TP 8, 24 KB: 6.3 us (vllm-project/vllm#39080, the "vllm/us"
+#   column, measured on MI355X; no MI300X figure at this size was found, so the MI300 parts take it too).
+# A link of another kind (a network between two machines) takes PCIe's figure, as a GPU without a recorded link does.
+ALLREDUCE_LATENCY_US = {"nvlink": 8.8, "pcie": 15.93, "infinity-fabric": 6.3}
+ALLREDUCE_LATENCY_SOURCES = {
+    "nvlink": "vLLM's and SGLang's one-shot custom all-reduce over NVLink (H100, 4 KB, TP 2 / 4 / 8: "
+              "sgl-project/sglang#2904)",
+    "pcie": "NCCL over PCIe (4 x RTX A5000, 8 B: NVIDIA/nccl#757)",
+    "infinity-fabric": "vLLM's ROCm custom all-reduce over Infinity Fabric (MI355X, 24 KB, TP 8: "
+                       "vllm-project/vllm#39080)"}
+
+
+def link_kind(link_name: str | None) -> str:
+    """'nvlink', 'infinity-fabric' or 'pcie' (any other link, or none recorded): the key of ALLREDUCE_LATENCY_US."""
+    name = (link_name or "").lower()
+    return "nvlink" if "nvlink" in name else "infinity-fabric" if "infinity fabric" in name else "pcie"
+
+
 # Apple GPUs publish no tensor TFLOPs: FP16 = FP32 rate = shaders (GPU cores x 128) x 2 (FMA) x clock, with the
 # shader counts and clocks hmc-tech.com lists (https://hmc-tech.com/gpu/apple-32-core-m4-max-vs-apple-60-core-m2-ultra:
 # M2 Ultra 1398 MHz; .../apple-32-core-m4-max-vs-apple-40-core-m3-max: M3 Max 1398 MHz, M4 Max 1678 MHz). M1: Apple
@@ -78,6 +107,11 @@ APPLE_FP16_TFLOPS = {"m2-ultra-192gb": 76 * 128 * 2 * 1.398e9 / TFLOP, "m3-max-1
 # against the 16-bit peak: weight-only kernels dequantise to 16-bit inside the GEMM (Marlin, AWQ, bitsandbytes),
 # and llama.cpp's GGUF kernels (int8 dot products, or FP16 cuBLAS after dequantisation) have their own efficiency
 # (`compute_note`).
+# They are also their own kernel kind ('fp8', `kernel_kind`) where the GPU has FP8 tensor cores (the catalog's
+# fp8_dense_tflops): the weights are read at 1 byte and multiplied as they are, with no dequantisation step; on a GPU
+# without them vLLM runs FP8 checkpoints as weight-only FP8 through Marlin (vllm/model_executor/layers/quantization/
+# utils/marlin_utils_fp8.py: "Your GPU does not have native support for FP8 computation ... Weight-only FP8
+# compression will be used leveraging the Marlin kernel"), the 'quantized' kind of AWQ / GPTQ.
 FP8_COMPUTE_FORMATS = frozenset({"fp8", "fp8-block", "fp8-channel", "w8a8-int8"})
 
 # Training efficiency when speed.json has none (no published training record): Llama 3's MFU (Dubey et al. 2024,
@@ -118,10 +152,15 @@ def gpu_class(g: Gpu) -> str:
     return "nvidia-datacenter" if g.kind == "datacenter" else "nvidia-consumer"
 
 
-def kernel_kind(format_id: str) -> str:
-    """'16-bit' for unquantized weights, 'quantized' for the rest (their kernels differ: dequantisation, int8
-    MMQ, Marlin): efficiencies are derived separately where records allow."""
-    return "16-bit" if format_id in ("bf16", "fp32") else "quantized"
+def kernel_kind(format_id: str, g: Gpu) -> str:
+    """The kernels a weight format runs on GPU `g`, by mechanism: '16-bit' for unquantized weights; 'fp8' for FP8
+    (W8A8) weights on a GPU with FP8 tensor cores (vLLM Fp8LinearMethod / SGLang's fp8 path: cutlass_scaled_mm, block
+    FP8 GEMMs; no dequantisation); 'quantized' for the rest: weight-only formats dequantised inside the GEMM (AWQ /
+    GPTQ Marlin, FP8 Marlin on GPUs without FP8 tensor cores, bitsandbytes), GGUF's int8 dot products and MLX's
+    affine kernels. Efficiencies are derived separately where records allow."""
+    if format_id in ("bf16", "fp32"):
+        return "16-bit"
+    return "fp8" if format_id in FP8_COMPUTE_FORMATS and g.fp8_tflops else "quantized"
 
 
 @dataclass(frozen=True)
@@ -206,6 +245,7 @@ class Peaks:
     flops: float | None  # FLOP/s of the weight format's tensor path; None: not published
     link: float  # bytes/s per direction between GPUs
     notes: tuple[str, ...]
+    link_latency: float = 0.0  # seconds of one small all-reduce over that link (ALLREDUCE_LATENCY_US)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -223,8 +263,14 @@ def peaks(g: Gpu, format_id: str) -> Peaks:
     link, link_name = g.interconnect_gb_s, g.interconnect
     if not link:
         link, link_name = FALLBACK_LINK_GB_S, FALLBACK_LINK
+    kind = link_kind(link_name)
     return Peaks(g.bandwidth_gb_s * GB_S, tflops * TFLOP if tflops else None, link * GB_S,
-                 (*notes, f"GPU-to-GPU link: {link_name}, {link:g} GB/s per direction"))
+                 (*notes, f"GPU-to-GPU link: {link_name}, {link:g} GB/s per direction; each all-reduce also costs "
+                          f"{ALLREDUCE_LATENCY_US[kind]:g} us, the small-message latency of "
+                          f"{ALLREDUCE_LATENCY_SOURCES[kind]}"
+                          + ("" if kind != "pcie" or "pcie" in link_name.lower() else
+                             "; no figure for this link, so PCIe's")),
+                 ALLREDUCE_LATENCY_US[kind] * 1e-6)
 
 
 @dataclass(frozen=True)
@@ -304,13 +350,14 @@ def prefill_attention_flops(a: Architecture, prompt: int) -> int:
     return 4 * a.q_width * (full * causal + windowed_layers * windowed)
 
 
-def allreduce_seconds(a: Architecture, tokens: int, tp: int, link: float) -> float:
-    """Two ring all-reduces per layer of tokens x hidden 16-bit activations; each GPU sends 2 (tp - 1) / tp of
-    the tensor (Megatron-LM: after the attention output and the MLP down projection)."""
+def allreduce_seconds(a: Architecture, tokens: int, tp: int, link: float, latency: float = 0.0) -> float:
+    """Two all-reduces per layer of tokens x hidden 16-bit activations (Megatron-LM: after the attention output and
+    the MLP down projection), each `latency` seconds plus its bytes over the link: each GPU sends 2 (tp - 1) / tp of
+    the tensor (ring all-reduce)."""
     if tp == 1:
         return 0.0
     per_gpu = 2 * a.num_layers * 2 * (tp - 1) / tp * tokens * a.hidden_size * ACTIVATION_BYTES
-    return per_gpu / link
+    return 2 * a.num_layers * latency + per_gpu / link
 
 
 @dataclass(frozen=True)
@@ -347,7 +394,8 @@ def decode_phase(a: Architecture, format_id: str, kv_dtype: str, tp: int, sequen
     weights = (w.layers + w.experts * experts_touched(a, sequences)) / tp + w.vectors
     kv = kv_cache_bytes(a, context, sequences, kv_dtype, tp, mla_latent)
     flops = sequences * (2 * matmul_parameters(a) + attention_flops(a, context)) / tp
-    return _phase(weights + kv, flops, allreduce_seconds(a, sequences, tp, p.link), p, e_bw, e_flops, step_s)
+    return _phase(weights + kv, flops, allreduce_seconds(a, sequences, tp, p.link, p.link_latency), p, e_bw, e_flops,
+                  step_s)
 
 
 def prefill_phase(a: Architecture, format_id: str, tp: int, prompt: int, p: Peaks, e_bw: float,
@@ -356,7 +404,7 @@ def prefill_phase(a: Architecture, format_id: str, tp: int, prompt: int, p: Peak
     w = weight_traffic(a, format_id)
     weights = (w.layers + w.experts * experts_touched(a, prompt)) / tp + w.vectors
     flops = (2 * matmul_parameters(a) * prompt + prefill_attention_flops(a, prompt)) / tp
-    return _phase(weights, flops, allreduce_seconds(a, prompt, tp, p.link), p, e_bw, e_flops)
+    return _phase(weights, flops, allreduce_seconds(a, prompt, tp, p.link, p.link_latency), p, e_bw, e_flops)
 
 
 @dataclass(frozen=True)
@@ -391,7 +439,9 @@ class Basis:
             f"Achieved fraction of bandwidth {self.e_bw.text}; of peak FLOPs {self.e_flops.text}",
             compute_note(self.format_id, self.gpu),
             *((f"Tensor parallel over {tp}: bytes and FLOPs split, plus two all-reduces per layer "
-               f"({(step.comm_s * 1e3):.3g} ms per decode step; link latency not modelled)",) if tp > 1 else ()),
+               f"({(step.comm_s * 1e3):.3g} ms per decode step, {2 * a.num_layers * self.peaks.link_latency * 1e3:.3g} "
+               f"ms of it the latency of {2 * a.num_layers} all-reduces at {self.peaks.link_latency * 1e6:.3g} us "
+               "each)",) if tp > 1 else ()),
         )
 
 
@@ -427,7 +477,7 @@ def inference_speed(a: Architecture, g: Gpu, format_id: str, kv_dtype: str = "bf
     over every engine); `scope` says in words what scenario that is (the first assumptions)."""
     p = peaks(g, format_id)
     klass, kernel = gpu_class(g), kernel_kind("bf16" if format_id == CHECKPOINT and not _quantized_checkpoint(a)
-                                              else format_id)
+                                              else format_id, g)
     e_bw = efficiency(engine, klass, "decode", kernel, g.id)
     e_flops = efficiency(engine, klass, "prefill", kernel, g.id)
     step = decode_phase(a, format_id, kv_dtype, tp, sequences, context, p, e_bw.value, e_flops.value, mla_latent,

@@ -373,13 +373,17 @@ touches (MoE: the experts its tokens route to, $1-(1-k/E)^B$ of them for $B$ seq
 and does $2N_{active}$ FLOPs per token plus attention; a **prefill** does $2N_{active}$ FLOPs per prompt token plus
 causal attention; each takes
 $\\max(\\text{bytes}/(\\text{bandwidth}\\cdot e_{bw}),\\ \\text{FLOPs}/(\\text{peak}\\cdot e_{flops}))$,
-plus two all-reduces per layer with tensor parallelism, and a decode step also the engine's fixed cost per step
+plus two all-reduces per layer with tensor parallelism (each the link's latency for a small message, from published
+measurements: the custom all-reduce over NVLink 8.8 µs, NCCL over PCIe 15.9 µs, Infinity Fabric 6.3 µs; plus its
+bytes over the link), and a decode step also the engine's fixed cost per step
 $t_{step}$ (kernel launches, scheduling, sampling: most of a small model's step at batch 1). The
 bytes are the memory estimate's own (weights in the chosen format, the KV cache in its dtype). The efficiencies
 $e_{bw}$, $e_{flops}$ are not one factor: each is the median achieved fraction of published measurements of an
-engine on a GPU class (`validation/published/speed.csv`, every record with its URL, quote and settings;
-`python -m validation speed --derive`); $e_{bw}$ and $t_{step}$ are fitted together (measured step time =
-$t_{step}$ + roofline step time / $e_{bw}$, Theil-Sen) where a key has three records or more. Records of a superseded
+engine on a GPU class and kernel kind (16-bit; FP8 on a GPU with FP8 tensor cores, multiplied without
+dequantisation; other quantized formats, dequantised in the GEMM) (`validation/published/speed.csv`, every record
+with its URL, quote and settings; `python -m validation speed --derive`); $e_{bw}$ and $t_{step}$ are fitted
+together (measured step time = $t_{step}$ + roofline step time / $e_{bw}$, Theil-Sen) where a key has three records
+or more. Records of a superseded
 engine generation (vLLM before v0.8.0, the V0 engine) set only that generation's keys, so the estimate describes the
 engines run today. A key whose records all ran on one GPU is that GPU's (SGLang's on the H20, vLLM V0's on the
 A100 80GB), not its class's, and a class key shared by every engine needs records of two engines. A TTFT timed by a

@@ -82,15 +82,57 @@ def test_quantized_q4_0_reads_18_bytes_per_32_weights_and_q6_k_output():
 
 
 def test_tensor_parallel_halves_the_bytes_and_adds_two_all_reduces_per_layer():
-    """TP 2 on H100 SXM (no link recorded: the PCIe 4.0 x16 fallback, 31.5 GB/s): each GPU reads half the matrices
-    and all the norms, and sends 2 x 32 layers x 2 (2 - 1) / 2 x 4096 x 2 bytes = 524,288 B per decoded token."""
-    g = catalog.gpu("h100-sxm")
-    p = speed.peaks(g, "bf16")
-    expected_link = g.interconnect_gb_s or speed.FALLBACK_LINK_GB_S
+    """TP 2 on RTX 4090s (PCIe 4.0 x16, 32 GB/s each way; NCCL, vLLM's custom all-reduce being off without NVLink):
+    each GPU reads half the matrices and all the norms, and each of 2 x 32 layers' all-reduces costs NCCL's 15.93 us
+    over PCIe plus its bytes, 2 x 32 layers x 2 (2 - 1) / 2 x 4096 x 2 bytes = 524,288 B per decoded token."""
+    p = speed.peaks(RTX_4090, "bf16")
+    assert (p.link, p.link_latency) == (32e9, pytest.approx(15.93e-6))
     step = speed.decode_phase(LLAMA2_7B, "bf16", "bf16", 2, 1, 0, p, 1.0, 1.0)
     assert step.bytes == LLAMA_MATRICES * 2 / 2 + LLAMA_NORMS * 2 == 6_607_609_856
-    assert step.comm_s == pytest.approx(524_288 / (expected_link * 1e9))
-    assert step.seconds == pytest.approx(6_607_609_856 / 3350e9 + 524_288 / (expected_link * 1e9))
+    assert step.comm_s == pytest.approx(64 * 15.93e-6 + 524_288 / 32e9)  # 1,019.52 + 16.38 us
+    assert step.seconds == pytest.approx(6_607_609_856 / 1008e9 + 64 * 15.93e-6 + 524_288 / 32e9)
+
+
+def test_tp_4_decode_pays_the_latency_of_its_all_reduces_over_nvlink():
+    """Llama 2 7B BF16 on 4 H100 SXM (3,350 GB/s; NVLink 4, 450 GB/s each way): each GPU reads a quarter of the
+    matrices, 6,607,077,376 x 2 / 4 = 3,303,538,688 B, and the norms, 532,480 B; 2 x 32 all-reduces at the custom
+    all-reduce's 8.8 us = 563.2 us, plus 2 x 32 x 2 x 3/4 x 4096 x 2 B = 786,432 B over the link (1.75 us). At 100%
+    of the bandwidth: 3,304,071,168 / 3350e9 = 986.3 us + 564.9 us = 1,551.2 us, 645 tokens/s (1,014 without the
+    latency)."""
+    p = speed.peaks(catalog.gpu("h100-sxm"), "bf16")
+    assert (p.link, p.link_latency) == (450e9, pytest.approx(8.8e-6))
+    assert "8.8 us" in p.notes[-1] and "sgl-project/sglang#2904" in p.notes[-1]
+    step = speed.decode_phase(LLAMA2_7B, "bf16", "bf16", 4, 1, 0, p, 1.0, 1.0)
+    assert step.bytes == 3_303_538_688 + 532_480 == 3_304_071_168
+    assert step.comm_s == pytest.approx(64 * 8.8e-6 + 786_432 / 450e9)
+    assert 1 / step.seconds == pytest.approx(1 / (3_304_071_168 / 3350e9 + 563.2e-6 + 786_432 / 450e9))
+    assert 1 / step.seconds == pytest.approx(644.7, abs=0.1)
+    # MI300X's Infinity Fabric: vLLM's ROCm custom all-reduce (6.3 us); a GPU without a recorded link: PCIe's NCCL
+    assert speed.peaks(catalog.gpu("mi300x"), "bf16").link_latency == pytest.approx(6.3e-6)
+    assert speed.link_kind(None) == speed.link_kind("ConnectX-7 200 Gb/s") == "pcie"
+    tp4 = speed.inference_speed(LLAMA2_7B, catalog.gpu("h100-sxm"), "bf16", tp=4)
+    assert "0.563 ms of it the latency of 64 all-reduces at 8.8 us each" in " ".join(tp4.assumptions)
+
+
+def test_fp8_is_its_own_kernel_kind_where_the_gpu_has_fp8_tensor_cores():
+    """FP8 weights on an H20 (296 FP8 TFLOPs) run W8A8 GEMMs with no dequantisation: kernel kind 'fp8', whose SGLang
+    key is set by the Qwen team's FP8 rows alone; on an A100 (no FP8 tensor cores: Marlin weight-only FP8) they are
+    'quantized' like AWQ. Llama 2 7B in FP8 reads its 224 block matrices at 1 byte (6,476,005,376 B) with a 4-byte
+    per-tensor scale each (896 B), the lm_head kept 16-bit (32,000 x 4096 x 2 = 262,144,000 B), the norms
+    (532,480 B) and 64 cached tokens' BF16 KV (64 x 524,288 = 33,554,432 B): 6,772,237,184 B a step."""
+    h20, a100 = catalog.gpu("h20"), catalog.gpu("a100-80gb-sxm")
+    assert [speed.kernel_kind(f, h20) for f in ("bf16", "fp8", "fp8-block", "awq-4bit", "q4_k_m")] == \
+        ["16-bit", "fp8", "fp8", "quantized", "quantized"]
+    assert speed.kernel_kind("fp8", a100) == "quantized"
+    e = speed.efficiency("sglang", "nvidia-datacenter", "decode", "fp8", "h20")
+    assert e.key == "sglang, h20, decode, fp8" and e.step_s > 0
+    assert e.records and all("-fp8-" in r for r in e.records)
+    assert e != speed.efficiency("sglang", "nvidia-datacenter", "decode", "quantized", "h20")
+    step_bytes = 6_476_005_376 + 896 + 262_144_000 + 532_480 + 33_554_432
+    assert speed.weight_traffic(LLAMA2_7B, "fp8").layers + LLAMA_NORMS * 2 + 64 * 524_288 == step_bytes \
+        == 6_772_237_184
+    s = speed.inference_speed(LLAMA2_7B, h20, "fp8", context=64, engine="sglang")
+    assert s.decode_tokens_per_s == pytest.approx(1 / (step_bytes / (4000e9 * e.value) + e.step_s))
 
 
 def test_fp8_weights_use_the_fp8_peak_where_the_gpu_has_one():

@@ -271,7 +271,7 @@ class Case:
 
     @property
     def kernel(self) -> str:
-        return speed.kernel_kind(self.weights)
+        return speed.kernel_kind(self.weights, self.gpu)
 
 
 def weight_format_id(text: str) -> str | None:

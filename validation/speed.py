@@ -601,8 +601,8 @@ def summary(rows: list[dict]) -> str:
                      f"| {shown(loo)} |")
     engines = sorted({row["engine"] for row in rows if not row["skip"]})
     lines.append("")
-    lines.append("Per engine (decode and prefill: concurrency 1, as llama-bench runs; then every record, offline "
-                 "prefill-bound runs included):")
+    lines.append("Per engine (decode and prefill: concurrency 1, as llama-bench runs; then every record, offline runs "
+                 "included):")
     lines.append("")
     lines.append("| engine | phase | records (held out) | fit | held out | each record left out |")
     lines.append("|---|---|---|---|---|---|")

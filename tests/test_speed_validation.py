@@ -283,3 +283,26 @@ def test_a_client_timed_ttft_of_a_short_prompt_is_compared_apart_and_sets_no_eff
     short = vs.case({**records["vllm20469-a100-qwen3-14b-awq-c1-ttft"], "id": "x", "input_tokens": "1999"})
     assert vs.roofline_bound(short) == "compute" and not vs.short_ttft(long) and vs.short_ttft(short)
     assert vs.derivable(long) and not vs.derivable(short)
+
+
+def test_an_offline_run_of_long_prompts_and_few_generated_tokens_is_a_prefill_record():
+    """100 requests of 32,000 prompt + 100 generated tokens sent at once (no concurrency: an offline run) generate
+    0.31% of their prompt tokens: a prefill record whose total throughput is one request's 32,100 tokens at the
+    prefill's rate, compute-bound: Llama 2 7B on an H100 SXM at 100% does 2 x 6,607,343,616 matmul parameters x
+    32,100 tokens + 4 x 4,096 (query width) x 32 layers x 32,100 x 32,101 / 2 (causal attention) FLOPs at 989
+    TFLOPs. On one GPU it sets the prefill efficiency. 400 generated tokens (1.25%) or a fixed concurrency make it a
+    serving throughput again (without a concurrency it is skipped, saying so)."""
+    offline = dict(metric="total_throughput", concurrency="", input_tokens="32000", output_tokens="100")
+    c = vs.case(_record(**offline))
+    assert c.phase == "prefill" and not c.skip and vs.offline_prefill(c.record) and vs.prefill_tokens(c.record) == 32100
+    flops = 2 * 6_607_343_616 * 32_100 + 4 * 4096 * 32 * 32_100 * 32_101 // 2
+    assert vs.estimate(c, 1.0, 1.0) == pytest.approx(32_100 / (flops / 989e12), rel=1e-9)
+    assert vs.roofline_bound(c) == "compute" and vs.derivable(c)
+    assert not vs.derivable(vs.case(_record(**offline, tp="2", gpus="2")))
+    longer = vs.case(_record(**{**offline, "output_tokens": "400"}))
+    assert not vs.offline_prefill(longer.record) and longer.phase == "throughput" and "concurrency" in longer.skip
+    batched = vs.case(_record(**{**offline, "concurrency": "100"}))
+    assert batched.phase == "throughput" and not batched.skip and not vs.derivable(batched)
+    rows = {r["id"]: r for r in vs.load_results()}  # the committed comparison: GPUStack's 32K runs are prefill rows
+    assert rows["gpustack-h100-qwen3-14b-vllm-32k"]["phase"] == rows["gpustack-h200-deepseek-r1-sglang-tp8-32k"][
+        "phase"] == "prefill"

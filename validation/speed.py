@@ -19,7 +19,9 @@ Held-out records (crc32 of the id % HOLDOUT_MODULUS == 0) never enter a median; 
 records of one sequence on one GPU whose roofline at 100% is bound as its phase enter a median (`derivable`);
 batches, tensor parallelism and serving throughput (output_throughput, total_throughput) are compared but set no
 efficiency, as is a client-timed TTFT of a prompt under CLIENT_TTFT_MIN_PROMPT tokens (compared apart as "prefill,
-short TTFT": the request's fixed cost is most of it). Training records (train_tokens_per_s against the fine-tuning
+short TTFT": the request's fixed cost is most of it). An offline run of every request at once whose requests generate
+at most OFFLINE_PREFILL_MAX_OUTPUT of their prompt tokens is a prefill record (`offline_prefill`): its prompts'
+forwards, compute-bound, are its time. Training records (train_tokens_per_s against the fine-tuning
 speed, train_mfu against the MFU the estimate implies) set the training efficiency by the same rule, keyed by
 (framework, GPU class): the achieved fraction of the peak FLOPs counting the FLOPs the estimate counts (6N / 4N per
 token, + 2N with recomputation).
@@ -63,6 +65,16 @@ HOLDOUT_MODULUS = 4
 # concurrency 1 with prompts of 2,000 tokens or more).
 CLIENT_TTFT_MIN_PROMPT = 2000
 SHORT_TTFT = "prefill, short TTFT"
+# An offline run sends every request at once (`concurrency` empty: SPEED_SOURCES.md's convention), so the GPU is
+# never idle and, its prompts' forwards being compute-bound, serves them one chunk after another: vLLM V1's
+# scheduler fills each step up to max_num_batched_tokens and SGLang's up to chunked_prefill_size, the sequences
+# already decoding riding in the same steps (vllm v0.11.0 vllm/v1/core/sched/scheduler.py `schedule`; sglang
+# python/sglang/srt/managers/scheduler.py `get_new_batch_prefill`). Where the requests generate at most one token per
+# 1 / OFFLINE_PREFILL_MAX_OUTPUT prompt tokens the run's time is its prompts' prefill: its total_throughput is
+# compared as prefill, one request's prompt + generated tokens at the prefill's rate (requests served together
+# share the FLOPs, so the run's token rate is one request's; a generated token costs one more token's forward).
+# The decode-only steps left at the end of the run are not counted.
+OFFLINE_PREFILL_MAX_OUTPUT = 0.01
 # Published model names -> the catalog id whose architecture (layers, widths, heads, experts) the record ran, and
 # why. A quantized re-upload keeps its base model's shapes; the record's `weights` column says how it is stored.
 MODEL_NAMES = {
@@ -96,6 +108,17 @@ MODEL_NAMES = {
     "nvidia/Qwen3-235B-A22B-FP8": ("Qwen/Qwen3-235B-A22B", "NVIDIA ModelOpt FP8 quantization"),
     "nvidia/Qwen3-30B-A3B-FP4": ("Qwen/Qwen3-30B-A3B", "NVIDIA ModelOpt NVFP4 quantization"),
     "Qwen/Qwen3-14B-AWQ": ("Qwen/Qwen3-14B", "Qwen's own AWQ 4-bit release of Qwen3-14B"),
+    "Qwen/Qwen3-14B-FP8": ("Qwen/Qwen3-14B", "Qwen's own FP8 release of Qwen3-14B (block-wise FP8, the record's "
+                           "weights column)"),
+    "Qwen/Qwen3-235B-A22B-Instruct-2507": ("Qwen/Qwen3-235B-A22B", "the July 2025 instruct update of "
+                                           "Qwen3-235B-A22B: its model card gives the same shapes (94 layers, 64 "
+                                           "query / 4 KV heads, 128 experts, 8 activated); the native context "
+                                           "grows to 262,144"),
+    "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8": ("Qwen/Qwen3-235B-A22B", "Qwen's own FP8 release of the 2507 "
+                                               "instruct model (above; block-wise FP8)"),
+    "deepseek-ai/DeepSeek-R1-0528": ("deepseek-ai/DeepSeek-R1", "the May 2025 update of DeepSeek-R1, released "
+                                     "with the same DeepSeek-V3 architecture (61 layers, MLA, 256 routed experts, 8 "
+                                     "active) and FP8 weights"),
     "Qwen/Qwen3-8B-FP8": ("Qwen/Qwen3-8B", "Qwen's own FP8 release of Qwen3-8B (block-wise FP8, the record's "
                           "weights column)"),
     "Llama 3.1 405B FP8 (checkpoint not named)": ("meta-llama/Llama-3.1-405B-Instruct", "every Llama 3.1 405B FP8 "
@@ -115,6 +138,10 @@ GPU_NAMES = {
     "A100 80GB": ("a100-80gb-sxm", "form factor not stated; both A100 80GB have 312 dense BF16 TFLOPs and 2,039 "
                   "(SXM) vs 1,935 GB/s (PCIe): SXM, the multi-GPU server part, and at most 5% on a decode estimate"),
     "A100 80G": ("a100-80gb-sxm", "as 'A100 80GB'"),
+    "NVIDIA A100 SXM": ("a100-80gb-sxm", "memory size not stated (GPUStack's Qwen3-14B page; its other A100 pages "
+                        "say 'A100 SXM 80GB'): both SXM A100s have 312 dense BF16 TFLOPs, and the record is a "
+                        "compute-bound prefill, where the 40 GB part's 1,555 GB/s (2,039) moves only the weight "
+                        "read"),
 }
 AMBIGUOUS_GPUS = {
     "H100": "H100 PCIe, SXM or NVL not stated (756 / 989 / 835 dense BF16 TFLOPs)",
@@ -184,7 +211,10 @@ RULE = ("An efficiency is the median, over the published records of its key, of 
         "sequence on one GPU (concurrency 1, tp 1) whose roofline at 100% is bound as its phase (decode: memory; "
         "prefill: compute) enter one: batches, tensor parallelism and serving throughput are compared only, and so is "
         f"a client-timed TTFT of a prompt under {CLIENT_TTFT_MIN_PROMPT:,} tokens (mostly the request's fixed cost: "
-        "HTTP, chat template, tokenisation, scheduling). Training "
+        "HTTP, chat template, tokenisation, scheduling). An offline run of every request at once whose requests "
+        f"generate at most {OFFLINE_PREFILL_MAX_OUTPUT:.0%} of their prompt tokens is a prefill record (its total "
+        "throughput: one request's prompt + generated tokens at the prefill's rate, the compute-bound prompts served "
+        "one after another) and, on one GPU, enters the prefill median like a single prompt. Training "
         "records give the achieved fraction of the dense 16-bit peak FLOPs counting 6N per token (4N for LoRA), "
         "+ 2N with recomputation, plus attention (tokens/s rows: measured / the estimate at 100%; MFU rows, whose "
         "FLOPs leave recomputation out: MFU x (passes + 1) / passes with it), keyed (framework, GPU class, "
@@ -225,13 +255,29 @@ def derivable(c: Case) -> bool:
     its phase's efficiency is (decode reads the weights and one cache: memory; a prompt's prefill: compute; a
     16-token prompt of a 70B reads far more bytes than it does FLOPs, so its speed is a fraction of the bandwidth,
     not of the FLOPs), not a held-out one. Batches, tensor parallelism and serving throughput are compared with
-    the estimate but set no efficiency."""
+    the estimate but set no efficiency; an offline prefill-bound run (`offline_prefill`) on one GPU does: its
+    prompts' forwards are compute-bound whatever the batch, one after another."""
     r = c.record
     if c.phase == "training":
         return not c.skip and not c.run_compared and not held_out(r["id"])
     return (not c.skip and c.phase in ("decode", "prefill") and not short_ttft(c) and int(r["concurrency"] or 1) == 1
             and int(r["tp"] or 1) == 1 and not held_out(r["id"])
             and roofline_bound(c) == ("memory" if c.phase == "decode" else "compute"))
+
+
+def offline_prefill(record: dict) -> bool:
+    """A total_throughput of every request sent at once (no concurrency) whose requests generate at most
+    OFFLINE_PREFILL_MAX_OUTPUT of their prompt tokens: its time is the prompts' prefill."""
+    inp, out = record["input_tokens"], record["output_tokens"]
+    return (record["metric"] == "total_throughput" and not record["concurrency"] and bool(inp) and bool(out)
+            and int(out) <= OFFLINE_PREFILL_MAX_OUTPUT * int(inp))
+
+
+def prefill_tokens(record: dict) -> int:
+    """The tokens of a prefill record's forward: the prompt (512 where not stated), + the generated tokens of an
+    offline prefill-bound run."""
+    prompt = int(record["input_tokens"] or 0) or 512
+    return prompt + int(record["output_tokens"]) if offline_prefill(record) else prompt
 
 
 def short_ttft(c: Case) -> bool:
@@ -244,8 +290,7 @@ def roofline_bound(c: Case) -> str:
     r = c.record
     p = speed.peaks(c.gpu, c.weights)
     if c.phase == "prefill":
-        return speed.prefill_phase(c.model, c.weights, int(r["tp"] or 1), int(r["input_tokens"] or 512), p,
-                                   1.0, 1.0).bound
+        return speed.prefill_phase(c.model, c.weights, int(r["tp"] or 1), prefill_tokens(r), p, 1.0, 1.0).bound
     context = int(r["output_tokens"] or 0) // 2 if r["metric"] == "llama_bench_tg" \
         else int(r["input_tokens"] or 0) + int(r["output_tokens"] or 0) // 2
     return speed.decode_phase(c.model, c.weights, c.kv_dtype, int(r["tp"] or 1), int(r["concurrency"] or 1),
@@ -331,10 +376,11 @@ def same_run(record_id: str) -> str:
 
 
 def case(record: dict) -> Case:
-    phase = phase_of(record["metric"])
+    phase = "prefill" if offline_prefill(record) else phase_of(record["metric"])
     if phase is None:
         return Case(record, "", skip=f"metric {record['metric']} is not compared")
-    missing = [f for f in NEEDS.get(record["metric"], ()) if not record[f]]
+    needs = ("input_tokens", "output_tokens") if offline_prefill(record) else NEEDS.get(record["metric"], ())
+    missing = [f for f in needs if not record[f]]
     if missing:
         return Case(record, phase, skip=f"the source states no {' / '.join(missing)}, which {record['metric']} "
                                         "needs")
@@ -430,10 +476,10 @@ def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, t
         decode = speed.lookup_efficiency(table, engine, c.klass, "decode", c.kernel, c.gpu.id)
         e_bw, step_s = decode.value, decode.step_s
         e_flops = speed.lookup_efficiency(table, engine, c.klass, "prefill", c.kernel, c.gpu.id).value
-    if c.phase == "prefill":
-        prompt = inp or 512
-        fill = speed.prefill_phase(c.model, c.weights, tp, prompt, p, e_bw, e_flops)
-        return fill.seconds * 1000 if r["metric"] == "ttft_ms" else prompt / fill.seconds
+    if c.phase == "prefill":  # an offline prefill-bound run: its prompt + generated tokens (prefill_tokens)
+        tokens = prefill_tokens(r)
+        fill = speed.prefill_phase(c.model, c.weights, tp, tokens, p, e_bw, e_flops)
+        return fill.seconds * 1000 if r["metric"] == "ttft_ms" else tokens / fill.seconds
     context = out // 2 if r["metric"] == "llama_bench_tg" else inp + out // 2
     step = speed.decode_phase(c.model, c.weights, c.kv_dtype, tp, conc, context, p, e_bw, e_flops, step_s=step_s)
     if c.phase == "throughput":  # each of `conc` requests: its prefill, then `out` steps of the batch
@@ -555,7 +601,8 @@ def summary(rows: list[dict]) -> str:
                      f"| {shown(loo)} |")
     engines = sorted({row["engine"] for row in rows if not row["skip"]})
     lines.append("")
-    lines.append("Per engine (decode and prefill: concurrency 1, as llama-bench runs; then every record):")
+    lines.append("Per engine (decode and prefill: concurrency 1, as llama-bench runs; then every record, offline runs "
+                 "included):")
     lines.append("")
     lines.append("| engine | phase | records (held out) | fit | held out | each record left out |")
     lines.append("|---|---|---|---|---|---|")
@@ -564,7 +611,7 @@ def summary(rows: list[dict]) -> str:
             members = [r for r in rows if not r["skip"] and r["engine"] == engine and r["phase"] == phase]
             subsets = [("", members)]
             if phase in ("decode", "prefill"):
-                subsets = [(" (batch 1)", [m for m in members if (m["concurrency"] or "1") == "1"]),
+                subsets = [(" (batch 1)", [m for m in members if m["concurrency"] == "1"]),
                            (" (all)", members)]
             for label, group in subsets:
                 if not group or (label == " (all)" and len(group) == len(subsets[0][1])):

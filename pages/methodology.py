@@ -332,22 +332,24 @@ st.plotly_chart(charts.validation_scatter(validation_rows), config={"displaylogo
 
 st.header("Serving engines")
 st.markdown("""
-With an engine chosen (or `python -m estimator serve`), the answer follows that engine's own accounting, read from
-its source (`estimator/engines/`). **vLLM (V1)**: each GPU's budget is `gpu_memory_utilization x total` (the total
-CUDA reports); from it vLLM subtracts the weights ("Model loading took"), the peak of its profiling run (a forward of
+With an engine chosen (or `python -m estimator serve`), the answer follows that engine's own accounting, read from its
+source (`estimator/engines/`). **vLLM (V1)**: each GPU's budget is `gpu_memory_utilization x total` (the total CUDA
+reports); from it vLLM subtracts the weights ("Model loading took"), the peak of its profiling run (a forward of
 `max_num_batched_tokens` tokens, then the sampler over `min(max_num_seqs, max_num_batched_tokens)` requests: 38 bytes
-per logit while it sorts them for top-k / top-p), the memory outside PyTorch that grew during start-up (loaded
-kernels; NCCL buffers with tensor parallelism) and, since v0.21, its estimate of the CUDA graphs (the pool of a
-decode step at the largest capture size, plus what each graph keeps per layer, over the capture sizes and modes the
-release captures: PIECEWISE for every size, FULL decode graphs up to `max_num_seqs` since v0.11; the per-layer cost
-is one constant from a published log, so this term is the least certain: median error ~50% on the logs); the rest is the
-KV cache, cut into pages of `block_size` tokens shared by groups of layers (full attention, sliding window with the
-prefill chunk, chunked local, MLA, one page per request for Mamba / linear-attention state). Defaults follow the GPU
-(>= 70 GiB and not an A100: 1,024 sequences and 8,192 batched tokens, else 256 and 2,048). **SGLang**: the static
-pool is `mem_fraction_static` of the memory free before loading, KV tokens = (free after weights - the reserve) /
-bytes per token. **llama.cpp**: `-ngl N` puts the last N layers on the GPU (the output layer only when N exceeds
-the layers), KV per offloaded layer, compute buffers sized by `-ub`, the rest in host RAM; **Ollama** launches
-llama-server with its own `num_ctx` by VRAM tier. **transformers**: the detailed estimate above.
+per logit while it sorts them for top-k / top-p; 6 on Model Runner V2, the default for dense models since v0.25, whose
+dummy requests sort nothing), the memory outside PyTorch that grew during start-up (loaded kernels; NCCL buffers with
+tensor parallelism) and, since v0.21 on the V1 runner, its estimate of the CUDA graphs (the pool of a decode step at the
+largest capture size, plus what each graph keeps per layer, over the capture sizes and modes the release captures:
+PIECEWISE for every size, FULL decode graphs up to `max_num_seqs` since v0.11; the per-layer cost is one constant from a
+published log, so this term is the least certain: median error ~50% on the logs; Model Runner V2 estimates 0, so its
+graphs come on top of the budget, as before v0.21); the rest is the KV cache, cut into pages of `block_size` tokens
+shared by groups of layers (full attention, sliding window with the prefill chunk, chunked local, MLA, one page per
+request for Mamba / linear-attention state). Defaults follow the GPU (>= 70 GiB and not an A100: 1,024 sequences and
+8,192 batched tokens, else 256 and 2,048). **SGLang**: the static pool is `mem_fraction_static` of the memory free
+before loading, KV tokens = (free after weights - the reserve) / bytes per token. **llama.cpp**: `-ngl N` puts the last
+N layers on the GPU (the output layer only when N exceeds the layers), KV per offloaded layer, compute buffers sized by
+`-ub`, the rest in host RAM; **Ollama** launches llama-server with its own `num_ctx` by VRAM tier. **transformers**: the
+detailed estimate above.
 
 Each engine is compared with start-up logs users published (`validation/engine_logs/`, with source and version);
 `python -m validation engines` writes `validation/engine_results.csv`. `v0` rows are vLLM's older engine, whose

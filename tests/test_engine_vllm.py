@@ -59,7 +59,7 @@ def test_sliding_window_groups_reproduce_a_logged_start_up():
 
 
 def test_newer_releases_report_capacity_tokens_and_budget_cuda_graphs():
-    new = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000))
+    new = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, engine_version="0.24"))  # V1 runner
     old = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, engine_version="0.11"))
     graphs = new.component("cuda_graphs")
     assert graphs > 0
@@ -197,8 +197,8 @@ def test_cuda_graph_memory_by_hand():
     """Llama 3.1 8B on an H100 (1,024 sequences -> 51 PIECEWISE + 51 FULL graphs of up to 512 tokens): the capture
     holds the pool of a 512-token decode step plus 32 layers x LAYER_GRAPH_BYTES per graph; v0.21+ budgets
     profile_cudagraph_memory's estimate, max over modes of the first capture + (graphs - 1) x the second capture
-    per mode, before the KV cache."""
-    new = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000))
+    per mode, before the KV cache (v0.21-0.24, where dense models still run on the V1 model runner)."""
+    new = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, engine_version="0.24"))
     old = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, engine_version="0.20"))
     pool = inference_layer_peak(LLAMA, 1, 512, 512, flash_attention=True)
     per_graph = 32 * 48_726  # 1,559,232 bytes, over the 1 MiB floor
@@ -220,7 +220,7 @@ def test_cuda_graph_memory_by_hand():
     assert two.component("cuda_graphs") == inference_layer_peak(LLAMA, 1, 512, 512, flash_attention=True, tp=2) \
         + 102 * 32 * (48_726 + 2 * 50_682)
     # 4 pipeline stages: 8 layers per graph, 389,808 bytes, under the estimate's 1 MiB floor per extra graph
-    staged = serve(ServeScenario(LLAMA, gpu="h100-sxm", pipeline_parallel=4))
+    staged = serve(ServeScenario(LLAMA, gpu="h100-sxm", pipeline_parallel=4, engine_version="0.24"))
     assert staged.component("cuda_graphs") == 2 * pool + 8 * 48_726 + 2 * (51 - 1) * 2**20
     assert serve(ServeScenario(LLAMA, gpu="h100-sxm", enforce_eager=True)).component("cuda_graphs") == 0
 
@@ -269,3 +269,40 @@ def test_issue13_records_page_arithmetic():
     spark = records["vllm-arm-spark-1"]["logged"]
     assert paged["vllm-arm-spark-1"]["estimate"] == 52_510 * 16 == spark["kv_cache_tokens"]
     assert paged["vllm-akiyax-1"]["estimate"] == int(9_362 / 2_048 * 32_768) == 149_792
+
+
+def test_model_runner_v2_budgets_no_graphs_and_samples_without_sorting():
+    """v0.25+ runs dense models on Model Runner V2 (#44443; VllmConfig._is_default_v2_model_runner_model: not MoE,
+    not hybrid), whose profile_cudagraph_memory returns 0 (vllm/v1/worker/gpu/model_runner.py at 0036d38de46c) and
+    whose dummy sampler run sorts nothing (top_k = vocabulary, top_p = 1.0 for the dummy requests: 16-bit logits and
+    their fp32 copy, 6 bytes each). Llama 3.1 8B on an H100 at v0.26.0 against v0.24 (V1 runner)."""
+    v2 = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, engine_version="0.26.0"))
+    v1 = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, engine_version="0.24"))
+    requested = int(85_028_896_768 * 0.9)  # the H100 SXM's cudaMemGetInfo total (estimator/data/gpus.json)
+    weights = 8_030_261_248 * 2
+    # the sampler over 1,024 requests x 128,256 logits at 6 bytes (788,004,864) + the forward's 8,192 x 4,096 bf16
+    # output (67,108,864) = 855,113,728 bytes, under the forward's own peak, which is then the profiling peak
+    sampler = 6 * 1024 * 128_256 + 2 * 8192 * 4096
+    assert sampler == 855_113_728
+    forward = inference_layer_peak(LLAMA, 1, 8192, 8192, flash_attention=True)
+    assert forward > sampler and v2.component("activations") == forward
+    assert v1.component("activations") == 38 * 1024 * 128_256 + 2 * 8192 * 4096 == 5_057_806_336
+    available = requested - weights - forward - 128 * 2**20  # no CUDA-graph term
+    assert v2.component("kv_cache") == available
+    blocks = available // (65_536 * 32)  # 16-token pages of 65,536 bytes per layer, one group of 32 layers
+    assert v2.kv_cache_tokens == int(blocks / 1000 * 16000)  # a 16,000-token request holds 1,000 pages
+    # the graphs are captured after the KV cache, on top of the budget: the v0.21+ capture (eager warm-up pool kept,
+    # 51 PIECEWISE + 51 FULL graphs of 32 layers) is the same, only where it is paid changes
+    pool = inference_layer_peak(LLAMA, 1, 512, 512, flash_attention=True)
+    assert v2.component("cuda_graphs") == 2 * pool + 102 * 32 * 48_726
+    assert not any("CUDA graph memory profiling is enabled" in line for line in v2.log)
+    estimate = v1.component("cuda_graphs")
+    assert v2.component("kv_cache") - v1.component("kv_cache") == (5_057_806_336 - forward) + estimate
+    # MoE and hybrid models keep the V1 runner in these releases; before v0.25 every model does
+    moe = ServeScenario(est.model("Qwen/Qwen3-30B-A3B").architecture, gpu="h100-sxm", engine_version="0.26.0")
+    hybrid = ServeScenario(est.model("nvidia/Qwen3.6-27B-NVFP4").architecture, gpu="h100-sxm",
+                           engine_version="0.26.0")
+    dense = ServeScenario(LLAMA, gpu="h100-sxm", engine_version="0.26.0")
+    assert (vllm.v2_runner(moe), vllm.v2_runner(hybrid), vllm.v2_runner(dense)) == (False, False, True)
+    assert vllm.graphs_budgeted(moe) and vllm.graphs_budgeted(hybrid) and not vllm.graphs_budgeted(dense)
+    assert not vllm.v2_runner(ServeScenario(LLAMA, gpu="h100-sxm", engine_version="0.24.0"))

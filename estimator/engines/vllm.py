@@ -10,8 +10,9 @@ Read at vllm-project/vllm 35d5cda (`vllm/v1/worker/gpu_worker.py`, `vllm/utils/m
     non_torch   = memory outside PyTorch's allocator that grew from the worker's first snapshot to the end of
                   profiling (custom all-reduce and NCCL buffers, CUDA libraries, loaded kernels)
     graphs      = the CUDA-graph estimate of profile_cudagraph_memory (v0.21+, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS
-                  on by default), taken from the budget before the KV cache; before v0.21 the graphs are captured
-                  after the KV cache is allocated and come on top of the requested memory
+                  on by default), taken from the budget before the KV cache; before v0.21, and with Model Runner V2
+                  (v0.25+, dense models), whose estimate is 0, the graphs are captured after the KV cache is
+                  allocated and come on top of the requested memory
     KV cache    = requested - weights - activations - non_torch - graphs ("Available KV cache memory"), or
                   --kv-cache-memory
 
@@ -61,6 +62,23 @@ SAMPLER_BYTES_PER_LOGIT = 2 + 4 + 4 + 8 + 8 + 4 + 8
 # over 256 requests would take 1.4 GiB. The llm-d profiles, from v0.11 on, show the sort.
 GREEDY_SAMPLER_BYTES_PER_LOGIT = 2 + 4
 SAMPLER_SORTS_SINCE = (0, 11)
+
+# Model Runner V2 (vllm/v1/worker/gpu/model_runner.py), the default for dense models since v0.25.0: "Model Runner V2
+# is now the default for all dense models" (#44443, merged 2026-07-02; v0.25.0's release notes, as quoted in
+# huggingface/trl#6406). vllm/config/vllm.py VllmConfig._is_default_v2_model_runner_model returns
+# `is_default_v2_architecture or not model_config.is_moe`, and False for hybrid (Mamba / linear-attention) and
+# attention-free models outside its list (quoted in vllm-project/vllm#49224, 2026-07): MoE and hybrid models keep the
+# V1 runner. Two budget terms differ, read at vllm-project/vllm 0036d38de46c (vllm/v1/worker/gpu/model_runner.py):
+# - GPUModelRunner.profile_cudagraph_memory is `return 0` ("NOTE(woosuk): It is TBD whether we keep this API or
+#   not", added by #36520), so gpu_worker.py determine_available_memory subtracts no graph estimate and the graphs
+#   are captured after the KV cache, on top of the budget, as before v0.21 (vllm-project/vllm#49224: the KV cache
+#   "claimed the whole gpu_memory_utilization budget"; the fix, #49233, was closed unmerged).
+# - _dummy_sampler_run calls the V2 Sampler on InputBatch.make_dummy requests ("the sampler may skip top_k, top_p,
+#   and logprobs"): vllm/v1/worker/gpu/sample/states.py SamplingStates fills top_k with the vocabulary size and top_p
+#   with 1.0, so no request sorts; Sampler.sample (sample/sampler.py at b9928aee2a98) keeps the 16-bit logits and
+#   their fp32 copy (`torch.empty_like(logits, dtype=torch.float32).copy_(logits)`), and gumbel_sample
+#   (sample/gumbel.py) adds an int64 and an fp32 value per 1,024 logits: 6 bytes per logit, as before v0.11.
+V2_RUNNER_SINCE = (0, 25)
 
 # Memory outside PyTorch's allocator that grows between the worker's first snapshot (taken after NCCL is set up,
 # gpu_worker.init_device) and the end of profiling: on one GPU the kernel images CUDA's lazy loading brings in at
@@ -335,7 +353,9 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
     weights, vision = _weights_per_gpu(s)
     forward = _forward_peak(a, batched, tp)
     requests = min(max_seqs, batched)
-    per_logit = SAMPLER_BYTES_PER_LOGIT if at_least(s, *SAMPLER_SORTS_SINCE) else GREEDY_SAMPLER_BYTES_PER_LOGIT
+    v2 = v2_runner(s)
+    sorts = at_least(s, *SAMPLER_SORTS_SINCE) and not v2
+    per_logit = SAMPLER_BYTES_PER_LOGIT if sorts else GREEDY_SAMPLER_BYTES_PER_LOGIT
     sampler = BF16_BYTES * batched * a.hidden_size + per_logit * requests * a.vocab_size
     activations = max(forward, sampler)
     non_torch = NON_TORCH_ONE_GPU + (NON_TORCH_TENSOR_PARALLEL if tp > 1 else 0)
@@ -389,7 +409,9 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
                             "capture may run out of memory; lower --gpu-memory-utilization or use --enforce-eager.")
     kv = max(0, available) if s.kv_cache_memory or available > 0 else 0
     notes += [
-        f"vLLM {s.engine_version or 'V1 (newest modelled)'} on {g.name}: budget {s.gpu_memory_utilization:g} x "
+        f"vLLM {s.engine_version or 'V1 (newest modelled)'} on {g.name}, "
+        + ("Model Runner V2 (dense model, v0.25+: no CUDA-graph estimate in the budget)" if v2 else "model runner V1")
+        + f": budget {s.gpu_memory_utilization:g} x "
         f"{gib(g.memory_bytes)} GiB = {gib(requested)} GiB per GPU (vllm/v1/worker/gpu_worker.py "
         "determine_available_memory)",
         f"Defaults resolved: max_num_seqs {max_seqs}, max_num_batched_tokens {batched} ("
@@ -416,10 +438,21 @@ def _forward_peak(a: Architecture, tokens: int, tp: int) -> int:
     return inference_layer_peak(a, 1, tokens, tokens, flash_attention=True, tp=tp, linear_attention_kernels=True)
 
 
+def v2_runner(s: ServeScenario) -> bool:
+    """Whether the release runs the scenario's model on Model Runner V2 by default (v0.25+, dense models: not MoE,
+    not hybrid, not attention-free; VllmConfig._is_default_v2_model_runner_model)."""
+    a: Architecture = s.model
+    hybrid = bool(a.linear_layers or a.mamba_layers)
+    attention_free = not a.cached_layers and not hybrid
+    return at_least(s, *V2_RUNNER_SINCE) and not a.is_moe and not hybrid and not attention_free
+
+
 def graphs_budgeted(s: ServeScenario) -> bool:
-    """Whether the release takes the CUDA-graph estimate from the budget before the KV cache (v0.21+; not with
-    --kv-cache-memory, which skips profiling: determine_available_memory returns it first)."""
-    return at_least(s, *CUDA_GRAPHS_PROFILED_SINCE) and not s.enforce_eager and not s.kv_cache_memory
+    """Whether the release takes the CUDA-graph estimate from the budget before the KV cache (v0.21+ on the V1 model
+    runner; not on Model Runner V2, whose estimate is 0; not with --kv-cache-memory, which skips profiling:
+    determine_available_memory returns it first)."""
+    return (at_least(s, *CUDA_GRAPHS_PROFILED_SINCE) and not v2_runner(s) and not s.enforce_eager
+            and not s.kv_cache_memory)
 
 
 def cuda_graph_bytes(s: ServeScenario, max_num_seqs: int, batched: int) -> tuple[int, int]:

@@ -86,6 +86,12 @@ GGML_TYPES = {t.name: t for t in (
 # llama.cpp recipes (llama-quantize names) -> the ggml type of every tensor their rules do not single out
 GGUF_BASE = {"q8_0": "Q8_0", "q6_k": "Q6_K", "q5_k_m": "Q5_K", "q5_0": "Q5_0", "q4_k_m": "Q4_K", "q4_k_s": "Q4_K",
              "q4_0": "Q4_0", "q3_k_m": "Q3_K", "q2_k": "Q2_K", "iq4_xs": "IQ4_XS", "iq4_nl": "IQ4_NL"}
+# Architectures whose GGUF keeps Q, K and V as one `attn_qkv` tensor per layer (ggml-org/llama.cpp
+# gguf-py/gguf/tensor_mapping.py at 0024aa74, block_mappings_cfg MODEL_TENSOR.ATTN_QKV: gptneox
+# `attention.query_key_value`, gpt2 and qwen `attn.c_attn`, falcon `self_attention.query_key_value`, phi3
+# `self_attn.qkv_proj`). llama-quant.cpp (007dbbf3) files that tensor under ATTENTION_QKV, which
+# `category_is_attn_v` counts as attn_v-like: the whole fused tensor takes the attn_v rule.
+GGUF_FUSED_QKV = frozenset({"gpt_neox", "gpt2", "qwen", "falcon", "RefinedWeb", "RefinedWebModel", "phi3"})
 # where a tensor's row length does not divide the block, llama.cpp falls back to a 32-block type
 GGUF_FALLBACK = {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0", "Q2_K": "IQ4_NL", "Q3_K": "IQ4_NL",
                  "IQ4_XS": "IQ4_NL"}
@@ -232,10 +238,11 @@ def gguf_tensor_type(format_id: str, t: Tensor, a: Architecture) -> str:
     n, i = a.num_layers, t.layer
     gqa = a.num_heads // a.num_kv_heads
     eight_experts = a.num_experts == 8
+    fused_qkv = a.model_type in GGUF_FUSED_QKV and t.role in ("attn_q", "attn_k", "attn_v")
     chosen = base
     if t.role == "output" or (t.role == "token_embd" and a.tie_word_embeddings):
         chosen = "Q8_0" if base == "Q8_0" or a.model_type == "falcon" else "Q6_K"
-    elif t.role == "attn_v":
+    elif t.role == "attn_v" or fused_qkv:  # attn_v, or its layer's fused attn_qkv (GGUF_FUSED_QKV)
         chosen = {"q2_k": "Q4_K" if gqa >= 4 else "Q3_K", "q3_k_m": "Q5_K" if i < 2 else "Q4_K",
                   "q4_k_s": "Q5_K" if i < 4 else base,
                   "iq4_xs": "Q5_K" if gqa >= 4 else base, "iq4_nl": "Q5_K" if gqa >= 4 else base,

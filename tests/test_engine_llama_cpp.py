@@ -238,3 +238,61 @@ def test_ollama_reads_its_environment_from_the_command_line_and_round_trips():
                                                                "max_num_seqs": 3, "max_model_len": 8192}
     with pytest.raises(ValueError, match="OLLAMA_KV_CACHE_TYPE"):
         import_command("OLLAMA_KV_CACHE_TYPE=fp4 ollama run qwen3:8b")
+
+
+PYTHIA_2_8B = est.model("EleutherAI/pythia-2.8b").architecture  # gptneox: 32 layers, h 2560, ffn 10240, vocab 50304
+
+
+def test_a_fused_attn_qkv_takes_the_attn_v_rule():
+    """gptneox stores Q, K and V as one attn_qkv tensor (gguf-py tensor_mapping ATTN_QKV); llama-quant.cpp's
+    category_is_attn_v counts it as attn_v-like, so under Q4_K_M the whole 7680 x 2560 tensor is Q6_K on the 16
+    use_more_bits layers of 32 and Q4_K on the others. Llama's separate attn_q keeps the base type."""
+    from estimator.architecture import tensors
+    from estimator.formats import gguf_tensor_type
+
+    qkv = [t for t in tensors(PYTHIA_2_8B) if t.role in ("attn_q", "attn_k", "attn_v")]
+    by_layer = {t.layer: {gguf_tensor_type("q4_k_m", u, PYTHIA_2_8B) for u in qkv if u.layer == t.layer} for t in qkv}
+    assert all(len(types) == 1 for types in by_layer.values())  # q, k and v of a layer share one type
+    six = sorted(i for i, types in by_layer.items() if types == {"Q6_K"})
+    assert six == [0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31]  # i < 4, i >= 28, (i - 4) % 3 == 2
+    llama_q = next(t for t in tensors(LLAMA_8B) if t.role == "attn_q" and t.layer == 0)
+    assert gguf_tensor_type("q4_k_m", llama_q, LLAMA_8B) == "Q4_K"
+
+
+def test_pythia_q4_k_m_model_buffer_by_hand():
+    """Pythia 2.8B Q4_K_M, -ngl 99 -c 2048 (llama.cpp CI on a V100, llama_cpp-ggmlci-5). Q4_K is 144 bytes per
+    256 weights, Q6_K 210; vectors are f32. CUDA0 holds every layer, output_norm and the output matrix."""
+    s = ServeScenario(PYTHIA_2_8B, engine="llama.cpp", gpu="v100-16gb", weights="q4_k_m", n_gpu_layers=99,
+                      max_model_len=2048, max_num_seqs=1, max_num_batched_tokens=512, flash_attention=False)
+    st, _ = llama_cpp.plan(s)
+    qkv, attn_out, ffn = 3 * 2560 * 2560, 2560 * 2560, 10240 * 2560
+    more = 16 * (qkv + ffn) * 210 // 256 + 16 * (qkv + ffn) * 144 // 256  # attn_qkv and ffn_down, per use_more_bits
+    rest = 32 * (attn_out + ffn) * 144 // 256  # attn_output, ffn_up
+    vectors = 32 * 4 * (7680 + 2560 + 10240 + 2560 + 4 * 2560) + 4 * 2 * 2560  # biases, 2 LayerNorms, output_norm
+    output = 50304 * 2560 * 210 // 256
+    assert st.model[0] == more + rest + vectors + output == 1_714_731_520  # 1635.30 MiB
+    assert st.model[-1] == 50304 * 2560 * 144 // 256  # token_embd (Q4_K) stays on the CPU: 69.08 MiB logged
+    # the CI's file (build b4385, 2024-12) logged 1632.95 MiB: that build's separate attn_qkv branch made all 32
+    # fused tensors Q5_K (176 bytes / 256) instead of 16 x Q6_K + 16 x Q4_K
+    old = st.model[0] - 16 * qkv * (210 + 144) // 256 + 32 * qkv * 176 // 256
+    assert round(old / MiB, 2) == 1632.95
+    assert st.kv[0] == 32 * 2 * 2560 * 2 * 2048 == 640 * MiB  # logged 640.00 MiB
+
+
+def test_validation_rows_for_the_llama_cpp_ci_pythia_runs():
+    """llama_cpp-ggmlci-1..7 (the llama.cpp CI's Pythia 2.8B runs on a V100): the model buffers of Q8_0, Q6_K,
+    Q5_0 and Q4_0 files (no per-tensor rule changed since) are the logged MiB to 0.01; KV, n_ctx and layers equal."""
+    import json
+    from pathlib import Path
+
+    from validation import engines
+
+    records = [r for r in json.loads((Path(engines.LOGS) / "llama_cpp.json").read_text())["records"]
+               if r["id"].startswith("llama_cpp-ggmlci-")]
+    assert len(records) == 7
+    for record in records:
+        rows = {r["quantity"]: r for r in engines.compare_llama_cpp(record)}
+        for quantity in ("kv_buffer CUDA0", "kv_total", "n_ctx", "layers_offloaded", "model_buffer CPU_Mapped"):
+            assert abs(rows[quantity]["estimate"] - rows[quantity]["logged"]) < 0.01, (record["id"], quantity)
+        if record["weights"] in ("Q8_0", "Q6_K", "Q5_0", "Q4_0"):
+            assert abs(rows["model_buffer CUDA0"]["estimate"] - rows["model_buffer CUDA0"]["logged"]) < 0.01

@@ -110,3 +110,25 @@ def test_the_recipe_table_names_each_records_own_settings_and_the_medians_per_fr
     assert set(compared["record_settings"]) == {"", "loss=shifted", "loss=chunked-compiled"}
     torchtune = [abs(row["error_pct"]) for row in rows if row["framework"] == "torchtune"]
     assert f"torchtune {statistics.median(torchtune):.1f}% ({len(torchtune)})" in texts(at)
+
+
+def test_the_engine_table_shows_each_quantity_over_every_record_and_over_the_fully_stated_ones():
+    import csv
+    import statistics
+
+    at = start(page="methodology")
+    frames = [d.value for d in at.dataframe]
+    table = next(f for f in frames if "era" in f.columns and "Median |error| (%)" in f.columns).set_index(
+        ["engine", "era", "quantity"])
+    # by hand from the committed CSV: vLLM V1 "GPU KV cache size" rows, all of them and those without unstated inputs
+    with open("validation/engine_results.csv", newline="") as f:
+        rows = [r for r in csv.DictReader(f) if (r["engine"], r["era"], r["quantity"]) == ("vllm", "v1", "kv_tokens")]
+    stated = [r for r in rows if not r["unstated"]]
+    assert 0 < len(stated) < len(rows)
+    everything = table.loc[("vllm", "v1", "kv_tokens")]
+    assert everything["Records"] == len(rows)
+    assert everything["Median |error| (%)"] == round(statistics.median(abs(float(r["error_pct"])) for r in rows), 1)
+    only_stated = table.loc[("vllm", "v1", "kv_tokens, every input stated")]
+    assert only_stated["Records"] == len(stated)
+    assert only_stated["Median |error| (%)"] == round(
+        statistics.median(abs(float(r["error_pct"])) for r in stated), 1)

@@ -306,3 +306,27 @@ def test_model_runner_v2_budgets_no_graphs_and_samples_without_sorting():
     assert (vllm.v2_runner(moe), vllm.v2_runner(hybrid), vllm.v2_runner(dense)) == (False, False, True)
     assert vllm.graphs_budgeted(moe) and vllm.graphs_budgeted(hybrid) and not vllm.graphs_budgeted(dense)
     assert not vllm.v2_runner(ServeScenario(LLAMA, gpu="h100-sxm", engine_version="0.24.0"))
+
+
+def test_engine_validation_groups_add_the_fully_stated_records_as_their_own_median():
+    """validation/engines.groups: a quantity some of whose records leave an input unstated gets a second group over
+    the records that state every input; refusals and quantities without such records do not."""
+    from validation import engines
+
+    def row(record, quantity, error, unstated=""):
+        return {"record": record, "engine": "vllm", "era": "v1", "quantity": quantity, "error_pct": error,
+                "logged": 0, "estimate": 0, "unstated": unstated}
+
+    rows = [row("a", "kv_tokens", 1.0), row("b", "kv_tokens", -3.0), row("c", "kv_tokens", 40.0, "version"),
+            row("a", "weights", 0.5), row("c", "refusal", 0.0, "version"), row("a", "refusal", 0.0),
+            row("d", "skipped", 0.0)]
+    groups = engines.groups(rows)
+    assert [r["record"] for r in groups[("vllm", "v1", "kv_tokens")]] == ["a", "b", "c"]
+    assert [r["record"] for r in groups[("vllm", "v1", "kv_tokens, every input stated")]] == ["a", "b"]
+    assert ("vllm", "v1", "weights, every input stated") not in groups  # every weights record states its inputs
+    assert ("vllm", "v1", "refusal, every input stated") not in groups
+    assert all(key[2] != "skipped" for key in groups)
+    # the summary: median |error| 3.0% over a, b, c and 2.0% over a, b
+    text = engines.summary(rows)
+    assert "| vllm | v1 | kv_tokens | 3 | 3.0% | +40.0% (c) |" in text
+    assert "| vllm | v1 | kv_tokens, every input stated | 2 | 2.0% | -3.0% (b) |" in text

@@ -41,7 +41,8 @@ MiB = 2**20
 
 LOGS = Path(__file__).parent / "engine_logs"
 RESULTS = Path(__file__).parent / "engine_results.csv"
-FIELDS = ("record", "engine", "era", "model", "gpu", "quantity", "logged", "estimate", "error_pct", "note")
+FIELDS = ("record", "engine", "era", "model", "gpu", "quantity", "logged", "estimate", "error_pct", "note", "unstated")
+STATED = "every input stated"  # the summary's second median per quantity: records with an empty `unstated` list
 # A record's weight format (how the source names it, by its first word) -> the estimator's format
 WEIGHTS_FORMATS = {"awq": "awq-4bit", "gptq-int4": "gptq-4bit", "gptq": "gptq-4bit", "fp8": "fp8", "mxfp4": "mxfp4",
                    "nvfp4": "nvfp4", "int4": "int4-g128", "4-bit": "int4-g128", "bf16": "checkpoint",
@@ -124,7 +125,8 @@ def _row(record: dict, quantity: str, logged: float, estimate: float, note: str 
     gpu = (record.get("gpu") or {}).get("catalog_id") or ""
     return {"record": record["id"], "engine": engine, "era": era or _era(record),
             "model": record.get("catalog_model") or record.get("model"), "gpu": gpu, "quantity": quantity,
-            "logged": logged, "estimate": round(estimate, 4), "error_pct": round(error, 2), "note": note}
+            "logged": logged, "estimate": round(estimate, 4), "error_pct": round(error, 2), "note": note,
+            "unstated": "; ".join(record.get("unstated") or ())}
 
 
 def compare_vllm(record: dict) -> list[dict]:
@@ -503,15 +505,28 @@ def run(write: bool = True) -> list[dict]:
     return rows
 
 
-def summary(rows: list[dict]) -> str:
-    """Median and worst absolute error per engine, era and quantity (markdown)."""
-    lines = ["| engine | era | quantity | records | median error | worst error (record) |", "|---|---|---|---|---|---|"]
-    groups: dict = {}
+def groups(rows: list[dict]) -> dict[tuple[str, str, str], list[dict]]:
+    """The compared rows by (engine, era, quantity); where some of a group's records leave an input unstated (the
+    record's `unstated` list: inputs its source does not give, taken at the engine's default or the catalog's
+    stand-in), the same quantity over the records that state every input is a group of its own, "<quantity>, every
+    input stated", so that the median over estimable records and the one over every record are both shown."""
+    by: dict = {}
     for row in rows:
-        if row["quantity"] in ("skipped",):
+        if row["quantity"] == "skipped":
             continue
-        groups.setdefault((row["engine"], row["era"], row["quantity"]), []).append(row)
-    for (engine, era, quantity), group in sorted(groups.items()):
+        by.setdefault((row["engine"], row["era"], row["quantity"]), []).append(row)
+    for (engine, era, quantity), group in list(by.items()):
+        stated = [r for r in group if not r.get("unstated")]
+        if quantity != "refusal" and stated and len(stated) < len(group):
+            by[(engine, era, f"{quantity}, {STATED}")] = stated
+    return by
+
+
+def summary(rows: list[dict]) -> str:
+    """Median and worst absolute error per engine, era and quantity (markdown; `groups`)."""
+    lines = ["| engine | era | quantity | records | median error | worst error (record) |", "|---|---|---|---|---|---|"]
+    groups_ = groups(rows)
+    for (engine, era, quantity), group in sorted(groups_.items()):
         errors = [abs(float(r["error_pct"])) for r in group if r["error_pct"] == r["error_pct"]]
         if quantity == "refusal":
             agree = sum(1 for r in group if r["logged"] == r["estimate"])

@@ -193,6 +193,27 @@ def test_capture_sizes_and_modes_per_release():
     assert vllm.capture_sizes(256, 64) == (1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64)
 
 
+def test_gpt_oss_sets_its_own_largest_capture_size():
+    """GptOssForCausalLMConfig (vllm/model_executor/models/config.py) replaces min(2 x max_num_seqs, 512): v0.10.1.1
+    prints 83 sizes up to 1,024 (dennislee22/vLLM-benchmarking log/vllm.log, vllm-dennislee22-6's start-up); v0.11
+    stops at 992 ("from 67 to 81"); #27840 lifted that cap (83 again). Other models keep the default."""
+    oss = est.model("openai/gpt-oss-120b").architecture
+    logged = (1024, 1008, 992, 976, 960, 944, 928, 912, 896, 880, 864, 848, 832, 816, 800, 784, 768, 752, 736, 720,
+              704, 688, 672, 656, 640, 624, 608, 592, 576, 560, 544, 528, 512, 496, 480, 464, 448, 432, 416, 400, 384,
+              368, 352, 336, 320, 304, 288, 272, 256, 248, 240, 232, 224, 216, 208, 200, 192, 184, 176, 168, 160, 152,
+              144, 136, 128, 120, 112, 104, 96, 88, 80, 72, 64, 56, 48, 40, 32, 24, 16, 8, 4, 2, 1)
+    # v0.10.1.1 on an A100 (256 sequences, 2,048 batched tokens): 3 + 31 + 49 sizes, PIECEWISE only
+    sizes, piecewise, full = vllm.cuda_graph_counts(ServeScenario(oss, engine_version="0.10.1.1"), 256, 2048)
+    assert sizes == tuple(reversed(logged)) and (piecewise, full) == (3 + 31 + 49, 0) == (83, 0)
+    # v0.11.0 on an H100 (1,024 sequences): range(256, 993, 16) -> 3 + 31 + 47 = 81, all of them FULL too
+    sizes, piecewise, full = vllm.cuda_graph_counts(ServeScenario(oss, engine_version="0.11.0"), 1024, 8192)
+    assert sizes[-1] == 992 and (piecewise, full) == (81, 81)
+    # after #27840: 1,024 again; FULL decode graphs only up to max_num_seqs (256: 3 + 31 + 1)
+    assert vllm.cuda_graph_counts(ServeScenario(oss, engine_version="0.12.0"), 256, 2048)[1:] == (83, 35)
+    # other models keep the default at v0.11.0: up to 512, 67 + 67 graphs at 1,024 sequences
+    assert vllm.cuda_graph_counts(ServeScenario(LLAMA, engine_version="0.11.0"), 1024, 8192)[1:] == (67, 67)
+
+
 def test_cuda_graph_memory_by_hand():
     """Llama 3.1 8B on an H100 (1,024 sequences -> 51 PIECEWISE + 51 FULL graphs of up to 512 tokens): the capture
     holds the pool of a 512-token decode step plus 32 layers x LAYER_GRAPH_BYTES per graph; v0.21+ budgets

@@ -113,6 +113,16 @@ NON_TORCH_TENSOR_PARALLEL = 4 * 2**20 * 2 * 2 * 32 + 8 * 2**20
 #   the budget when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is set (vllm/envs.py L1768, default "1" since #38284,
 #   2026-04-21, "default since v0.21.0").
 MAX_CAPTURE_SIZE = 512
+# gpt-oss (GptOssForCausalLMConfig.verify_and_update_config, vllm/model_executor/models/config.py) raises the
+# largest size when the user sets none, whatever max_num_seqs: to 1,024 in v0.10 (sizes 1, 2, 4, steps of 8 to 248,
+# of 16 from 256 to 1,024: 83 graphs, the list the v0.10.1.1 start-up prints after "[config.py:273] Overriding max
+# cuda graph capture size to 1024 for performance.", dennislee22/vLLM-benchmarking log/vllm.log at f8144414);
+# to 992 in v0.11 ("When using full cuda graph with FA3, the max supported size is 992", range(256, 993, 16):
+# "from 67 to 81" graphs; vllm 6c728f777 config.py L259 as quoted in SemiAnalysisAI/InferenceX#117, and
+# vllm-project/vllm 0144dd5b0d2d); back to max_cudagraph_capture_size = 1,024 ("from 67 to 83") once #27840
+# ("Remove max cudagraph size limit of 992", 2025-11) lifted the cap. v0.11.1's side of #27840 is not identified:
+# it is taken as 992.
+GPT_OSS_CAPTURE_CEILING = ((0, 0, 1024), (0, 11, 992), (0, 12, 1024))
 FULL_DECODE_GRAPHS_SINCE = (0, 11)  # FULL_AND_PIECEWISE, #25444
 STEP_16_CAPTURE_SIZES_SINCE = (0, 11, 1)  # #26016, merged after v0.11.0
 SPECULATIVE_CAPTURE_SINCE = (0, 13)  # #28315 / #30330 (merged 2025-11 / 2025-12); the release is inferred
@@ -152,12 +162,13 @@ class KVGroup:
 
 @functools.lru_cache(maxsize=256)
 def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int = 1 << 30, decode_query_len: int = 1,
-                  step_16: bool = True, round_to_query: bool = False) -> tuple[int, ...]:
+                  step_16: bool = True, round_to_query: bool = False, ceiling: int = 0) -> tuple[int, ...]:
     """vLLM's default CUDA-graph batch sizes (vllm/config/vllm.py _set_cudagraph_sizes): 1, 2, 4, then steps of 8
     (to 256 when `step_16`, then steps of 16) up to min(2 x max_num_seqs x decode_query_len, 512,
-    max_num_batched_tokens); `round_to_query` rounds them up to multiples of decode_query_len (speculative
-    decoding with FULL decode graphs)."""
-    largest = min(2 * max_num_seqs * decode_query_len, MAX_CAPTURE_SIZE, max_num_batched_tokens)
+    max_num_batched_tokens), or up to min(`ceiling`, max_num_batched_tokens) where the model's config sets the
+    largest size (gpt-oss); `round_to_query` rounds them up to multiples of decode_query_len (speculative decoding
+    with FULL decode graphs)."""
+    largest = min(ceiling or min(2 * max_num_seqs * decode_query_len, MAX_CAPTURE_SIZE), max_num_batched_tokens)
     sizes = [n for n in (1, 2, 4) if n <= largest]
     if step_16:
         sizes += list(range(8, min(largest + 1, 256), 8)) + list(range(256, largest + 1, 16))
@@ -181,13 +192,22 @@ def _graph_rules(version: str) -> tuple[bool, bool, bool, bool]:
 def cuda_graph_counts(s: ServeScenario, max_num_seqs: int, batched: int) -> tuple[tuple[int, ...], int, int]:
     """(capture sizes, PIECEWISE graphs, FULL decode graphs) vLLM captures for the scenario's release."""
     full, step_16, speculative, _ = _graph_rules(s.engine_version or "")
-    return _graph_counts(max_num_seqs, batched, 1 + s.speculative_tokens if speculative else 1, full, step_16)
+    return _graph_counts(max_num_seqs, batched, 1 + s.speculative_tokens if speculative else 1, full, step_16,
+                         capture_ceiling(s.model, s.engine_version or ""))
+
+
+def capture_ceiling(a: Architecture, version: str) -> int:
+    """The largest capture size the model's config sets (GPT_OSS_CAPTURE_CEILING), 0 where vLLM's default applies."""
+    if a.model_type != "gpt_oss":
+        return 0
+    own = parse_version(version)
+    return [size for *since, size in GPT_OSS_CAPTURE_CEILING if not own or own >= tuple(since)][-1]
 
 
 @functools.lru_cache(maxsize=1024)
-def _graph_counts(max_num_seqs: int, batched: int, q: int, full: bool,
-                  step_16: bool) -> tuple[tuple[int, ...], int, int]:
-    sizes = capture_sizes(max_num_seqs, batched, q, step_16, full and q > 1)
+def _graph_counts(max_num_seqs: int, batched: int, q: int, full: bool, step_16: bool,
+                  ceiling: int = 0) -> tuple[tuple[int, ...], int, int]:
+    sizes = capture_sizes(max_num_seqs, batched, q, step_16 or bool(ceiling), full and q > 1, ceiling)
     decode = sum(1 for n in sizes if q <= n <= max_num_seqs * q) if full else 0
     return sizes, len(sizes), decode
 
@@ -461,13 +481,13 @@ def cuda_graph_bytes(s: ServeScenario, max_num_seqs: int, batched: int) -> tuple
     full, step_16, speculative, profiled = _graph_rules(s.engine_version or "")
     q = 1 + s.speculative_tokens if speculative else 1
     return _graph_bytes(s.model, max_num_seqs, batched, s.tensor_parallel, s.pipeline_parallel, q, full, step_16,
-                        profiled)
+                        profiled, capture_ceiling(s.model, s.engine_version or ""))
 
 
 @functools.lru_cache(maxsize=1024)
 def _graph_bytes(a: Architecture, max_num_seqs: int, batched: int, tp: int, pp: int, q: int, full: bool,
-                 step_16: bool, profiled: bool) -> tuple[int, int]:
-    sizes, piecewise, decode = _graph_counts(max_num_seqs, batched, q, full, step_16)
+                 step_16: bool, profiled: bool, ceiling: int = 0) -> tuple[int, int]:
+    sizes, piecewise, decode = _graph_counts(max_num_seqs, batched, q, full, step_16, ceiling)
     pool = _forward_peak(a, sizes[-1], tp)
     layers = -(-a.num_layers // pp)
     per_graph = layers * (LAYER_GRAPH_BYTES + (ALLREDUCES_PER_LAYER * ALLREDUCE_GRAPH_BYTES if tp > 1 else 0))

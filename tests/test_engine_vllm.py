@@ -193,6 +193,27 @@ def test_capture_sizes_and_modes_per_release():
     assert vllm.capture_sizes(256, 64) == (1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64)
 
 
+def test_gpt_oss_sets_its_own_largest_capture_size():
+    """GptOssForCausalLMConfig (vllm/model_executor/models/config.py) replaces min(2 x max_num_seqs, 512): v0.10.1.1
+    prints 83 sizes up to 1,024 (dennislee22/vLLM-benchmarking log/vllm.log, vllm-dennislee22-6's start-up); v0.11
+    stops at 992 ("from 67 to 81"); #27840 lifted that cap (83 again). Other models keep the default."""
+    oss = est.model("openai/gpt-oss-120b").architecture
+    logged = (1024, 1008, 992, 976, 960, 944, 928, 912, 896, 880, 864, 848, 832, 816, 800, 784, 768, 752, 736, 720,
+              704, 688, 672, 656, 640, 624, 608, 592, 576, 560, 544, 528, 512, 496, 480, 464, 448, 432, 416, 400, 384,
+              368, 352, 336, 320, 304, 288, 272, 256, 248, 240, 232, 224, 216, 208, 200, 192, 184, 176, 168, 160, 152,
+              144, 136, 128, 120, 112, 104, 96, 88, 80, 72, 64, 56, 48, 40, 32, 24, 16, 8, 4, 2, 1)
+    # v0.10.1.1 on an A100 (256 sequences, 2,048 batched tokens): 3 + 31 + 49 sizes, PIECEWISE only
+    sizes, piecewise, full = vllm.cuda_graph_counts(ServeScenario(oss, engine_version="0.10.1.1"), 256, 2048)
+    assert sizes == tuple(reversed(logged)) and (piecewise, full) == (3 + 31 + 49, 0) == (83, 0)
+    # v0.11.0 on an H100 (1,024 sequences): range(256, 993, 16) -> 3 + 31 + 47 = 81, all of them FULL too
+    sizes, piecewise, full = vllm.cuda_graph_counts(ServeScenario(oss, engine_version="0.11.0"), 1024, 8192)
+    assert sizes[-1] == 992 and (piecewise, full) == (81, 81)
+    # after #27840: 1,024 again; FULL decode graphs only up to max_num_seqs (256: 3 + 31 + 1)
+    assert vllm.cuda_graph_counts(ServeScenario(oss, engine_version="0.12.0"), 256, 2048)[1:] == (83, 35)
+    # other models keep the default at v0.11.0: up to 512, 67 + 67 graphs at 1,024 sequences
+    assert vllm.cuda_graph_counts(ServeScenario(LLAMA, engine_version="0.11.0"), 1024, 8192)[1:] == (67, 67)
+
+
 def test_cuda_graph_memory_by_hand():
     """Llama 3.1 8B on an H100 (1,024 sequences -> 51 PIECEWISE + 51 FULL graphs of up to 512 tokens): the capture
     holds the pool of a 512-token decode step plus 32 layers x LAYER_GRAPH_BYTES per graph; v0.21+ budgets
@@ -201,7 +222,7 @@ def test_cuda_graph_memory_by_hand():
     new = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, engine_version="0.24"))
     old = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, engine_version="0.20"))
     pool = inference_layer_peak(LLAMA, 1, 512, 512, flash_attention=True)
-    per_graph = 32 * 48_726  # 1,559,232 bytes, over the 1 MiB floor
+    per_graph = 32 * 72_369  # 2,315,808 bytes, over the 1 MiB floor
     # v0.21+: the eager warm-up run of the largest size stays in PyTorch's cache inside the measurement (+ pool)
     estimate = pool + (pool + per_graph) + (51 - 1) * per_graph + (51 - 1) * per_graph
     assert new.component("cuda_graphs") == estimate
@@ -218,26 +239,32 @@ def test_cuda_graph_memory_by_hand():
     # tensor parallelism adds each layer's two captured all-reduces
     two = serve(ServeScenario(LLAMA, gpu="h100-sxm", tensor_parallel=2, engine_version="0.20"))
     assert two.component("cuda_graphs") == inference_layer_peak(LLAMA, 1, 512, 512, flash_attention=True, tp=2) \
-        + 102 * 32 * (48_726 + 2 * 50_682)
-    # 4 pipeline stages: 8 layers per graph, 389,808 bytes, under the estimate's 1 MiB floor per extra graph
+        + 102 * 32 * (72_369 + 2 * 115_248)
+    # 4 pipeline stages: 8 layers per graph, 578,952 bytes, under the estimate's 1 MiB floor per extra graph
     staged = serve(ServeScenario(LLAMA, gpu="h100-sxm", pipeline_parallel=4, engine_version="0.24"))
-    assert staged.component("cuda_graphs") == 2 * pool + 8 * 48_726 + 2 * (51 - 1) * 2**20
+    assert staged.component("cuda_graphs") == 2 * pool + 8 * 72_369 + 2 * (51 - 1) * 2**20
     assert serve(ServeScenario(LLAMA, gpu="h100-sxm", enforce_eager=True)).component("cuda_graphs") == 0
 
 
 def test_graph_constants_follow_from_their_logs():
-    """LAYER_GRAPH_BYTES from vllm-llmd-3 (Llama-3.3-70B, one H100, v0.11.0: 0.60 GiB over 67 PIECEWISE + 67 FULL
-    graphs of 80 layers) and
-    ALLREDUCE_GRAPH_BYTES from vllm-dennislee22-1 / -4 (Qwen2-7B at TP 1 / 2, v0.10.1.1, 67 graphs: 0.50 / 0.65 GiB)."""
-    records = {r["id"]: r for r in json.loads(open("validation/engine_logs/vllm.json").read())["records"]}
-    seventy = est.model("meta-llama/Llama-3.3-70B-Instruct").architecture
-    logged = round(records["vllm-llmd-3"]["logged"]["cuda_graph_gib"] * GiB)
-    assert (logged - inference_layer_peak(seventy, 1, 512, 512, flash_attention=True)) // (134 * 80) \
-        == vllm.LAYER_GRAPH_BYTES
-    qwen = est.model("Qwen/Qwen2.5-7B").architecture
-    one, two = (round(records[f"vllm-dennislee22-{i}"]["logged"]["cuda_graph_gib"] * GiB) for i in (1, 4))
-    pool = {tp: inference_layer_peak(qwen, 1, 512, 512, flash_attention=True, tp=tp) for tp in (1, 2)}
-    assert ((two - pool[2]) - (one - pool[1])) // (67 * 28 * 2) == vllm.ALLREDUCE_GRAPH_BYTES
+    """LAYER_GRAPH_BYTES and ALLREDUCE_GRAPH_BYTES are the rule of vllm.py over every V1 capture in
+    validation/engine_logs/vllm.json (validation/engines.py derive_graph_constants): the median over the one-GPU
+    configurations of what each capture leaves per layer and graph once the source-derived pool is taken out, then
+    the median over the tensor-parallel ones of what is left per all-reduce. Adding a capture means re-deriving."""
+    from validation import engines
+    captures = engines.graph_captures()
+    assert engines.derive_graph_constants(captures) == (vllm.LAYER_GRAPH_BYTES, vllm.ALLREDUCE_GRAPH_BYTES)
+    # the median one-GPU configuration, by hand: vllm-llmd-1, gpt-oss-20b on one H100 at v0.11.0, 0.39 GiB over
+    # 81 PIECEWISE + 81 FULL graphs of up to 992 tokens (GptOssForCausalLMConfig) of 24 layers
+    oss = est.model("openai/gpt-oss-20b").architecture
+    pool = inference_layer_peak(oss, 1, 992, 992, flash_attention=True)
+    assert (round(0.39 * GiB) - pool) // ((81 + 81) * 24) == 72_369 == vllm.LAYER_GRAPH_BYTES
+    one_gpu = sorted({c["config"]: int(c["implied"]) for c in captures if c["tp"] == 1}.values())
+    assert one_gpu == [24_914, 48_726, 72_369, 166_077, 247_192]  # Qwen3-0.6B ... Qwen2-7B on an A100
+    # per all-reduce (two a layer), given 72,369: six configurations, the median is the mean of the middle two
+    left = sorted((c["implied"] - 72_369) / 2 for c in {c["config"]: c for c in captures if c["tp"] > 1}.values())
+    assert [int(v) for v in left] == [70_673, 78_476, 92_402, 138_093, 162_230, 281_822]
+    assert int((left[2] + left[3]) / 2) == 115_248 == vllm.ALLREDUCE_GRAPH_BYTES
 
 
 def test_engine_validation_compares_the_budget_of_the_records_release():
@@ -294,7 +321,7 @@ def test_model_runner_v2_budgets_no_graphs_and_samples_without_sorting():
     # the graphs are captured after the KV cache, on top of the budget: the v0.21+ capture (eager warm-up pool kept,
     # 51 PIECEWISE + 51 FULL graphs of 32 layers) is the same, only where it is paid changes
     pool = inference_layer_peak(LLAMA, 1, 512, 512, flash_attention=True)
-    assert v2.component("cuda_graphs") == 2 * pool + 102 * 32 * 48_726
+    assert v2.component("cuda_graphs") == 2 * pool + 102 * 32 * 72_369
     assert not any("CUDA graph memory profiling is enabled" in line for line in v2.log)
     estimate = v1.component("cuda_graphs")
     assert v2.component("kv_cache") - v1.component("kv_cache") == (5_057_806_336 - forward) + estimate

@@ -114,11 +114,16 @@ def validate_engines(argv: list[str]) -> int:
     """Compare the engine estimates with the published start-up logs; write validation/engine_results.csv."""
     parser = Parser(prog="python -m validation engines", description=validate_engines.__doc__)
     parser.add_argument("--no-write", action="store_true", help="print the summary without writing the CSV")
+    parser.add_argument("--graphs", action="store_true",
+                        help="also print the derivation of vLLM's CUDA-graph constants, capture by capture")
     args = parser.parse_args(argv)
     from . import engines
 
     rows = engines.run(write=not args.no_write)
     print(engines.summary(rows))
+    if args.graphs:
+        print()
+        print(engines.graph_derivation())
     return 0
 
 

@@ -150,9 +150,11 @@ def compare_vllm(record: dict) -> list[dict]:
         return rows + [_row(record, "skipped", 0, 0, "GPU total unknown: budget quantities not compared")]
     available = r.budget_bytes - r.component("weights") - r.component("vision") - r.component("activations") \
         - r.component("non_torch") - (r.component("cuda_graphs") if vllm_engine.graphs_budgeted(s) else 0)
+    # "Graph capturing finished ... took": the capture, which v0.21+ budgets as its estimate (r.component) beforehand
+    captured = 0 if s.enforce_eager else vllm_engine.cuda_graph_bytes(s, *vllm_engine.resolved_defaults(s)[:2])[0]
     for key, value in (("kv_cache_gib", available / GiB), ("activation_peak_gib", r.component("activations") / GiB),
                        ("non_torch_gib", r.component("non_torch") / GiB),
-                       ("cuda_graph_gib", r.component("cuda_graphs") / GiB), ("kv_cache_tokens", r.kv_cache_tokens)):
+                       ("cuda_graph_gib", captured / GiB), ("kv_cache_tokens", r.kv_cache_tokens)):
         if key in logged and not (key == "cuda_graph_gib" and logged[key] < 0):
             rows.append(_row(record, key.replace("_gib", "").replace("kv_cache_tokens", "kv_tokens"),
                              logged[key], value))
@@ -485,6 +487,85 @@ def compare_ollama(record: dict) -> list[dict]:
     if "n_ctx" in logged:
         rows.append(row("n_ctx", logged["n_ctx"], st.ctx.n_ctx))
     return rows
+
+
+# ---- vLLM CUDA-graph constants ------------------------------------------------------------------------------
+
+def graph_captures(records: list[dict] | None = None) -> list[dict]:
+    """Every V1 start-up whose log gives the CUDA-graph capture ("Graph capturing finished in N secs, took X GiB", or
+    the summary line's CUDAGraph memory, when positive): the terms read from vLLM's source for it
+    (vllm.cuda_graph_terms: the pool of the largest size, the graphs per mode, the layers a graph spans) and the
+    bytes per layer and graph the log leaves once those are taken out. `config` groups start-ups that differ only in
+    what the capture does not see (utilization, max_model_len): one value per configuration."""
+    if records is None:
+        records = json.loads((LOGS / "vllm.json").read_text())["records"]
+    captures = []
+    for record in records:
+        logged = (record.get("logged") or {}).get("cuda_graph_gib")
+        if not logged or logged <= 0 or _era(record) != "v1":
+            continue
+        s, _ = _vllm_scenario(record)
+        if s is None or s.enforce_eager:
+            continue
+        max_seqs, batched, _ = vllm_engine.resolved_defaults(s)
+        fixed, modes, layers = vllm_engine.cuda_graph_terms(s, max_seqs, batched)
+        captured = round(logged * GiB)
+        captures.append({
+            "record": record["id"], "model": record.get("catalog_model"), "gpu": (record.get("gpu") or {}).get("name"),
+            "version": s.engine_version, "tp": s.tensor_parallel, "moe": s.model.is_moe, "logged": captured,
+            "fixed": fixed, "modes": modes, "layers": layers,
+            "config": (record.get("catalog_model"), (record.get("gpu") or {}).get("name"), s.engine_version,
+                       s.tensor_parallel, s.pipeline_parallel, modes, fixed),
+            "implied": (captured - fixed) / (sum(modes) * layers)})
+    return captures
+
+
+def derive_graph_constants(captures: list[dict], leave_out: tuple | None = None) -> tuple[int, int]:
+    """(LAYER_GRAPH_BYTES, ALLREDUCE_GRAPH_BYTES) by the rule in estimator/engines/vllm.py: the median over the
+    one-GPU configurations of the bytes per layer and graph their captures leave; then, given that, the median over
+    the tensor-parallel configurations of what is left per captured all-reduce (two a layer); both rounded down to
+    whole bytes. `leave_out` drops one configuration (leave-one-out)."""
+    configs: dict = {}
+    for c in captures:
+        if c["config"] != leave_out:
+            configs.setdefault(c["config"], []).append(c)
+    per_config = [(group[0]["tp"], statistics.mean(c["implied"] for c in group)) for group in configs.values()]
+    layer = int(statistics.median(v for tp, v in per_config if tp == 1))
+    reduces = [(v - layer) / vllm_engine.ALLREDUCES_PER_LAYER for tp, v in per_config if tp > 1]
+    return layer, int(statistics.median(reduces)) if reduces else 0
+
+
+def predicted_capture(c: dict, constants: tuple[int, int]) -> int:
+    """The capture of `c` under (per-layer, per-all-reduce) constants, as vllm._graph_bytes computes it."""
+    layer, reduce = constants
+    per_layer = layer + (vllm_engine.ALLREDUCES_PER_LAYER * reduce if c["tp"] > 1 else 0)
+    return c["fixed"] + sum(c["modes"]) * c["layers"] * per_layer
+
+
+def graph_derivation(records: list[dict] | None = None) -> str:
+    """The derivation of the CUDA-graph constants, capture by capture, with each capture's error under the constants
+    derived from all configurations and from all but its own (leave-one-out), as a markdown table."""
+    captures = graph_captures(records)
+    constants = derive_graph_constants(captures)
+    lines = ["| record | model | TP | version | graphs (PIECEWISE + FULL) | layers | pool terms (MiB) | logged (GiB) | "
+             "bytes per layer and graph | error | held out |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    fit, held = [], []
+    for c in captures:
+        error = (predicted_capture(c, constants) - c["logged"]) / c["logged"] * 100
+        held_out = (predicted_capture(c, derive_graph_constants(captures, c["config"])) - c["logged"]) \
+            / c["logged"] * 100
+        fit.append(abs(error))
+        held.append(abs(held_out))
+        lines.append(f"| {c['record']} | {c['model']}{' (MoE)' if c['moe'] else ''} | {c['tp']} | {c['version']} | "
+                     f"{' + '.join(map(str, c['modes']))} | {c['layers']} | {c['fixed'] / MiB:.0f} | "
+                     f"{c['logged'] / GiB:.2f} | {c['implied']:,.0f} | {error:+.1f}% | {held_out:+.1f}% |")
+    layer, reduce = constants
+    one = sorted({c["config"]: int(c["implied"]) for c in captures if c["tp"] == 1}.values())
+    lines += ["", f"LAYER_GRAPH_BYTES = {layer:,} (median of {len(one)} one-GPU configurations: "
+              + ", ".join(f"{v:,}" for v in one) + f"); ALLREDUCE_GRAPH_BYTES = {reduce:,}.",
+              f"Captures: {len(captures)}; median error {statistics.median(fit):.1f}%, held out (leave-one-"
+              f"configuration-out) {statistics.median(held):.1f}%."]
+    return "\n".join(lines)
 
 
 COMPARATORS = {"vllm": compare_vllm, "sglang": compare_sglang, "llama.cpp": compare_llama_cpp,

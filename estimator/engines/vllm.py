@@ -113,22 +113,41 @@ NON_TORCH_TENSOR_PARALLEL = 4 * 2**20 * 2 * 2 * 32 + 8 * 2**20
 #   the budget when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is set (vllm/envs.py L1768, default "1" since #38284,
 #   2026-04-21, "default since v0.21.0").
 MAX_CAPTURE_SIZE = 512
+# gpt-oss (GptOssForCausalLMConfig.verify_and_update_config, vllm/model_executor/models/config.py) raises the
+# largest size when the user sets none, whatever max_num_seqs: to 1,024 in v0.10 (sizes 1, 2, 4, steps of 8 to 248,
+# of 16 from 256 to 1,024: 83 graphs, the list the v0.10.1.1 start-up prints after "[config.py:273] Overriding max
+# cuda graph capture size to 1024 for performance.", dennislee22/vLLM-benchmarking log/vllm.log at f8144414);
+# to 992 in v0.11 ("When using full cuda graph with FA3, the max supported size is 992", range(256, 993, 16):
+# "from 67 to 81" graphs; vllm 6c728f777 config.py L259 as quoted in SemiAnalysisAI/InferenceX#117, and
+# vllm-project/vllm 0144dd5b0d2d); back to max_cudagraph_capture_size = 1,024 ("from 67 to 83") once #27840
+# ("Remove max cudagraph size limit of 992", 2025-11) lifted the cap. v0.11.1's side of #27840 is not identified:
+# it is taken as 992.
+GPT_OSS_CAPTURE_CEILING = ((0, 0, 1024), (0, 11, 992), (0, 12, 1024))
 FULL_DECODE_GRAPHS_SINCE = (0, 11)  # FULL_AND_PIECEWISE, #25444
 STEP_16_CAPTURE_SIZES_SINCE = (0, 11, 1)  # #26016, merged after v0.11.0
 SPECULATIVE_CAPTURE_SINCE = (0, 13)  # #28315 / #30330 (merged 2025-11 / 2025-12); the release is inferred
 # What one captured graph keeps per layer it spans: kernel nodes and their parameters, held by the driver outside
-# PyTorch's pool (the source measures it, it does not compute it). Published logs print totals only, so it is
-# derived from one: vllm-llmd-3 (Llama-3.3-70B FP8, 80 layers, one H100, v0.11.0: FULL_AND_PIECEWISE over its 67
-# default sizes, steps of 8 to 512: 134 graphs) "CUDAGraph memory: 0.60 GiB": (round(0.60 x 2^30) - 121,896,960
-# bytes of pool (a 512-token decode step, _forward_peak)) // (134 x 80) = 48,726 bytes. Checked against the other
-# records in validation/engine_logs/FINDINGS_engines.md E6 (leave-one-out there): the one-GPU logs imply 25 KB
-# (Qwen3-0.6B) to 247 KB (Qwen2-7B on v0.10.1) per layer and graph, so this is a typical value, not a bound.
-LAYER_GRAPH_BYTES = 48_726
-# With tensor parallelism each layer's two all-reduces are captured too. Derived from the one pair of published
-# start-ups that differ only in TP (vllm-dennislee22-1 / -4: Qwen2-7B, v0.10.1.1, A100, 67 PIECEWISE sizes, 0.50 /
-# 0.65 GiB): ((round(0.65 x 2^30) - 44,040,192 TP-2 pool) - (round(0.50 x 2^30) - 73,138,176 TP-1 pool))
-# // (67 x 28 layers x 2) = 50,682 bytes per captured all-reduce.
-ALLREDUCE_GRAPH_BYTES = 50_682
+# PyTorch's pool (the source measures it, it does not compute it), and what each all-reduce adds at TP > 1. Published
+# logs print totals only, so both are derived from them by one rule over every V1 capture the estimator models
+# (validation/engines.py derive_graph_constants; `python -m validation engines --graphs` prints it capture by
+# capture): take out what the source gives (the pool of the largest size, twice since v0.21, _graph_terms) and divide
+# what is left by graphs x layers; one value per configuration (start-ups that differ only in utilization or
+# max_model_len are one); LAYER_GRAPH_BYTES is the median over the one-GPU configurations, rounded down: 24,914
+# (Qwen3-0.6B, vllm-llmd-5/-6), 48,726 (Llama-3.3-70B FP8, vllm-llmd-3), 72,369 (gpt-oss-20b, vllm-llmd-1: (round(0.39
+# x 2^30) - 137,388,032 bytes of pool at 992 tokens) / (162 graphs x 24 layers)), 166,077 (gpt-oss-120b,
+# vllm-llmd-11), 247,192 (Qwen2-7B on an A100, v0.10.1.1, vllm-dennislee22-1/-2). The spread is 10x: logs before
+# v0.21 measure the capture net of PyTorch's cached blocks, which the first capture frees (torch.cuda.graph.__enter__,
+# pytorch/pytorch torch/cuda/graphs.py: "Free as much memory as we can for the graph", torch.cuda.empty_cache());
+# the llm-d H100 logs read as low as -0.88 GiB, and how much was cached is not in any log (validation/engine_logs/
+# FINDINGS_engines.md E6).
+LAYER_GRAPH_BYTES = 72_369
+# With tensor parallelism each layer's two all-reduces are captured too: given LAYER_GRAPH_BYTES, the median over the
+# tensor-parallel configurations of what is left per all-reduce: 70,673 (Llama-3-8B TP 4 on L4, v0.22.0,
+# vllm-djl3055-1), 78,476 (v0.23.0, -2), 92,402 (v0.23.1 at 128 sequences, -3), 138,093 (Qwen2-7B TP 2 on an A100,
+# v0.10.1.1, vllm-dennislee22-4/-5), 162,230 (Qwen3-30B-A3B TP 4 on RTX 4090s, v0.11.0, vllm-27782-1), 281,822
+# (gpt-oss-120b TP 4 over Ray across nodes, v0.10.1.1, vllm-dennislee22-6) (each rounded down): the mean of the
+# middle two, 115,248.2, rounded down.
+ALLREDUCE_GRAPH_BYTES = 115_248
 ALLREDUCES_PER_LAYER = 2  # attention output and MLP / MoE output projections (row-parallel layers)
 CUDA_GRAPHS_PROFILED_SINCE = (0, 21)
 # "GPU KV cache size" was num_blocks // groups x block_size (v0.10.1, validation/engine_logs vllm-dennislee22-6);
@@ -152,12 +171,13 @@ class KVGroup:
 
 @functools.lru_cache(maxsize=256)
 def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int = 1 << 30, decode_query_len: int = 1,
-                  step_16: bool = True, round_to_query: bool = False) -> tuple[int, ...]:
+                  step_16: bool = True, round_to_query: bool = False, ceiling: int = 0) -> tuple[int, ...]:
     """vLLM's default CUDA-graph batch sizes (vllm/config/vllm.py _set_cudagraph_sizes): 1, 2, 4, then steps of 8
     (to 256 when `step_16`, then steps of 16) up to min(2 x max_num_seqs x decode_query_len, 512,
-    max_num_batched_tokens); `round_to_query` rounds them up to multiples of decode_query_len (speculative
-    decoding with FULL decode graphs)."""
-    largest = min(2 * max_num_seqs * decode_query_len, MAX_CAPTURE_SIZE, max_num_batched_tokens)
+    max_num_batched_tokens), or up to min(`ceiling`, max_num_batched_tokens) where the model's config sets the
+    largest size (gpt-oss); `round_to_query` rounds them up to multiples of decode_query_len (speculative decoding
+    with FULL decode graphs)."""
+    largest = min(ceiling or min(2 * max_num_seqs * decode_query_len, MAX_CAPTURE_SIZE), max_num_batched_tokens)
     sizes = [n for n in (1, 2, 4) if n <= largest]
     if step_16:
         sizes += list(range(8, min(largest + 1, 256), 8)) + list(range(256, largest + 1, 16))
@@ -181,13 +201,22 @@ def _graph_rules(version: str) -> tuple[bool, bool, bool, bool]:
 def cuda_graph_counts(s: ServeScenario, max_num_seqs: int, batched: int) -> tuple[tuple[int, ...], int, int]:
     """(capture sizes, PIECEWISE graphs, FULL decode graphs) vLLM captures for the scenario's release."""
     full, step_16, speculative, _ = _graph_rules(s.engine_version or "")
-    return _graph_counts(max_num_seqs, batched, 1 + s.speculative_tokens if speculative else 1, full, step_16)
+    return _graph_counts(max_num_seqs, batched, 1 + s.speculative_tokens if speculative else 1, full, step_16,
+                         capture_ceiling(s.model, s.engine_version or ""))
+
+
+def capture_ceiling(a: Architecture, version: str) -> int:
+    """The largest capture size the model's config sets (GPT_OSS_CAPTURE_CEILING), 0 where vLLM's default applies."""
+    if a.model_type != "gpt_oss":
+        return 0
+    own = parse_version(version)
+    return [size for *since, size in GPT_OSS_CAPTURE_CEILING if not own or own >= tuple(since)][-1]
 
 
 @functools.lru_cache(maxsize=1024)
-def _graph_counts(max_num_seqs: int, batched: int, q: int, full: bool,
-                  step_16: bool) -> tuple[tuple[int, ...], int, int]:
-    sizes = capture_sizes(max_num_seqs, batched, q, step_16, full and q > 1)
+def _graph_counts(max_num_seqs: int, batched: int, q: int, full: bool, step_16: bool,
+                  ceiling: int = 0) -> tuple[tuple[int, ...], int, int]:
+    sizes = capture_sizes(max_num_seqs, batched, q, step_16 or bool(ceiling), full and q > 1, ceiling)
     decode = sum(1 for n in sizes if q <= n <= max_num_seqs * q) if full else 0
     return sizes, len(sizes), decode
 
@@ -458,28 +487,45 @@ def graphs_budgeted(s: ServeScenario) -> bool:
 def cuda_graph_bytes(s: ServeScenario, max_num_seqs: int, batched: int) -> tuple[int, int]:
     """(what the captured graphs take, what v0.21+ budgets for them before the KV cache): the pool of the largest
     capture size plus each graph's own memory; the estimate follows profile_cudagraph_memory's extrapolation."""
+    return _graph_bytes(*_graph_key(s, max_num_seqs, batched))
+
+
+def cuda_graph_terms(s: ServeScenario, max_num_seqs: int, batched: int) -> tuple[int, tuple[int, ...], int]:
+    """What the capture takes besides each graph's own memory, from the source: (the pool of the largest size, twice
+    since v0.21; the graphs captured per mode, PIECEWISE then FULL decode; the layers each graph spans). The
+    per-graph constants are derived from published captures over these terms (validation/engines.py
+    derive_graph_constants)."""
+    return _graph_terms(*_graph_key(s, max_num_seqs, batched))
+
+
+def _graph_key(s: ServeScenario, max_num_seqs: int, batched: int) -> tuple:
     full, step_16, speculative, profiled = _graph_rules(s.engine_version or "")
     q = 1 + s.speculative_tokens if speculative else 1
-    return _graph_bytes(s.model, max_num_seqs, batched, s.tensor_parallel, s.pipeline_parallel, q, full, step_16,
-                        profiled)
+    return (s.model, max_num_seqs, batched, s.tensor_parallel, s.pipeline_parallel, q, full, step_16, profiled,
+            capture_ceiling(s.model, s.engine_version or ""))
 
 
 @functools.lru_cache(maxsize=1024)
-def _graph_bytes(a: Architecture, max_num_seqs: int, batched: int, tp: int, pp: int, q: int, full: bool,
-                 step_16: bool, profiled: bool) -> tuple[int, int]:
-    sizes, piecewise, decode = _graph_counts(max_num_seqs, batched, q, full, step_16)
+def _graph_terms(a: Architecture, max_num_seqs: int, batched: int, tp: int, pp: int, q: int, full: bool,
+                 step_16: bool, profiled: bool, ceiling: int = 0) -> tuple[int, tuple[int, ...], int]:
+    sizes, piecewise, decode = _graph_counts(max_num_seqs, batched, q, full, step_16, ceiling)
     pool = _forward_peak(a, sizes[-1], tp)
-    layers = -(-a.num_layers // pp)
-    per_graph = layers * (LAYER_GRAPH_BYTES + (ALLREDUCES_PER_LAYER * ALLREDUCE_GRAPH_BYTES if tp > 1 else 0))
     # Each size is first run eagerly (_warmup_and_capture, cudagraph_num_of_warmups = 1); since the releases that
     # empty PyTorch's cache before measuring (capture_model L6151-6153 and profile_cudagraph_memory at 1c5887661,
     # #30515), the blocks of that eager run stay cached inside the measured fall of free memory.
     warmup = pool if profiled else 0
-    modes = [n for n in (piecewise, decode) if n]
-    captured = warmup + pool + per_graph * sum(modes)
+    return warmup + pool, tuple(n for n in (piecewise, decode) if n), -(-a.num_layers // pp)
+
+
+@functools.lru_cache(maxsize=1024)
+def _graph_bytes(a: Architecture, max_num_seqs: int, batched: int, tp: int, pp: int, q: int, full: bool,
+                 step_16: bool, profiled: bool, ceiling: int = 0) -> tuple[int, int]:
+    fixed, modes, layers = _graph_terms(a, max_num_seqs, batched, tp, pp, q, full, step_16, profiled, ceiling)
+    per_graph = layers * (LAYER_GRAPH_BYTES + (ALLREDUCES_PER_LAYER * ALLREDUCE_GRAPH_BYTES if tp > 1 else 0))
+    captured = fixed + per_graph * sum(modes)
     # max over modes of the first capture (the scratch pool is shared, so the largest PIECEWISE capture: pool + one
     # graph) + sum over modes of (graphs - 1) x the second capture ("at least 1 MiB per graph for driver overhead")
-    estimated = warmup + pool + per_graph + sum(max(per_graph, 1 << 20) * (n - 1) for n in modes)
+    estimated = fixed + per_graph + sum(max(per_graph, 1 << 20) * (n - 1) for n in modes)
     return captured, estimated
 
 

@@ -184,3 +184,27 @@ def test_validation_rows_for_the_sglang_logs():
     assert all(r["note"] for r in rows if r["quantity"] == "skipped")
     l4 = {r["quantity"]: r for r in rows if r["record"] == "sglang-llms-in-clouds-1"}
     assert abs(l4["weights"]["error_pct"]) < 3 and abs(l4["free_before_load"]["error_pct"]) < 1
+
+
+def test_mla_pools_print_one_kv_size_compared_from_the_logged_tokens():
+    """An MLA pool prints one 'KV size'. Kimi-K2.5 on 8 MI355X (sglang-ajsirra-kimi-1): (2,454,421 + 1 page) tokens
+    x 61 layers x (512 latent + 64 rope) x 2 bytes = 160.63 GiB, as logged. GLM-5-FP8 with an FP8 cache
+    (sglang-ajsirra-glm5-1) logs 186.77 GiB for 3,262,823 tokens: 78 layers x (656 + 132) bytes, FlashMLA's 'FP8 with
+    scale' record (512 FP8 + 4 fp32 scales + 64 bf16 rope: 656 bytes) plus the DSA indexer's 128 + 4; the estimate's
+    cell is 576 + 132 bytes (167.81 GiB, -10.2%). Its token budget counts that smaller cell: the estimate's KV tokens
+    are within 4% of the log."""
+    import json
+    from pathlib import Path
+
+    from validation import engines
+
+    records = {r["id"]: r for r in json.loads((Path(engines.LOGS) / "sglang.json").read_text())["records"]}
+    rows = {(r["record"], r["quantity"]): r for rid in ("sglang-ajsirra-kimi-1", "sglang-ajsirra-glm5-1")
+            for r in engines.compare_sglang(records[rid])}
+    kimi = rows[("sglang-ajsirra-kimi-1", "kv_size")]
+    assert kimi["logged"] == 160.63 and round((2_454_421 + 1) * 61 * 576 * 2 / 2**30, 2) == 160.63
+    assert abs(kimi["error_pct"]) < 0.1
+    glm = rows[("sglang-ajsirra-glm5-1", "kv_size")]
+    assert round((3_262_823 + 1) * 78 * (656 + 132) / 2**30, 2) == glm["logged"] == 186.77
+    assert glm["estimate"] == pytest.approx((3_262_823 + 1) * 78 * (576 + 132) / 2**30, abs=0.01)
+    assert abs(rows[("sglang-ajsirra-glm5-1", "kv_tokens")]["error_pct"]) < 4

@@ -236,21 +236,28 @@ def test_a_key_set_by_one_gpus_records_is_that_gpus_and_is_looked_up_first():
     assert speed.lookup_efficiency(table, "sglang", "apple", "decode", "16-bit", "m2-ultra-192gb").value == 0.9
 
 
-def test_sglangs_h20_records_set_the_h20s_keys_only():
-    """The Qwen team's SGLang 0.4.6 batch-1 decode rows all ran on one H20: they set (sglang, h20, decode) keys, and
-    neither a datacenter key (one GPU) nor a datacenter key over every engine (one engine) nor SGLang's any-GPU key;
-    SGLang on an H100 therefore does not take the H20's bandwidth fraction."""
+def test_sglangs_decode_keys_name_a_gpu_only_while_their_records_ran_on_one():
+    """The Qwen team's SGLang 0.4.6 batch-1 decode rows all ran on one H20; the SGLang cookbook's Gemma 4 26B-A4B-it
+    TPOT at 1 request on one H200 is the only other fit SGLang decode record. SGLang's FP8 and quantized keys hold H20
+    rows only and stay (sglang, h20, ...); its any-format key holds both GPUs and is the NVIDIA datacenter class's, so
+    SGLang on an H100 takes it (13 H20 rows and the H200 one). Without the H200 row the same rule gives the H20 its
+    own key again and no SGLang class key."""
     from estimator import speed
 
     data = json.loads(vs.SPEED_JSON.read_text(encoding="utf-8"))
     keys = {tuple(e["key"]): e for e in data["efficiencies"]}
-    h20 = keys[("sglang", "h20", "decode", "")]
-    assert len(h20["records"]) >= 3 and all(r.startswith("qwen3-sgl-") for r in h20["records"])
-    assert not {("sglang", "nvidia-datacenter", "decode", ""), ("", "nvidia-datacenter", "decode", ""),
-                ("sglang", "", "decode", "")} & set(keys)
+    for kind in ("fp8", "quantized"):
+        assert all(r.startswith("qwen3-sgl-") for r in keys[("sglang", "h20", "decode", kind)]["records"])
+    shared = keys[("sglang", "nvidia-datacenter", "decode", "")]
+    assert "sglcb-h200-gemma-4-26b-a4b-it-c1-tpot" in shared["records"]
+    assert sum(r.startswith("qwen3-sgl-") for r in shared["records"]) == len(shared["records"]) - 1 == 13
+    assert ("sglang", "h20", "decode", "") not in keys
     table = speed.efficiency_table(data)
     on_h100 = speed.lookup_efficiency(table, "sglang", "nvidia-datacenter", "decode", "16-bit", "h100-sxm")
-    assert on_h100.key == "decode" and on_h100.value != h20["value"]
+    assert on_h100.value == keys[("sglang", "nvidia-datacenter", "decode", "16-bit")]["value"]
+    cases = [c for c in vs.cases_of(vs.load_records()) if c.record["id"] != "sglcb-h200-gemma-4-26b-a4b-it-c1-tpot"]
+    without = {tuple(e["key"]) for e in vs.derive(cases)["efficiencies"]}
+    assert ("sglang", "h20", "decode", "") in without and ("sglang", "nvidia-datacenter", "decode", "") not in without
 
 
 def test_a_shared_gpu_class_key_needs_two_engines(monkeypatch):
@@ -306,3 +313,23 @@ def test_an_offline_run_of_long_prompts_and_few_generated_tokens_is_a_prefill_re
     rows = {r["id"]: r for r in vs.load_results()}  # the committed comparison: GPUStack's 32K runs are prefill rows
     assert rows["gpustack-h100-qwen3-14b-vllm-32k"]["phase"] == rows["gpustack-h200-deepseek-r1-sglang-tp8-32k"][
         "phase"] == "prefill"
+
+
+def test_sglang_cookbook_rows_at_one_request_are_batch_1_records_of_their_printed_totals():
+    """The SGLang cookbook's bench_serving runs at --max-concurrency 1 (10 random requests): a row's lengths are the
+    printed totals / 10 (Qwen3-235B-A22B-2507 summarization on 8 B200s: 41,941 / 10 = 4,194 prompt tokens, 4,210 / 10
+    = 421 generated), so its TTFT is a prefill record (over 2,000 tokens), compared at TP 8 only; the Qwen3-VL-4B
+    TTFT of 8,192 tokens on one B300 is compute-bound and sets the prefill efficiency; the instruction-tuned Gemma 4
+    26B-A4B reads as the catalog's base model."""
+    records = {r["id"]: r for r in vs.load_records()}
+    summ = records["sglcb-b200-qwen3-235b-a22b-2507-tp8-summ-c1-ttft"]
+    assert (summ["input_tokens"], summ["output_tokens"]) == (str(round(41941 / 10)), str(round(4210 / 10)))
+    assert "Total input tokens: 41941" in summ["quote"] and "Total generated tokens: 4210" in summ["quote"]
+    c = vs.case(summ)
+    assert c.phase == "prefill" and not vs.short_ttft(c) and not vs.derivable(c)  # TP 8: compared only
+    vl = vs.case(records["sglvl-b300-qwen3-vl-4b-nhd-c1-ttft"])
+    assert vl.phase == "prefill" and vs.roofline_bound(vl) == "compute" and vs.derivable(vl)
+    assert vs.model_of("google/gemma-4-26B-A4B-it")[0] == vs.model_of("google/gemma-4-26B-A4B")[0] is not None
+    rows = {r["id"]: r for r in vs.load_results()}
+    assert rows["sglcb-b200-qwen3-235b-a22b-2507-tp8-summ-c1-ttft"]["phase"] == "prefill"
+    assert rows["sglcb-b200-qwen3-235b-a22b-2507-tp8-chat-c1-tpot"]["phase"] == "decode"

@@ -279,6 +279,11 @@ def compare_sglang(record: dict) -> list[dict]:
         if "v_size_gb" in logged:
             rows.append(row("v_size", logged["v_size_gb"], (tokens + page) * c.full * (1 - c.k_share) / GiB,
                             "V buffers for the logged #tokens"))
+    if tokens and "kv_size_gb" in logged:  # an MLA pool: one latent buffer a layer, printed as "KV size"
+        c = sglang_engine.cells(s.model, s)
+        page = sglang_engine.resolve_defaults(s).page_size
+        rows.append(row("kv_size", logged["kv_size_gb"], (tokens + page) * c.full / GiB,
+                        "KV buffers for the logged #tokens"))
     if not has_gpu:
         return rows + [row("skipped", 0, 0, "GPU not named: budget quantities not compared")]
     before = r.budget_bytes / dict(r.settings)["mem_fraction_static"]

@@ -121,6 +121,9 @@ MODEL_NAMES = {
                                      "active) and FP8 weights"),
     "Qwen/Qwen3-8B-FP8": ("Qwen/Qwen3-8B", "Qwen's own FP8 release of Qwen3-8B (block-wise FP8, the record's "
                           "weights column)"),
+    "google/gemma-4-26B-A4B-it": ("google/gemma-4-26B-A4B", "the instruction-tuned release of Gemma 4 26B-A4B: "
+                                  "Gemma4ForConditionalGeneration with the base model's shapes (the catalog's config "
+                                  "is the base model's)"),
     "Llama 3.1 405B FP8 (checkpoint not named)": ("meta-llama/Llama-3.1-405B-Instruct", "every Llama 3.1 405B FP8 "
                                                   "checkpoint quantizes the same architecture; which one the source "
                                                   "ran changes only the few layers kept in 16-bit"),

@@ -10,6 +10,9 @@ from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 TIMEOUT_MS = 20_000
+# Every `expect` waits as long as the helpers do: with the test files in parallel (scripts/test.sh, one worker per
+# core) two apps and two browsers share the machine, and a page can take more than Playwright's default 5 s to redraw
+expect.set_options(timeout=TIMEOUT_MS)
 SCENARIO_TABLE = "[data-testid='stMarkdownContainer'] table"  # the estimate pages' scenario table (Markdown)
 IDLE_APP = "[data-testid='stApp'][data-test-script-state='notRunning']"  # no script run in flight
 RERUN_START_MS = 3_000  # an input that changes nothing starts no run; one that does starts within ms

@@ -10,8 +10,10 @@ Inference", arXiv:2211.05102, section 2):
                  + KV cache of the B sequences at c tokens (kv_cache.py: GQA, MLA, windows, the KV dtype)
         flops  = 2 x active matmul parameters / tp x B  +  4 x q_width / tp x attended tokens x B (QK^T and PV)
         time   = max(bytes / (bandwidth x e_bw), flops / (peak x e_flops)) + all-reduce time + t_step
-        (t_step: the engine's fixed cost per step, kernel launches, scheduling and sampling, that a small model's
-        step at batch 1 is mostly made of; derived with e_bw from the same records)
+        (t_step: the engine's cost per step beyond its bytes and FLOPs, kernel launches and the floor of each
+        short kernel, scheduling and sampling, that a small model's step at batch 1 is mostly made of; derived
+        with e_bw from the same records: for a key of one engine, layers x t_layer, the per-layer cost of that
+        engine's kernels (`LAYER_COST`); for a key shared by every engine, a fixed t_step per step)
     prefill of a P-token prompt:
         flops  = 2 x active matmul parameters / tp x P  +  4 x q_width / tp x sum over positions of the tokens seen
         bytes  = the weights once (every expert the P x k picks touch)
@@ -82,6 +84,25 @@ ALLREDUCE_LATENCY_SOURCES = {
     "pcie": "NCCL over PCIe (4 x RTX A5000, 8 B: NVIDIA/nccl#757)",
     "infinity-fabric": "vLLM's ROCm custom all-reduce over Infinity Fabric (MI355X, 24 KB, TP 8: "
                        "vllm-project/vllm#39080)"}
+
+
+# A decode step at batch 1 runs each decoder layer's kernels one after another (norms, the QKV / output / MLP or
+# expert GEMVs, rotary and cache writes, attention, routing, all-reduces), a dozen or more a layer, and each takes at
+# least a few microseconds however few bytes it reads: graph replay removes the CPU launch, not the kernel's own
+# minimum (ramp-up, one wave of blocks, its tail). So the part of a step that is not bytes or FLOPs grows with the
+# layers: an engine's key fits it as t_layer per layer (`Efficiency.layer_s`; validation/speed.py decode_fit).
+# Published per-kernel timings at decode: vLLM's piecewise CUDA graphs leave several launches and gaps per layer
+# (vllm-project/vllm#16072: one full graph cut Qwen2.5-1.5B's TPOT 7%); llama.cpp's CUDA graphs took Llama 2 7B
+# Q4_0 from 116.31 to 128.27 tokens/s on an RTX 3090 (ggml-org/llama.cpp#6766), the launches but not the kernels
+# gone; a fused_moe_kernel benchmark at batch 1 takes 26.72 us (vllm-project/vllm#36559) and a DeepSeek MoE layer
+# (EP 8, 32 local experts) at one token 0.026 / 0.041 / 0.050 ms in TRTLLM NVFP4 / MXFP8 / BF16, routing to
+# finalize (flashinfer-ai/flashinfer#5301), where its expert bytes take ~3 us at 8 TB/s; SGLang on 4 B200s
+# (DeepSeek-R1 FP4, 64 requests) runs 14 kernels or more a layer, the small ones 2.1-8.9 us each
+# (SemiAnalysisAI/InferenceX#863). A key over every engine mixes engines whose layers run different kernels (MLX's
+# and TensorRT-LLM's are not llama.cpp's), so it keeps a fixed cost per step.
+LAYER_COST = ("a decode step's cost beyond bytes and FLOPs grows with the layers: each layer runs a dozen or more "
+              "kernels one after another, each with a floor of microseconds however few bytes it reads "
+              "(vllm-project/vllm#16072, #36559; ggml-org/llama.cpp#6766; SemiAnalysisAI/InferenceX#863)")
 
 
 def link_kind(link_name: str | None) -> str:
@@ -172,11 +193,20 @@ class Efficiency:
     records: tuple[str, ...]  # ids of validation/published/speed.csv it was derived from
     spread: tuple[float, float] | None = None  # lowest and highest achieved fraction of those records (training)
     step_s: float = 0.0  # decode: fixed seconds per step (launches, scheduling, sampling) derived with the value
+    layer_s: float = 0.0  # decode: seconds per decoder layer per step (its kernels' floors), derived with the value
+
+    def fixed_s(self, layers: int) -> float:
+        """A decode step's seconds beyond its bytes and FLOPs for a model of `layers` decoder layers."""
+        return self.step_s + layers * self.layer_s
 
     @property
     def text(self) -> str:
         if not self.records:
             return f"{self.value:.3f} ({self.key})"
+        if self.layer_s:
+            return (f"{self.value:.2f} plus {self.layer_s * 1e6:.0f} us per layer a step (Theil-Sen fit of step time "
+                    f"per layer on bytes per layer over {len(self.records)} published record(s): {self.key}; "
+                    f"{LAYER_COST})")
         if self.step_s:
             return (f"{self.value:.2f} plus {self.step_s * 1e3:.2f} ms per step (Theil-Sen fit of step time on "
                     f"bytes over {len(self.records)} published record(s): {self.key})")
@@ -188,7 +218,7 @@ def efficiency_table(data: dict) -> dict[tuple[str, ...], Efficiency]:
     '' = any)."""
     return {tuple(e["key"]): Efficiency(float(e["value"]), ", ".join(part for part in e["key"] if part),
                                         tuple(e["records"]), tuple(e["range"]) if "range" in e else None,
-                                        e.get("step_ms", 0.0) / 1e3)
+                                        e.get("step_ms", 0.0) / 1e3, e.get("layer_us", 0.0) / 1e6)
             for e in data["efficiencies"]}
 
 
@@ -369,7 +399,7 @@ class Phase:
     memory_s: float
     compute_s: float
     comm_s: float
-    step_s: float = 0.0  # the engine's fixed cost per decode step
+    step_s: float = 0.0  # the engine's cost per decode step beyond bytes and FLOPs (Efficiency.fixed_s)
 
     @property
     def seconds(self) -> float:
@@ -388,8 +418,8 @@ def _phase(num_bytes: float, flops: float, comm_s: float, p: Peaks, e_bw: float,
 
 def decode_phase(a: Architecture, format_id: str, kv_dtype: str, tp: int, sequences: int, context: int,
                  p: Peaks, e_bw: float, e_flops: float, mla_latent: bool = True, step_s: float = 0.0) -> Phase:
-    """One decode step of `sequences` sequences, each with `context` cached tokens, plus `step_s` seconds of fixed
-    cost per step."""
+    """One decode step of `sequences` sequences, each with `context` cached tokens, plus `step_s` seconds of cost
+    beyond bytes and FLOPs (the efficiency's `fixed_s` for the model's layers)."""
     w = weight_traffic(a, format_id)
     weights = (w.layers + w.experts * experts_touched(a, sequences)) / tp + w.vectors
     kv = kv_cache_bytes(a, context, sequences, kv_dtype, tp, mla_latent)
@@ -481,7 +511,7 @@ def inference_speed(a: Architecture, g: Gpu, format_id: str, kv_dtype: str = "bf
     e_bw = efficiency(engine, klass, "decode", kernel, g.id)
     e_flops = efficiency(engine, klass, "prefill", kernel, g.id)
     step = decode_phase(a, format_id, kv_dtype, tp, sequences, context, p, e_bw.value, e_flops.value, mla_latent,
-                        e_bw.step_s)
+                        e_bw.fixed_s(a.num_layers))
     fill = prefill_phase(a, format_id, tp, prompt, p, e_bw.value, e_flops.value)
     basis = Basis(a, g, format_id, kv_dtype, tp, sequences, prompt, context, step, fill, p, e_bw, e_flops)
     return Speed(prefill_tokens_per_s=prompt / fill.seconds, ttft_s=fill.seconds,

@@ -383,15 +383,18 @@ causal attention; each takes
 $\\max(\\text{bytes}/(\\text{bandwidth}\\cdot e_{bw}),\\ \\text{FLOPs}/(\\text{peak}\\cdot e_{flops}))$,
 plus two all-reduces per layer with tensor parallelism (each the link's latency for a small message, from published
 measurements: the custom all-reduce over NVLink 8.8 µs, NCCL over PCIe 15.9 µs, Infinity Fabric 6.3 µs; plus its
-bytes over the link), and a decode step also the engine's fixed cost per step
-$t_{step}$ (kernel launches, scheduling, sampling: most of a small model's step at batch 1). The
+bytes over the link), and a decode step also the engine's cost beyond its bytes
+$t_{step}$ (kernel launches and each short kernel's floor, scheduling, sampling: most of a small model's step at
+batch 1): for an engine's own key $L \\cdot t_{layer}$, a cost per decoder layer, since each of the $L$ layers runs
+a dozen or more kernels one after another, each taking microseconds however few bytes it reads; for a key shared by
+every engine (whose layers run different kernels) a fixed cost per step. The
 bytes are the memory estimate's own (weights in the chosen format, the KV cache in its dtype). The efficiencies
 $e_{bw}$, $e_{flops}$ are not one factor: each is the median achieved fraction of published measurements of an
 engine on a GPU class and kernel kind (16-bit; FP8 on a GPU with FP8 tensor cores, multiplied without
 dequantisation; other quantized formats, dequantised in the GEMM) (`validation/published/speed.csv`, every record
 with its URL, quote and settings; `python -m validation speed --derive`); $e_{bw}$ and $t_{step}$ are fitted
-together (measured step time = $t_{step}$ + roofline step time / $e_{bw}$, Theil-Sen) where a key has three records
-or more. Records of a superseded
+together (measured step time = $t_{step}$ + roofline step time / $e_{bw}$, Theil-Sen; an engine's key fits the same
+line with both times divided by the layers) where a key has three records or more. Records of a superseded
 engine generation (vLLM before v0.8.0, the V0 engine) set only that generation's keys, so the estimate describes the
 engines run today. A key whose records all ran on one GPU is that GPU's (SGLang's on the H20, vLLM V0's on the
 A100 80GB), not its class's, and a class key shared by every engine needs records of two engines. A TTFT timed by a
@@ -419,7 +422,8 @@ if compared:
                "in `validation/FINDINGS.md`.")
 st.dataframe(pd.DataFrame([{"Engine": e[0] or "any", "GPU class (or GPU)": e[1] or "any", "Phase": e[2],
                             "Kernel": e[3] or "any", "Efficiency": value.value,
-                            "Step cost (ms)": round(value.step_s * 1e3, 2), "Records": len(value.records)}
+                            "Step cost (ms)": round(value.step_s * 1e3, 2),
+                            "Layer cost (us)": round(value.layer_s * 1e6, 1), "Records": len(value.records)}
                            for e, value in speed_model._efficiency_table().items()]), hide_index=True)
 
 st.header("Formats and KV dtypes")

@@ -77,8 +77,9 @@ def test_quantized_q4_0_reads_18_bytes_per_32_weights_and_q6_k_output():
     bench = speed.llama_bench(LLAMA2_7B, RTX_4090, "q4_0")  # tg128: 64 cached tokens on average
     e = speed.efficiency("llama.cpp", "nvidia-consumer", "decode", "quantized")
     step_bytes = 3_750_273_024 + LLAMA_NORMS * 4 + 64 * 524_288
-    assert e.step_s > 0  # the key's records fit a fixed cost per step next to the bandwidth fraction
-    assert bench.decode_tokens_per_s == pytest.approx(1 / (step_bytes / (1008e9 * e.value) + e.step_s))
+    # one engine's key: its records fit a cost per layer (32 of them) next to the bandwidth fraction, no fixed step
+    assert e.layer_s > 0 and e.step_s == 0 and e.fixed_s(32) == 32 * e.layer_s
+    assert bench.decode_tokens_per_s == pytest.approx(1 / (step_bytes / (1008e9 * e.value) + 32 * e.layer_s))
 
 
 def test_tensor_parallel_halves_the_bytes_and_adds_two_all_reduces_per_layer():
@@ -125,14 +126,14 @@ def test_fp8_is_its_own_kernel_kind_where_the_gpu_has_fp8_tensor_cores():
         ["16-bit", "fp8", "fp8", "quantized", "quantized"]
     assert speed.kernel_kind("fp8", a100) == "quantized"
     e = speed.efficiency("sglang", "nvidia-datacenter", "decode", "fp8", "h20")
-    assert e.key == "sglang, h20, decode, fp8" and e.step_s > 0
+    assert e.key == "sglang, h20, decode, fp8" and e.layer_s > 0 and e.step_s == 0
     assert e.records and all("-fp8-" in r for r in e.records)
     assert e != speed.efficiency("sglang", "nvidia-datacenter", "decode", "quantized", "h20")
     step_bytes = 6_476_005_376 + 896 + 262_144_000 + 532_480 + 33_554_432
     assert speed.weight_traffic(LLAMA2_7B, "fp8").layers + LLAMA_NORMS * 2 + 64 * 524_288 == step_bytes \
         == 6_772_237_184
     s = speed.inference_speed(LLAMA2_7B, h20, "fp8", context=64, engine="sglang")
-    assert s.decode_tokens_per_s == pytest.approx(1 / (step_bytes / (4000e9 * e.value) + e.step_s))
+    assert s.decode_tokens_per_s == pytest.approx(1 / (step_bytes / (4000e9 * e.value) + 32 * e.layer_s))
 
 
 def test_fp8_weights_use_the_fp8_peak_where_the_gpu_has_one():
@@ -221,6 +222,27 @@ def test_a_decode_step_adds_the_engines_fixed_cost_per_step():
     step = speed.decode_phase(LLAMA2_7B, "bf16", "bf16", 1, 1, 64, p, 0.5, 1.0, step_s=0.003)
     assert bare.seconds == pytest.approx(bare.bytes / (3350e9 * 0.5))
     assert step.seconds == pytest.approx(bare.seconds + 0.003) and step.bound == bare.bound
+
+
+def test_an_engines_key_costs_its_layers_and_a_shared_key_its_step():
+    """One engine's key costs each decoder layer its fitted time: 100 us x 32 layers = 3.2 ms, x 94 = 9.4 ms; a key
+    shared by every engine costs its step whatever the depth. SGLang on 8 H100s decoding Qwen3-235B-A22B (94 layers)
+    pays 94 x its key's layer cost on top of the bytes and the all-reduces; with no engine chosen, the shared
+    key's fixed step."""
+    layered = speed.Efficiency(0.8, "k", ("r",), layer_s=100e-6)
+    assert layered.fixed_s(32) == pytest.approx(3.2e-3) and layered.fixed_s(94) == pytest.approx(9.4e-3)
+    assert "100 us per layer" in layered.text
+    shared = speed.Efficiency(0.8, "k", ("r",), step_s=3e-3)
+    assert shared.fixed_s(32) == shared.fixed_s(94) == 3e-3 and "3.00 ms per step" in shared.text
+    qwen, h100 = catalog.model("Qwen/Qwen3-235B-A22B").architecture, catalog.gpu("h100-sxm")
+    assert qwen.num_layers == 94
+    e = speed.efficiency("sglang", "nvidia-datacenter", "decode", "16-bit", "h100-sxm")
+    s = speed.inference_speed(qwen, h100, "bf16", tp=8, engine="sglang")
+    assert e.layer_s > 0 and s.basis.step.step_s == pytest.approx(94 * e.layer_s)
+    step = s.basis.step
+    assert 1 / s.decode_tokens_per_s == pytest.approx(step.bytes / (3350e9 * e.value) + step.comm_s + 94 * e.layer_s)
+    anyone = speed.inference_speed(qwen, h100, "bf16", tp=8)
+    assert anyone.basis.step.step_s == speed.efficiency("", "nvidia-datacenter", "decode", "16-bit", "h100-sxm").step_s
 
 
 def _cli(*argv: str) -> dict:

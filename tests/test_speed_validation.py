@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from types import SimpleNamespace
 
 import pytest
 
@@ -164,14 +165,40 @@ def test_a_decode_key_fits_a_fixed_step_cost_and_a_bandwidth_fraction(monkeypatc
     assert vs.decode_fit([(x / 1e3, (1 + x / 1.5) / 1e3) for x in (10, 20, 40)]) is None
 
 
+def test_one_engines_decode_key_fits_a_cost_per_layer(monkeypatch):
+    """Three models of 28, 40 and 80 layers with rooflines of 1, 4 and 20 ms, each step 0.1 ms a layer + roofline /
+    0.8: 2.8 + 1.25 = 4.05, 4 + 5 = 9 and 8 + 25 = 33 ms. Divided by the layers, the points lie on one line of slope
+    1.25 and intercept 0.1 ms: e_bw 0.8 and 100 us a layer. The line per step through the same points does not
+    find them: slopes (9 - 4.05) / 3 = 1.65, (33 - 4.05) / 19 = 1.5237, (33 - 9) / 16 = 1.5, median 1.5237 (e_bw
+    0.6563), intercepts 4.05 - 1.5237 = 2.5263, 9 - 4 x 1.5237 = 2.9053, 33 - 20 x 1.5237 = 2.5263 ms."""
+    monkeypatch.setattr(vs, "step_seconds", lambda c: c.point)
+    records = [SimpleNamespace(point=(x / 1e3, (layers * 0.1 + x / 0.8) / 1e3), model=SimpleNamespace(
+        num_layers=layers)) for layers, x in ((28, 1), (40, 4), (80, 20))]
+    assert vs.decode_fit(records, per_layer=True) == {"value": 0.8, "layer_us": 100.0}
+    assert vs.decode_fit(records) == {"value": round(19 / 28.95, 4), "step_ms": round(4.05 - 28.95 / 19, 4)} \
+        == {"value": 0.6563, "step_ms": 2.5263}
+
+
+def test_engine_keys_cost_a_step_per_layer_and_shared_keys_per_step():
+    """In speed.json every decode key of one engine carries layer_us (its kernels' floor per layer) and no step_ms;
+    every decode key shared by every engine (engine '') carries step_ms and no layer_us: the engines it mixes run
+    different kernels a layer."""
+    data = json.loads(vs.SPEED_JSON.read_text(encoding="utf-8"))
+    decode = [e for e in data["efficiencies"] if e["key"][2] == "decode"]
+    assert {bool(e["key"][0]) for e in decode} == {True, False}
+    for e in decode:
+        assert ("layer_us" in e, "step_ms" in e) == ((True, False) if e["key"][0] else (False, True)), e["key"]
+
+
 def test_vllm_batch_1_decode_records_set_a_step_cost():
-    """Qwen2.5 on an A100 with vLLM 0.6.3 at batch 1: 0.5B at 311.55 tokens/s reads ~1 GB a step (3.2 ms, far more
-    than 1 GB / 2,039 GB/s = 0.5 ms); the fitted key says so (a fixed cost of milliseconds per step). vLLM 0.6.3 is
-    the V0 engine, so the key is its generation's, and no key shared by every engine holds these records; all of
-    them ran on one A100 80GB, so the key is that GPU's, not the datacenter class's."""
+    """Qwen2.5 on an A100 with vLLM 0.6.3 at batch 1: 0.5B at 311.55 tokens/s reads ~1 GB a step (3.21 ms, far more
+    than 1 GB / 2,039 GB/s = 0.49 ms); the fitted key says so: its 24 layers cost 2-4 ms a step beyond the bytes
+    (3.21 - 0.49 = 2.72 ms measured). vLLM 0.6.3 is the V0 engine, so the key is its generation's, and no key shared
+    by every engine holds these records; all of them ran on one A100 80GB, so the key is that GPU's, not the
+    datacenter class's."""
     data = json.loads(vs.SPEED_JSON.read_text(encoding="utf-8"))
     entry = next(e for e in data["efficiencies"] if e["key"] == ["vllm-v0", "a100-80gb-sxm", "decode", ""])
-    assert 1 < entry["step_ms"] < 10 and 0 < entry["value"] <= 1
+    assert 2 < 24 * entry["layer_us"] / 1e3 < 4 and 0 < entry["value"] <= 1
     assert "qwen25-0.5b-bf16-in1-tp1" in entry["records"] or vs.held_out("qwen25-0.5b-bf16-in1-tp1")
     shared = [e for e in data["efficiencies"] if e["key"][0] == ""]
     assert shared and not any(r.startswith("qwen25-") for e in shared for r in e["records"])

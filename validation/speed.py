@@ -6,10 +6,14 @@ the errors.
 
 Rule of the efficiencies (written into speed.json): for each record, the achieved fraction is the measured value
 over the roofline estimate at 100% efficiency (decode: of the memory bandwidth, the phase being memory-bound at
-batch 1; prefill: of the peak FLOPs). A decode step also costs the engine a fixed time (kernel launches, scheduling,
-sampling) that a small model's step is mostly made of, so a decode key with at least MIN_STEP_RECORDS records is
-fitted as measured step time = t_step + roofline step time / e_bw (Theil-Sen: the median of the pairwise slopes,
-then the median intercept; robust to outliers as the median is), kept when 0 < e_bw <= 1 and t_step > 0. Any other
+batch 1; prefill: of the peak FLOPs). A decode step also costs the engine time beyond its bytes (kernel launches and
+each short kernel's floor, scheduling, sampling) that a small model's step is mostly made of, so a decode key with at
+least MIN_STEP_RECORDS records is fitted as measured step time = t_step + roofline step time / e_bw (Theil-Sen: the
+median of the pairwise slopes, then the median intercept; robust to outliers as the median is), kept when
+0 < e_bw <= 1 and t_step > 0. The key of one engine fits that line per decoder layer (both times divided by the
+model's layers: t_step = layers x t_layer, the floor of the kernels each layer runs one after another,
+speed.LAYER_COST); a key shared by every engine, whose records ran different engines' kernels, keeps t_step a
+constant per step. Any other
 efficiency is the median achieved fraction of the records of one key,
 from the most specific key with at least MIN_RECORDS records to the least:
 (engine, GPU class, phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase;
@@ -201,8 +205,11 @@ RULE = ("An efficiency is the median, over the published records of its key, of 
         "100% efficiency): decode records give the achieved fraction of the memory bandwidth, prefill records of the "
         f"peak FLOPs. A decode key needs at least {MIN_STEP_RECORDS} records and is fitted as measured step time = "
         "step_ms + roofline step time at 100% / value (Theil-Sen: median pairwise slope, then median intercept; kept "
-        "when 0 < value <= 1 and step_ms > 0, else the median fraction and no step cost): the engine's fixed cost "
-        "per step (launches, scheduling, sampling) and the achieved fraction of bandwidth. Keys from the most "
+        "when 0 < value <= 1 and step_ms > 0, else the median fraction and no step cost): the engine's cost per step "
+        "beyond its bytes (launches, each short kernel's floor, scheduling, sampling) and the achieved fraction of "
+        "bandwidth. A key of one engine fits the same line per decoder layer (both times divided by the record's "
+        "layers: layer_us, the floor of the kernels a layer runs one after another, times the layers is the step "
+        "cost); a key shared by every engine keeps step_ms per step. Keys from the most "
         f"specific with at least {MIN_RECORDS} records (decode: {MIN_STEP_RECORDS}) to the least: (engine, GPU class, "
         "phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase; a record "
         "of a superseded engine generation (vLLM before v0.8.0, the V0 engine: 'vllm-v0') sets only its "
@@ -477,7 +484,7 @@ def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, t
         table = speed._efficiency_table() if table is None else table
         engine = speed.engine_key(r["engine"], r["engine_version"])
         decode = speed.lookup_efficiency(table, engine, c.klass, "decode", c.kernel, c.gpu.id)
-        e_bw, step_s = decode.value, decode.step_s
+        e_bw, step_s = decode.value, decode.fixed_s(c.model.num_layers)
         e_flops = speed.lookup_efficiency(table, engine, c.klass, "prefill", c.kernel, c.gpu.id).value
     if c.phase == "prefill":  # an offline prefill-bound run: its prompt + generated tokens (prefill_tokens)
         tokens = prefill_tokens(r)
@@ -513,14 +520,20 @@ def theil_sen(points: list[tuple[float, float]]) -> tuple[float, float]:
     return slope, statistics.median(y - slope * x for x, y in points)
 
 
-def decode_fit(members: list[Case]) -> dict | None:
-    """The decode efficiency and fixed step cost of a key's records (step time = step + roofline / value), or None
-    where the records cannot set both (too few, or a fit outside 0 < value <= 1, step > 0)."""
+def decode_fit(members: list[Case], per_layer: bool = False) -> dict | None:
+    """The decode efficiency and step cost of a key's records (step time = step + roofline / value), or None where
+    the records cannot set both (too few, or a fit outside 0 < value <= 1, step > 0). `per_layer`: the line through
+    each record's times divided by its model's decoder layers, whose intercept is the cost per layer ("layer_us")."""
     if len(members) < MIN_STEP_RECORDS:
         return None
-    slope, intercept = theil_sen([step_seconds(c) for c in members])
+    points = [step_seconds(c) for c in members]
+    if per_layer:
+        points = [(x / c.model.num_layers, y / c.model.num_layers) for (x, y), c in zip(points, members)]
+    slope, intercept = theil_sen(points)
     if slope < 1 or intercept <= 0:
         return None
+    if per_layer:
+        return {"value": round(1 / slope, 4), "layer_us": round(intercept * 1e6, 4)}
     return {"value": round(1 / slope, 4), "step_ms": round(intercept * 1e3, 4)}
 
 
@@ -555,7 +568,7 @@ def derive(cases: list[Case]) -> dict:
         entry = {"key": list(key), "value": round(statistics.median(fractions), 4),
                  "records": sorted(c.record["id"] for c in members)}
         if key[2] == "decode":
-            entry.update(decode_fit(members) or {})
+            entry.update(decode_fit(members, per_layer=key[0] != "") or {})  # one engine's kernels: per layer
         if key[2] == "training":  # the fine-tuning speed's range
             entry["range"] = [round(min(fractions), 4), round(max(fractions), 4)]
         entries.append(entry)

@@ -343,7 +343,7 @@ tensor parallelism) and, since v0.21 on the V1 runner, its estimate of the CUDA 
 largest capture size, plus what each graph keeps per layer, over the capture sizes and modes the release captures:
 PIECEWISE for every size, FULL decode graphs up to `max_num_seqs` since v0.11, up to 992 / 1,024 tokens for gpt-oss;
 the per-layer and per-all-reduce costs are the medians over the published captures, so this term is the least certain:
-median error ~38% on 13 logs, ~56% held out; Model Runner V2 estimates 0, so its graphs come on top of the budget, as
+median error ~21% on 24 logs, ~25% held out; Model Runner V2 estimates 0, so its graphs come on top of the budget, as
 before v0.21); the rest is the KV cache, cut into pages of `block_size` tokens
 shared by groups of layers (full attention, sliding window with the prefill chunk, chunked local, MLA, one page per
 request for Mamba / linear-attention state). Defaults follow the GPU (>= 70 GiB and not an A100: 1,024 sequences and

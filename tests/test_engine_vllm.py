@@ -222,7 +222,7 @@ def test_cuda_graph_memory_by_hand():
     new = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, engine_version="0.24"))
     old = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, engine_version="0.20"))
     pool = inference_layer_peak(LLAMA, 1, 512, 512, flash_attention=True)
-    per_graph = 32 * 119_223  # 3,815,136 bytes, over the 1 MiB floor
+    per_graph = 32 * 166_077  # 5,314,464 bytes, over the 1 MiB floor
     # v0.21+: the eager warm-up run of the largest size stays in PyTorch's cache inside the measurement (+ pool)
     estimate = pool + (pool + per_graph) + (51 - 1) * per_graph + (51 - 1) * per_graph
     assert new.component("cuda_graphs") == estimate
@@ -239,10 +239,10 @@ def test_cuda_graph_memory_by_hand():
     # tensor parallelism adds each layer's two captured all-reduces
     two = serve(ServeScenario(LLAMA, gpu="h100-sxm", tensor_parallel=2, engine_version="0.20"))
     assert two.component("cuda_graphs") == inference_layer_peak(LLAMA, 1, 512, 512, flash_attention=True, tp=2) \
-        + 102 * 32 * (119_223 + 2 * 91_821)
-    # 4 pipeline stages: 8 layers per graph, 953,784 bytes, under the estimate's 1 MiB floor per extra graph
+        + 102 * 32 * (166_077 + 2 * 75_533)
+    # 4 pipeline stages: 8 layers per graph, 1,328,616 bytes, over the estimate's 1 MiB floor per extra graph
     staged = serve(ServeScenario(LLAMA, gpu="h100-sxm", pipeline_parallel=4, engine_version="0.24"))
-    assert staged.component("cuda_graphs") == 2 * pool + 8 * 119_223 + 2 * (51 - 1) * 2**20
+    assert staged.component("cuda_graphs") == 2 * pool + 8 * 166_077 + 2 * (51 - 1) * 8 * 166_077
     assert serve(ServeScenario(LLAMA, gpu="h100-sxm", enforce_eager=True)).component("cuda_graphs") == 0
 
 
@@ -254,22 +254,18 @@ def test_graph_constants_follow_from_their_logs():
     from validation import engines
     captures = engines.graph_captures()
     assert engines.derive_graph_constants(captures) == (vllm.LAYER_GRAPH_BYTES, vllm.ALLREDUCE_GRAPH_BYTES)
-    # the two middle one-GPU configurations, by hand: gpt-oss-20b (vllm-llmd-1) and gpt-oss-120b (vllm-llmd-11) on one
-    # H100 at v0.11.0, 0.39 / 1.03 GiB over 81 PIECEWISE + 81 FULL graphs of up to 992 tokens
-    # (GptOssForCausalLMConfig) of 24 / 36 layers; four configurations (llm-d's Llama-3.3-70B at TP 1 failed before
-    # capturing), so the median is the mean of the middle two
-    middle = []
-    for model, logged, layers in (("openai/gpt-oss-20b", 0.39, 24), ("openai/gpt-oss-120b", 1.03, 36)):
-        pool = inference_layer_peak(est.model(model).architecture, 1, 992, 992, flash_attention=True)
-        middle.append((round(logged * GiB) - pool) / ((81 + 81) * layers))
-    assert [int(v) for v in middle] == [72_369, 166_077]
-    assert int(sum(middle) / 2) == 119_223 == vllm.LAYER_GRAPH_BYTES
+    # the median one-GPU configuration (the 7th of 13), by hand: gpt-oss-120b (vllm-llmd-11) on one H100 at v0.11.0,
+    # 1.03 GiB over 81 PIECEWISE + 81 FULL graphs of up to 992 tokens (GptOssForCausalLMConfig) of 36 layers (llm-d's
+    # Llama-3.3-70B at TP 1 failed before capturing and is not among them)
+    pool = inference_layer_peak(est.model("openai/gpt-oss-120b").architecture, 1, 992, 992, flash_attention=True)
+    assert (round(1.03 * GiB) - pool) // ((81 + 81) * 36) == 166_077 == vllm.LAYER_GRAPH_BYTES
     one_gpu = sorted({c["config"]: int(c["implied"]) for c in captures if c["tp"] == 1}.values())
-    assert one_gpu == [24_914, 72_369, 166_077, 247_192]  # Qwen3-0.6B ... Qwen2-7B on an A100
-    # per all-reduce (two a layer), given 119,223: six configurations, the median is the mean of the middle two
-    left = sorted((c["implied"] - 119_223) / 2 for c in {c["config"]: c for c in captures if c["tp"] > 1}.values())
-    assert [int(v) for v in left] == [47_246, 55_049, 68_975, 114_666, 138_803, 258_395]
-    assert int((left[2] + left[3]) / 2) == 91_821 == vllm.ALLREDUCE_GRAPH_BYTES
+    assert len(one_gpu) == 13 and one_gpu[6] == 166_077
+    assert one_gpu[:2] == [24_914, 72_369] and one_gpu[-2:] == [247_192, 2_085_527]  # llm-d v0.11 ... two graphs
+    # per all-reduce (two a layer), given 166,077: eight configurations, the median is the mean of the middle two
+    left = sorted((c["implied"] - 166_077) / 2 for c in {c["config"]: c for c in captures if c["tp"] > 1}.values())
+    assert [int(v) for v in left] == [23_819, 31_622, 45_548, 59_826, 91_239, 115_376, 126_589, 234_968]
+    assert int((left[3] + left[4]) / 2) == 75_533 == vllm.ALLREDUCE_GRAPH_BYTES
 
 
 def test_engine_validation_compares_the_budget_of_the_records_release():
@@ -326,7 +322,7 @@ def test_model_runner_v2_budgets_no_graphs_and_samples_without_sorting():
     # the graphs are captured after the KV cache, on top of the budget: the v0.21+ capture (eager warm-up pool kept,
     # 51 PIECEWISE + 51 FULL graphs of 32 layers) is the same, only where it is paid changes
     pool = inference_layer_peak(LLAMA, 1, 512, 512, flash_attention=True)
-    assert v2.component("cuda_graphs") == 2 * pool + 102 * 32 * 119_223
+    assert v2.component("cuda_graphs") == 2 * pool + 102 * 32 * 166_077
     assert not any("CUDA graph memory profiling is enabled" in line for line in v2.log)
     estimate = v1.component("cuda_graphs")
     assert v2.component("kv_cache") - v1.component("kv_cache") == (5_057_806_336 - forward) + estimate

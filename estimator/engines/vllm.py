@@ -132,23 +132,28 @@ SPECULATIVE_CAPTURE_SINCE = (0, 13)  # #28315 / #30330 (merged 2025-11 / 2025-12
 # (validation/engines.py derive_graph_constants; `python -m validation engines --graphs` prints it capture by
 # capture): take out what the source gives (the pool of the largest size, twice since v0.21, _graph_terms) and divide
 # what is left by graphs x layers; one value per configuration (start-ups that differ only in utilization or
-# max_model_len are one); LAYER_GRAPH_BYTES is the median over the one-GPU configurations, rounded down: 24,914
-# (Qwen3-0.6B, vllm-llmd-5/-6), 72,369 (gpt-oss-20b, vllm-llmd-1: (round(0.39 x 2^30) - 137,388,032 bytes of pool at
-# 992 tokens) / (162 graphs x 24 layers)), 166,077 (gpt-oss-120b, vllm-llmd-11), 247,192 (Qwen2-7B on an A100,
-# v0.10.1.1, vllm-dennislee22-1/-2): the mean of the middle two, 119,223. (llm-d's Llama-3.3-70B row at TP 1 has no
-# capture: it failed at KV sizing, before the graphs, and its file's summary gives N/A.) The spread is 10x: logs
-# before v0.21 measure the capture net of PyTorch's cached blocks, which the first capture frees
+# max_model_len are one); LAYER_GRAPH_BYTES is the median over the one-GPU configurations, rounded down. The 13 of
+# validation/engine_logs/vllm.json (each rounded down): 24,914 (Qwen3-0.6B, H100, v0.11.0, vllm-llmd-5/-6), 72,369
+# (gpt-oss-20b, vllm-llmd-1), 137,738 (Qwen3-30B-A3B, v0.22.1, vllm-mlopsassign-1), 154,632 (vllm-kuberay4366-1),
+# 163,159 (Qwen2.5-3B, v0.17.1, vllm-memsuit-2), 165,688 (Phi-3-mini, v0.19.1, vllm-localai-1), 166,077 (gpt-oss-120b
+# on one H100, v0.11.0, vllm-llmd-11: (round(1.03 x 2^30) - the pool at 992 tokens) / (162 graphs x 36 layers)),
+# 169,601 (vllm-elloraa-1), 172,889 (Llama-3.1-8B, v0.17.1, vllm-memsuit-1), 188,613 (vllm-autoscientists-1), 218,450
+# (vllm-demoenvl4-1), 247,192 (Qwen2-7B on an A100, v0.10.1.1, vllm-dennislee22-1/-2), 2,085,527 (two graphs only,
+# vllm-memoryrlhf-1): the median, 166,077. (llm-d's Llama-3.3-70B row at TP 1 has no capture: it failed at KV
+# sizing, before the graphs, and its file's summary gives N/A.) Most configurations lie within 140-220 KB; the
+# low ones are llm-d's v0.11.0 logs, measured net of PyTorch's cached blocks, which the first capture frees
 # (torch.cuda.graph.__enter__, pytorch/pytorch torch/cuda/graphs.py: "Free as much memory as we can for the graph",
-# torch.cuda.empty_cache()); the llm-d H100 logs read as low as -0.88 GiB, and how much was cached is not in any log
+# torch.cuda.empty_cache()), down to -0.88 GiB in other llm-d rows; how much was cached is not in any log
 # (validation/engine_logs/FINDINGS_engines.md E6).
-LAYER_GRAPH_BYTES = 119_223
+LAYER_GRAPH_BYTES = 166_077
 # With tensor parallelism each layer's two all-reduces are captured too: given LAYER_GRAPH_BYTES, the median over the
-# tensor-parallel configurations of what is left per all-reduce: 47,246 (Llama-3-8B TP 4 on L4, v0.22.0,
-# vllm-djl3055-1), 55,049 (v0.23.0, -2), 68,975 (v0.23.1 at 128 sequences, -3), 114,666 (Qwen2-7B TP 2 on an A100,
-# v0.10.1.1, vllm-dennislee22-4/-5), 138,803 (Qwen3-30B-A3B TP 4 on RTX 4090s, v0.11.0, vllm-27782-1), 258,395
-# (gpt-oss-120b TP 4 over Ray across nodes, v0.10.1.1, vllm-dennislee22-6) (each rounded down): the mean of the
-# middle two, 91,821.2, rounded down.
-ALLREDUCE_GRAPH_BYTES = 91_821
+# eight tensor-parallel configurations of what is left per all-reduce (each rounded down): 23,819 / 31,622 / 45,548
+# (Llama-3-8B TP 4 on L4, v0.22.0 / v0.23.0 / v0.23.1 at 128 sequences, vllm-djl3055-1..3), 59,826 (Qwen3-32B TP 8,
+# v0.10.0, vllm-daisuketakai-1), 91,239 (Qwen2-7B TP 2 on an A100, v0.10.1.1, vllm-dennislee22-4/-5), 115,376
+# (Qwen3-30B-A3B TP 4 on RTX 4090s, v0.11.0, vllm-27782-1), 126,589 (Qwen3-235B-A22B TP 8, vllm-daisuketakai-2),
+# 234,968 (gpt-oss-120b TP 4 over Ray across nodes, vllm-dennislee22-6): the mean of the middle two, 75,533.3,
+# rounded down.
+ALLREDUCE_GRAPH_BYTES = 75_533
 ALLREDUCES_PER_LAYER = 2  # attention output and MLP / MoE output projections (row-parallel layers)
 CUDA_GRAPHS_PROFILED_SINCE = (0, 21)
 # "GPU KV cache size" was num_blocks // groups x block_size (v0.10.1, validation/engine_logs vllm-dennislee22-6);

@@ -611,8 +611,7 @@ def groups(rows: list[dict]) -> dict[tuple[str, str, str], list[dict]]:
 def summary(rows: list[dict]) -> str:
     """Median and worst absolute error per engine, era and quantity (markdown; `groups`)."""
     lines = ["| engine | era | quantity | records | median error | worst error (record) |", "|---|---|---|---|---|---|"]
-    groups_ = groups(rows)
-    for (engine, era, quantity), group in sorted(groups_.items()):
+    for (engine, era, quantity), group in sorted(groups(rows).items()):
         errors = [abs(float(r["error_pct"])) for r in group if r["error_pct"] == r["error_pct"]]
         if quantity == "refusal":
             agree = sum(1 for r in group if r["logged"] == r["estimate"])

@@ -542,9 +542,7 @@ def derive_graph_constants(captures: list[dict], leave_out: tuple | None = None)
 
 def predicted_capture(c: dict, constants: tuple[int, int]) -> int:
     """The capture of `c` under (per-layer, per-all-reduce) constants, as vllm._graph_bytes computes it."""
-    layer, reduce = constants
-    per_layer = layer + (vllm_engine.ALLREDUCES_PER_LAYER * reduce if c["tp"] > 1 else 0)
-    return c["fixed"] + sum(c["modes"]) * c["layers"] * per_layer
+    return c["fixed"] + sum(c["modes"]) * vllm_engine.graph_bytes_each(c["layers"], c["tp"], *constants)
 
 
 def graph_derivation(records: list[dict] | None = None) -> str:

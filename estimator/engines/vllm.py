@@ -523,11 +523,18 @@ def _graph_terms(a: Architecture, max_num_seqs: int, batched: int, tp: int, pp: 
     return warmup + pool, tuple(n for n in (piecewise, decode) if n), -(-a.num_layers // pp)
 
 
+def graph_bytes_each(layers: int, tp: int, layer_bytes: int = LAYER_GRAPH_BYTES,
+                     allreduce_bytes: int = ALLREDUCE_GRAPH_BYTES) -> int:
+    """What one captured graph keeps beyond the shared pool: per layer it spans, LAYER_GRAPH_BYTES, plus its two
+    captured all-reduces with tensor parallelism (other constants: validation/engines.py's leave-one-out)."""
+    return layers * (layer_bytes + (ALLREDUCES_PER_LAYER * allreduce_bytes if tp > 1 else 0))
+
+
 @functools.lru_cache(maxsize=1024)
 def _graph_bytes(a: Architecture, max_num_seqs: int, batched: int, tp: int, pp: int, q: int, full: bool,
                  step_16: bool, profiled: bool, ceiling: int = 0) -> tuple[int, int]:
     fixed, modes, layers = _graph_terms(a, max_num_seqs, batched, tp, pp, q, full, step_16, profiled, ceiling)
-    per_graph = layers * (LAYER_GRAPH_BYTES + (ALLREDUCES_PER_LAYER * ALLREDUCE_GRAPH_BYTES if tp > 1 else 0))
+    per_graph = graph_bytes_each(layers, tp)
     captured = fixed + per_graph * sum(modes)
     # max over modes of the first capture (the scratch pool is shared, so the largest PIECEWISE capture: pool + one
     # graph) + sum over modes of (graphs - 1) x the second capture ("at least 1 MiB per graph for driver overhead")

@@ -47,7 +47,7 @@ from .architecture import Architecture, parameter_counts, tensors
 from .catalog import Gpu
 from .catalog import gpu as catalog_gpu
 from .engines.base import ServeReport, ServeScenario, tensor_size
-from .formats import CHECKPOINT, weight_format
+from .formats import CHECKPOINT, WEIGHT_FORMATS, weight_format
 from .inference import QUICK_ROWS
 from .quick import quick_inference
 from .kv_cache import KV_DTYPE_LABELS, kv_cache_bytes
@@ -134,6 +134,10 @@ APPLE_FP16_TFLOPS = {"m2-ultra-192gb": 76 * 128 * 2 * 1.398e9 / TFLOP, "m3-max-1
 # utils/marlin_utils_fp8.py: "Your GPU does not have native support for FP8 computation ... Weight-only FP8
 # compression will be used leveraging the Marlin kernel"), the 'quantized' kind of AWQ / GPTQ.
 FP8_COMPUTE_FORMATS = frozenset({"fp8", "fp8-block", "fp8-channel", "w8a8-int8"})
+# Weight-only formats of dense layers whose prefill GEMMs run at the 16-bit rate (`prefill_kernel_kind`): the linear
+# formats without FP8 / INT8 activations, less NVFP4, which Blackwell multiplies on its FP4 tensor cores.
+WEIGHT_ONLY_FORMATS = frozenset(f for f in WEIGHT_FORMATS if weight_format(f).scope == "linear"
+                                and f not in FP8_COMPUTE_FORMATS and f != "nvfp4")
 
 # Training efficiency when speed.json has none (no published training record): Llama 3's MFU (Dubey et al. 2024,
 # arXiv:2407.21783, Table 4: 38-43% BF16 MFU on H100s, 8K-16K GPUs, 4D parallelism). The derived efficiencies
@@ -182,6 +186,26 @@ def kernel_kind(format_id: str, g: Gpu) -> str:
     if format_id in ("bf16", "fp32"):
         return "16-bit"
     return "fp8" if format_id in FP8_COMPUTE_FORMATS and g.fp8_tflops else "quantized"
+
+
+def prefill_kernel_kind(a: Architecture, format_id: str, g: Gpu) -> str:
+    """The kernels a prompt's forward spends its FLOPs in, by mechanism (a GEMM there has thousands of rows, where a
+    decode step's has a few, so the kinds differ from `kernel_kind`'s):
+    'moe' for a mixture of experts in any format: its expert FLOPs run as grouped GEMMs of about tokens x k / E rows
+    an expert, behind the routing's sort and gather (vLLM / SGLang fused_moe: moe_align_block_size, then one Triton
+    or Marlin kernel over every expert; llama.cpp's MUL_MAT_ID), not as one dense GEMM;
+    '16-bit' for a dense model's weight-only format (AWQ, GPTQ, int4 / int8, bitsandbytes: `scope` 'linear' without
+    FP8 / INT8 activations): at prefill's rows the dequantisation is amortised and the product runs on the 16-bit
+    tensor cores (vLLM's AWQ dequantises the whole matrix and calls torch.matmul from 256 tokens,
+    vllm/model_executor/layers/quantization/awq.py AWQLinearMethod.apply at 000796acdf1e; Marlin's tiles are
+    dequantised in registers and multiplied with FP16 tensor-core mma instructions, Frantar et al. 2024, MARLIN,
+    arXiv:2408.11743);
+    `kernel_kind` otherwise (16-bit, FP8 on FP8 tensor cores, GGUF's and MXFP4's own kernels)."""
+    if a.is_moe:
+        return "moe"
+    if format_id in WEIGHT_ONLY_FORMATS:
+        return "16-bit"
+    return kernel_kind(format_id, g)
 
 
 @dataclass(frozen=True)
@@ -505,11 +529,10 @@ def inference_speed(a: Architecture, g: Gpu, format_id: str, kv_dtype: str = "bf
     """Prefill of one `prompt`-token prompt, and a decode step of `sequences` sequences at `context` cached
     tokens each, on `tp` GPUs of type `g` running `engine` ('' = no engine chosen: the GPU class's efficiencies
     over every engine); `scope` says in words what scenario that is (the first assumptions)."""
-    p = peaks(g, format_id)
-    klass, kernel = gpu_class(g), kernel_kind("bf16" if format_id == CHECKPOINT and not _quantized_checkpoint(a)
-                                              else format_id, g)
-    e_bw = efficiency(engine, klass, "decode", kernel, g.id)
-    e_flops = efficiency(engine, klass, "prefill", kernel, g.id)
+    own = (a.checkpoint.format_id if _quantized_checkpoint(a) else "bf16") if format_id == CHECKPOINT else format_id
+    p, klass = peaks(g, own), gpu_class(g)
+    e_bw = efficiency(engine, klass, "decode", kernel_kind(own, g), g.id)
+    e_flops = efficiency(engine, klass, "prefill", prefill_kernel_kind(a, own, g), g.id)
     step = decode_phase(a, format_id, kv_dtype, tp, sequences, context, p, e_bw.value, e_flops.value, mla_latent,
                         e_bw.fixed_s(a.num_layers))
     fill = prefill_phase(a, format_id, tp, prompt, p, e_bw.value, e_flops.value)
@@ -650,7 +673,8 @@ def quick_speed(s: InferenceScenario, row: str, g: Gpu) -> Speed:
     total, active = s.model.total_params, s.model.active_params
     tp, sequences = s.tensor_parallel, s.batch_size * s.concurrency
     p, klass, kernel = peaks(g, "bf16"), gpu_class(g), "16-bit" if bits >= 16 else "quantized"
-    e_bw, e_flops = efficiency("", klass, "decode", kernel, g.id), efficiency("", klass, "prefill", kernel, g.id)
+    fill_kernel = "moe" if active < total else "16-bit"  # prefill_kernel_kind: the quick rows are weight-only
+    e_bw, e_flops = efficiency("", klass, "decode", kernel, g.id), efficiency("", klass, "prefill", fill_kernel, g.id)
     touched = min(1.0, sequences * active / total)
     step = _phase(b.component("weights") * touched + b.component("kv_cache"), 2 * active * sequences / tp, 0.0, p,
                   e_bw.value, e_flops.value, e_bw.step_s)

@@ -136,6 +136,30 @@ def test_fp8_is_its_own_kernel_kind_where_the_gpu_has_fp8_tensor_cores():
     assert s.decode_tokens_per_s == pytest.approx(1 / (step_bytes / (4000e9 * e.value) + 32 * e.layer_s))
 
 
+def test_a_prompts_forward_has_its_own_kernel_kinds():
+    """At prefill a dense model's weight-only format multiplies on the 16-bit tensor cores (the dequantisation
+    amortised over thousands of rows), so AWQ shares bf16's kind; a MoE's expert FLOPs are grouped GEMMs ('moe')
+    whatever the format; FP8 on FP8 tensor cores and GGUF keep their decode kinds. The decode kinds are unchanged."""
+    h100, qwen3_moe = catalog.gpu("h100-sxm"), catalog.model("Qwen/Qwen3-30B-A3B").architecture
+    assert [speed.prefill_kernel_kind(LLAMA2_7B, f, h100) for f in ("bf16", "awq-4bit", "gptq-4bit", "nf4", "int8",
+                                                                     "fp8", "q4_k_m", "nvfp4")] == \
+        ["16-bit", "16-bit", "16-bit", "16-bit", "16-bit", "fp8", "quantized", "quantized"]
+    assert {speed.prefill_kernel_kind(m, f, h100) for m in (MIXTRAL, qwen3_moe)
+            for f in ("bf16", "fp8", "awq-4bit", "mxfp4")} == {"moe"}
+    assert speed.kernel_kind("awq-4bit", h100) == "quantized"  # decode: 4-bit bytes, dequantised inside the GEMV
+    # an AWQ prompt on an A100 under vLLM takes the efficiency of vLLM's 16-bit prompts, not of its MoE ones
+    a100 = catalog.gpu("a100-80gb-sxm")
+    e = speed.efficiency("vllm", "nvidia-datacenter", "prefill", "16-bit", a100.id)
+    assert e.key == "vllm, nvidia-datacenter, prefill, 16-bit" and "vllm20469-a100-qwen3-14b-awq-c1-ttft" in e.records
+    assert e != speed.efficiency("vllm", "nvidia-datacenter", "prefill", "moe", a100.id)
+    s = speed.inference_speed(LLAMA2_7B, a100, "awq-4bit", prompt=4096, engine="vllm")
+    assert s.basis.e_flops == e and s.basis.fill.bound == "compute"
+    # weights as the checkpoint stores them: DeepSeek-V3's block FP8 runs on the H100's FP8 peak (1,979 TFLOPs)
+    v3 = catalog.model("deepseek-ai/DeepSeek-V3").architecture
+    assert v3.checkpoint.format_id == "fp8-block"
+    assert speed.inference_speed(v3, h100, "checkpoint", tp=8).basis.peaks.flops == h100.fp8_tflops * 1e12 == 1979e12
+
+
 def test_fp8_weights_use_the_fp8_peak_where_the_gpu_has_one():
     h100 = catalog.gpu("h100-sxm")
     fp8 = Gpu(**{**vars(h100), "fp8_tflops": 1979.0})

@@ -326,7 +326,13 @@ class Case:
 
     @property
     def kernel(self) -> str:
-        return speed.kernel_kind(self.weights, self.gpu)
+        """The kernel kind of the record's phase: a prompt's forward (`speed.prefill_kernel_kind`), else a decode
+        step's (`speed.kernel_kind`)."""
+        return self.prefill_kernel if self.phase == "prefill" else speed.kernel_kind(self.weights, self.gpu)
+
+    @property
+    def prefill_kernel(self) -> str:
+        return speed.prefill_kernel_kind(self.model, self.weights, self.gpu)
 
 
 def weight_format_id(text: str) -> str | None:
@@ -483,9 +489,10 @@ def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, t
     if e_bw is None:
         table = speed._efficiency_table() if table is None else table
         engine = speed.engine_key(r["engine"], r["engine_version"])
-        decode = speed.lookup_efficiency(table, engine, c.klass, "decode", c.kernel, c.gpu.id)
+        decode = speed.lookup_efficiency(table, engine, c.klass, "decode", speed.kernel_kind(c.weights, c.gpu),
+                                         c.gpu.id)
         e_bw, step_s = decode.value, decode.fixed_s(c.model.num_layers)
-        e_flops = speed.lookup_efficiency(table, engine, c.klass, "prefill", c.kernel, c.gpu.id).value
+        e_flops = speed.lookup_efficiency(table, engine, c.klass, "prefill", c.prefill_kernel, c.gpu.id).value
     if c.phase == "prefill":  # an offline prefill-bound run: its prompt + generated tokens (prefill_tokens)
         tokens = prefill_tokens(r)
         fill = speed.prefill_phase(c.model, c.weights, tp, tokens, p, e_bw, e_flops)

@@ -134,6 +134,11 @@ APPLE_FP16_TFLOPS = {"m2-ultra-192gb": 76 * 128 * 2 * 1.398e9 / TFLOP, "m3-max-1
 # utils/marlin_utils_fp8.py: "Your GPU does not have native support for FP8 computation ... Weight-only FP8
 # compression will be used leveraging the Marlin kernel"), the 'quantized' kind of AWQ / GPTQ.
 FP8_COMPUTE_FORMATS = frozenset({"fp8", "fp8-block", "fp8-channel", "w8a8-int8"})
+# Attention's two products (QK^T and PV) multiply the activations by the KV cache, not by the weights, so an FP8
+# checkpoint does not make them FP8: the attention kernels take 16-bit Q, K and V (FlashAttention-2: fp16 / bf16 only,
+# Dao 2023, arXiv:2307.08691). Their FLOPs are timed at the GPU's 16-bit peak whatever the weights
+# (`Peaks.attention_flops`, `_phase`). FP8 attention over an FP8 KV cache (FlashAttention-3's FP8 forward, Shah et al.
+# 2024, arXiv:2407.08608) is not modelled.
 # Weight-only formats of dense layers whose prefill GEMMs run at the 16-bit rate (`prefill_kernel_kind`): the linear
 # formats without FP8 / INT8 activations, less NVFP4, which Blackwell multiplies on its FP4 tensor cores.
 WEIGHT_ONLY_FORMATS = frozenset(f for f in WEIGHT_FORMATS if weight_format(f).scope == "linear"
@@ -300,16 +305,18 @@ class Peaks:
     link: float  # bytes/s per direction between GPUs
     notes: tuple[str, ...]
     link_latency: float = 0.0  # seconds of one small all-reduce over that link (ALLREDUCE_LATENCY_US)
+    attention_flops: float | None = None  # FLOP/s of attention's products: the 16-bit path, whatever the weights
 
 
 @functools.lru_cache(maxsize=1024)
 def peaks(g: Gpu, format_id: str) -> Peaks:
     notes = []
     tflops, path = g.bf16_tflops or g.fp16_tflops, "dense BF16/FP16"
-    if format_id in FP8_COMPUTE_FORMATS and g.fp8_tflops:
-        tflops, path = g.fp8_tflops, "dense FP8 (W8A8 GEMMs)"
     if tflops is None and g.id in APPLE_FP16_TFLOPS:
         tflops, path = APPLE_FP16_TFLOPS[g.id], "FP16 from GPU cores x 128 ALUs x 2 x clock (Apple publishes none)"
+    attention = tflops
+    if format_id in FP8_COMPUTE_FORMATS and g.fp8_tflops:
+        tflops, path = g.fp8_tflops, f"dense FP8 (W8A8 GEMMs; attention at the {attention:g} TFLOPs 16-bit peak)"
     if tflops is None:
         notes.append(f"{g.name}: no TFLOPs recorded, so compute never bounds a phase (prefill is optimistic)")
     else:
@@ -324,7 +331,7 @@ def peaks(g: Gpu, format_id: str) -> Peaks:
                           f"{ALLREDUCE_LATENCY_SOURCES[kind]}"
                           + ("" if kind != "pcie" or "pcie" in link_name.lower() else
                              "; no figure for this link, so PCIe's")),
-                 ALLREDUCE_LATENCY_US[kind] * 1e-6)
+                 ALLREDUCE_LATENCY_US[kind] * 1e-6, attention * TFLOP if attention else None)
 
 
 @dataclass(frozen=True)
@@ -435,8 +442,10 @@ class Phase:
 
 
 def _phase(num_bytes: float, flops: float, comm_s: float, p: Peaks, e_bw: float, e_flops: float,
-           step_s: float = 0.0) -> Phase:
-    compute = flops / (p.flops * e_flops) if p.flops else 0.0
+           step_s: float = 0.0, attention: float = 0.0) -> Phase:
+    """`attention` of the `flops` run at the 16-bit peak (`Peaks.attention_flops`), the rest at the weight format's."""
+    compute = ((flops - attention) / p.flops + attention / (p.attention_flops or p.flops)) / e_flops if p.flops \
+        else 0.0
     return Phase(num_bytes, flops, num_bytes / (p.bandwidth * e_bw), compute, comm_s, step_s)
 
 
@@ -447,9 +456,10 @@ def decode_phase(a: Architecture, format_id: str, kv_dtype: str, tp: int, sequen
     w = weight_traffic(a, format_id)
     weights = (w.layers + w.experts * experts_touched(a, sequences)) / tp + w.vectors
     kv = kv_cache_bytes(a, context, sequences, kv_dtype, tp, mla_latent)
-    flops = sequences * (2 * matmul_parameters(a) + attention_flops(a, context)) / tp
+    attention = sequences * attention_flops(a, context) / tp
+    flops = sequences * 2 * matmul_parameters(a) / tp + attention
     return _phase(weights + kv, flops, allreduce_seconds(a, sequences, tp, p.link, p.link_latency), p, e_bw, e_flops,
-                  step_s)
+                  step_s, attention)
 
 
 def prefill_phase(a: Architecture, format_id: str, tp: int, prompt: int, p: Peaks, e_bw: float,
@@ -457,8 +467,10 @@ def prefill_phase(a: Architecture, format_id: str, tp: int, prompt: int, p: Peak
     """The forward of one `prompt`-token prompt: weights read once, the prompt's FLOPs."""
     w = weight_traffic(a, format_id)
     weights = (w.layers + w.experts * experts_touched(a, prompt)) / tp + w.vectors
-    flops = (2 * matmul_parameters(a) * prompt + prefill_attention_flops(a, prompt)) / tp
-    return _phase(weights, flops, allreduce_seconds(a, prompt, tp, p.link, p.link_latency), p, e_bw, e_flops)
+    attention = prefill_attention_flops(a, prompt) / tp
+    flops = 2 * matmul_parameters(a) * prompt / tp + attention
+    return _phase(weights, flops, allreduce_seconds(a, prompt, tp, p.link, p.link_latency), p, e_bw, e_flops,
+                  attention=attention)
 
 
 @dataclass(frozen=True)

@@ -168,6 +168,23 @@ def test_fp8_weights_use_the_fp8_peak_where_the_gpu_has_one():
     assert speed.peaks(Gpu(**{**vars(h100), "fp8_tflops": None}), "fp8").flops == h100.bf16_tflops * 1e12
 
 
+def test_attention_runs_at_the_16_bit_peak_under_fp8_weights():
+    """Llama 2 7B in FP8 on an H100 SXM at 100%, a 4,096-token prompt: the matmuls 2 x 6,607,343,616 x 4,096 =
+    54,127,358,902,272 FLOPs at the FP8 peak (1,979 TFLOPs), causal attention 4 x 4,096 (query width) x 32 layers x
+    4,096 x 4,097 / 2 = 4,399,120,252,928 FLOPs at the BF16 peak (989 TFLOPs): 27.35 + 4.45 = 31.80 ms. In BF16 both
+    run at 989: 59.18 ms."""
+    h100 = catalog.gpu("h100-sxm")
+    matmuls, attention = 2 * 6_607_343_616 * 4096, 4 * 4096 * 32 * 4096 * 4097 // 2
+    assert (matmuls, attention) == (54_127_358_902_272, 4_399_120_252_928)
+    p = speed.peaks(h100, "fp8")
+    assert (p.flops, p.attention_flops) == (1979e12, 989e12)
+    fill = speed.prefill_phase(LLAMA2_7B, "fp8", 1, 4096, p, 1.0, 1.0)
+    assert fill.flops == matmuls + attention and fill.bound == "compute"
+    assert fill.compute_s == pytest.approx(matmuls / 1979e12 + attention / 989e12) == pytest.approx(31.80e-3, abs=5e-6)
+    bf16 = speed.prefill_phase(LLAMA2_7B, "bf16", 1, 4096, speed.peaks(h100, "bf16"), 1.0, 1.0)
+    assert bf16.compute_s == pytest.approx((matmuls + attention) / 989e12) == pytest.approx(59.18e-3, abs=5e-6)
+
+
 def test_apple_peak_is_shaders_times_two_times_clock():
     assert speed.peaks(catalog.gpu("m2-ultra-192gb"), "bf16").flops == pytest.approx(76 * 128 * 2 * 1.398e9)
 

@@ -380,7 +380,8 @@ phase (`estimator/speed.py`, its notes are below under *Module notes*): a **deco
 touches (MoE: the experts its tokens route to, $1-(1-k/E)^B$ of them for $B$ sequences) and each sequence's KV cache,
 and does $2N_{active}$ FLOPs per token plus attention; a **prefill** does $2N_{active}$ FLOPs per prompt token plus
 causal attention; each takes
-$\\max(\\text{bytes}/(\\text{bandwidth}\\cdot e_{bw}),\\ \\text{FLOPs}/(\\text{peak}\\cdot e_{flops}))$,
+$\\max(\\text{bytes}/(\\text{bandwidth}\\cdot e_{bw}),\\ \\text{FLOPs}/(\\text{peak}\\cdot e_{flops}))$
+(attention's FLOPs at the 16-bit peak even under FP8 weights: it multiplies by the 16-bit KV cache),
 plus two all-reduces per layer with tensor parallelism (each the link's latency for a small message, from published
 measurements: the custom all-reduce over NVLink 8.8 µs, NCCL over PCIe 15.9 µs, Infinity Fabric 6.3 µs; plus its
 bytes over the link), and a decode step also the engine's cost beyond its bytes
@@ -391,7 +392,9 @@ every engine (whose layers run different kernels) a fixed cost per step. The
 bytes are the memory estimate's own (weights in the chosen format, the KV cache in its dtype). The efficiencies
 $e_{bw}$, $e_{flops}$ are not one factor: each is the median achieved fraction of published measurements of an
 engine on a GPU class and kernel kind (16-bit; FP8 on a GPU with FP8 tensor cores, multiplied without
-dequantisation; other quantized formats, dequantised in the GEMM) (`validation/published/speed.csv`, every record
+dequantisation; other quantized formats, dequantised in the GEMM; for a prompt's forward, a MoE's grouped expert
+GEMMs apart, and a dense weight-only format with 16-bit, its dequantisation amortised over the prompt's rows)
+(`validation/published/speed.csv`, every record
 with its URL, quote and settings; `python -m validation speed --derive`); $e_{bw}$ and $t_{step}$ are fitted
 together (measured step time = $t_{step}$ + roofline step time / $e_{bw}$, Theil-Sen; an engine's key fits the same
 line with both times divided by the layers) where a key has three records or more. Records of a superseded

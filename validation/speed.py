@@ -97,9 +97,8 @@ MODEL_NAMES = {
     "ggml-org/Qwen2.5-Coder-7B-Q8_0-GGUF": ("Qwen/Qwen2.5-7B", "Qwen2.5-Coder 7B has the shapes of Qwen2.5 7B (28 "
                                             "layers, 3584 wide, 28 query / 4 KV heads, MLP 18944; Hui et al. 2024, "
                                             "arXiv:2409.12186, Table 1)"),
-    "ggml-org/Qwen3-Coder-30B-A3B-Instruct-Q8_0-GGUF": ("Qwen/Qwen3-30B-A3B", "Qwen3-Coder-30B-A3B has the shapes of "
-                                                        "Qwen3-30B-A3B (48 layers, 128 experts, 8 active); only "
-                                                        "the context length differs"),
+    "ggml-org/Qwen3-Coder-30B-A3B-Instruct-Q8_0-GGUF": ("Qwen/Qwen3-Coder-30B-A3B-Instruct", "ggml-org's Q8_0 GGUF "
+                                                        "of Qwen3-Coder-30B-A3B-Instruct"),
     "ggml-org/gemma-3-4b-it-qat-GGUF": ("google/gemma-3-4b-it", "the quantization-aware-trained Gemma 3 4B: same "
                                         "model, stored as Q4_0"),
     "mlx-community/Llama-3.3-70B-Instruct-4bit": ("meta-llama/Llama-3.3-70B-Instruct", "mlx-community's 4-bit "

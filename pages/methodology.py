@@ -339,11 +339,13 @@ reports); from it vLLM subtracts the weights ("Model loading took"), the peak of
 `max_num_batched_tokens` tokens, then the sampler over `min(max_num_seqs, max_num_batched_tokens)` requests: 38 bytes
 per logit while it sorts them for top-k / top-p; 6 on Model Runner V2, the default for dense models since v0.25, whose
 dummy requests sort nothing), the memory outside PyTorch that grew during start-up (loaded kernels; NCCL buffers with
-tensor parallelism) and, since v0.21 on the V1 runner, its estimate of the CUDA graphs (the pool of a decode step at the
-largest capture size, plus what each graph keeps per layer, over the capture sizes and modes the release captures:
-PIECEWISE for every size, FULL decode graphs up to `max_num_seqs` since v0.11, up to 992 / 1,024 tokens for gpt-oss;
-the per-layer and per-all-reduce costs are the medians over the published captures, so this term is the least certain:
-median error ~21% on 24 logs, ~25% held out; Model Runner V2 estimates 0, so its graphs come on top of the budget, as
+tensor parallelism) and, since v0.21 on the V1 runner, its estimate of the CUDA graphs (`profile_cudagraph_memory`
+captures the two largest sizes of each mode: the first reading, the pool of a decode step at the largest capture size
+with its warm-up, is kept once, the second is charged to every other graph of the mode, over the capture sizes and
+modes the release captures: PIECEWISE for every size, FULL decode graphs up to `max_num_seqs` since v0.11, up to 992 /
+1,024 tokens for gpt-oss; what a graph keeps per layer is the median over the published logs, ~21% off on 24 captures,
+~25% held out, and the estimate's one reading per graph about half that, ~3% off on the 4 logs that print it, one of
+them -66%, so this term is the least certain; Model Runner V2 estimates 0, so its graphs come on top of the budget, as
 before v0.21); the rest is the KV cache, cut into pages of `block_size` tokens
 shared by groups of layers (full attention, sliding window with the prefill chunk, chunked local, MLA, one page per
 request for Mamba / linear-attention state). Defaults follow the GPU (>= 70 GiB and not an A100: 1,024 sequences and

@@ -115,7 +115,8 @@ def validate_engines(argv: list[str]) -> int:
     parser = Parser(prog="python -m validation engines", description=validate_engines.__doc__)
     parser.add_argument("--no-write", action="store_true", help="print the summary without writing the CSV")
     parser.add_argument("--graphs", action="store_true",
-                        help="also print the derivation of vLLM's CUDA-graph constants, capture by capture")
+                        help="also print the derivation of vLLM's CUDA-graph constants, capture by capture and "
+                        "estimate by estimate")
     args = parser.parse_args(argv)
     from . import engines
 
@@ -124,6 +125,8 @@ def validate_engines(argv: list[str]) -> int:
     if args.graphs:
         print()
         print(engines.graph_derivation())
+        print()
+        print(engines.estimate_derivation())
     return 0
 
 

@@ -545,6 +545,76 @@ def predicted_capture(c: dict, constants: tuple[int, int]) -> int:
     return c["fixed"] + sum(c["modes"]) * vllm_engine.graph_bytes_each(c["layers"], c["tp"], *constants)
 
 
+def graph_estimates(records: list[dict] | None = None) -> list[dict]:
+    """Every V1 start-up whose log gives profile_cudagraph_memory's estimate (gpu_worker.py: "The current
+    --gpu-memory-utilization=U is equivalent to --gpu-memory-utilization=E", E = round(U - estimate / total, 4)), in
+    a release that budgets it: the estimate, (U - E) x the GPU's total as compare_vllm reads it, with the terms the
+    source gives (vllm.cuda_graph_terms) and the bytes per layer each reading of one graph leaves once the pool terms
+    are taken out: the estimate is the pool terms + (graphs - modes + 1) readings (vllm.profiled_estimate)."""
+    if records is None:
+        records = json.loads((LOGS / "vllm.json").read_text())["records"]
+    estimates = []
+    for record in records:
+        logged = record.get("logged") or {}
+        if "cuda_graph_util_equivalent" not in logged or _era(record) != "v1":
+            continue
+        s, _ = _vllm_scenario(record)
+        if s is None or not vllm_engine.graphs_budgeted(s):
+            continue
+        total = logged.get("total_gpu_memory_gib") or (record.get("gpu") or {}).get("total_gib_logged")
+        gpu_bytes = vllm_engine.estimate(s, total_bytes=round(total * GiB) if total else None).gpu_bytes
+        current, equivalent = logged["cuda_graph_util_equivalent"]
+        max_seqs, batched, _ = vllm_engine.resolved_defaults(s)
+        fixed, modes, layers = vllm_engine.cuda_graph_terms(s, max_seqs, batched)
+        estimate = round((current - equivalent) * gpu_bytes)
+        readings = sum(modes) - len(modes) + 1
+        estimates.append({
+            "record": record["id"], "model": record.get("catalog_model"), "version": s.engine_version,
+            "tp": s.tensor_parallel, "moe": s.model.is_moe, "logged": estimate, "fixed": fixed, "modes": modes,
+            "layers": layers,
+            "config": (record.get("catalog_model"), (record.get("gpu") or {}).get("name"), s.engine_version,
+                       s.tensor_parallel, s.pipeline_parallel, modes, fixed),
+            "implied": (estimate - fixed) / (readings * layers)})
+    return estimates
+
+
+def derive_estimate_constant(estimates: list[dict], leave_out: tuple | None = None) -> int:
+    """SAMPLED_GRAPH_BYTES by the rule in estimator/engines/vllm.py: the median over the configurations of the bytes
+    per layer each reading leaves, rounded down to whole bytes; `leave_out` drops one configuration."""
+    configs: dict = {}
+    for e in estimates:
+        if e["config"] != leave_out:
+            configs.setdefault(e["config"], []).append(e["implied"])
+    return int(statistics.median(statistics.mean(v) for v in configs.values()))
+
+
+def estimate_derivation(records: list[dict] | None = None) -> str:
+    """The derivation of SAMPLED_GRAPH_BYTES, estimate by estimate, with each one's error under the constant derived
+    from all configurations and from all but its own (leave-one-out), as a markdown table."""
+    estimates = graph_estimates(records)
+    sampled = derive_estimate_constant(estimates)
+    lines = ["| record | model | TP | version | graphs (PIECEWISE + FULL) | layers | pool terms (MiB) | "
+             "estimate logged (GiB) | bytes per layer and reading | error | held out |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    fit, held = [], []
+    for e in estimates:
+        predicted = vllm_engine.profiled_estimate(e["fixed"], e["modes"], e["layers"], sampled)
+        held_out = vllm_engine.profiled_estimate(e["fixed"], e["modes"], e["layers"],
+                                                 derive_estimate_constant(estimates, e["config"]))
+        fit.append(abs((predicted - e["logged"]) / e["logged"] * 100))
+        held.append(abs((held_out - e["logged"]) / e["logged"] * 100))
+        lines.append(f"| {e['record']} | {e['model']}{' (MoE)' if e['moe'] else ''} | {e['tp']} | "
+                     f"{e['version'] or 'unstated'} | {' + '.join(map(str, e['modes']))} | {e['layers']} | "
+                     f"{e['fixed'] / MiB:.0f} | {e['logged'] / GiB:.4f} | {e['implied']:,.0f} | "
+                     f"{(predicted - e['logged']) / e['logged'] * 100:+.1f}% | "
+                     f"{(held_out - e['logged']) / e['logged'] * 100:+.1f}% |")
+    lines += ["", f"SAMPLED_GRAPH_BYTES = {sampled:,} (median of {len(estimates)} configurations: "
+              + ", ".join(f"{int(e['implied']):,}" for e in sorted(estimates, key=lambda e: e["implied"])) + ").",
+              f"Estimates: {len(estimates)}; median error {statistics.median(fit):.1f}%, held out (leave-one-"
+              f"configuration-out) {statistics.median(held):.1f}%."]
+    return "\n".join(lines)
+
+
 def graph_derivation(records: list[dict] | None = None) -> str:
     """The derivation of the CUDA-graph constants, capture by capture, with each capture's error under the constants
     derived from all configurations and from all but its own (leave-one-out), as a markdown table."""

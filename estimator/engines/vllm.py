@@ -106,12 +106,21 @@ NON_TORCH_TENSOR_PARALLEL = 4 * 2**20 * 2 * 2 * 32 + 8 * 2**20
 # - capture (capture_model, L2635-2708 at 21e39436c, L6107-6191 at 1c5887661) takes the largest size first so the
 #   smaller ones reuse its memory pool; "took X GiB" is the fall of free memory over the capture: the pool (the
 #   intermediate tensors of a forward of the largest size) plus what each captured graph keeps.
-# - estimate (v0.21+, gpu_model_runner.py profile_cudagraph_memory, 1c5887661 L6006-6105): per mode it captures
-#   the two largest sizes into a scratch pool; the first capture's memory is the mode's shared estimate, the
-#   second's (at least 1 MiB) the per-graph memory, and the total is max over modes of the first capture + the sum
-#   over modes of (graphs - 1) x per-graph. gpu_worker.py determine_available_memory (L352-444) subtracts it from
-#   the budget when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is set (vllm/envs.py L1768, default "1" since #38284,
-#   2026-04-21, "default since v0.21.0").
+# - estimate (v0.21+, gpu_model_runner.py profile_cudagraph_memory; read in the v0.21.0, v0.22.0 and v0.26.0
+#   release packages, L6049-6147 / L6265-6370 / L6576-6742, the same procedure in all three; line numbers below are
+#   v0.22.0's, whose L6279 / L6365 are the lines the v0.22.1 log of vllm-mlopsassign-1 prints): after
+#   torch.accelerator.empty_cache() (L6303), for each mode in get_capture_descs' order (v1/cudagraph_dispatcher.py
+#   L330-354: PIECEWISE first, then FULL, each largest size first) it warms up and captures only the two largest
+#   sizes, into one scratch pool (L6289-6296), reading the driver's free memory (torch.cuda.mem_get_info) before and
+#   after each (L6305-6325). The first reading holds the eager warm-up's blocks (cudagraph_num_of_warmups = 1,
+#   config/vllm.py L1240), the pool of the largest size and that graph; the second (at least 1 MiB, "for driver
+#   overhead", L6329) is taken for each of the mode's other graphs; total = the largest first reading + the sum over
+#   modes of (graphs - 1) x the second reading (L6362-6364). The FULL mode's first capture runs with sequences of
+#   max_num_batched_tokens // its size tokens (profile_seq_lens, L6314-6321), which can make its first reading the
+#   larger one (vllm-project/vllm#50780, hybrid GDN models); not modelled: the PIECEWISE first reading is taken.
+#   gpu_worker.py determine_available_memory calls it inside memory_profiling, after profile_run (L392-411), and
+#   subtracts it from the budget (L447-451) when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is set (vllm/envs.py
+#   L1768 at v0.21.0, default "1" since #38284, 2026-04-21, "default since v0.21.0").
 MAX_CAPTURE_SIZE = 512
 # gpt-oss (GptOssForCausalLMConfig.verify_and_update_config, vllm/model_executor/models/config.py) raises the
 # largest size when the user sets none, whatever max_num_seqs: to 1,024 in v0.10 (sizes 1, 2, 4, steps of 8 to 248,
@@ -155,6 +164,20 @@ LAYER_GRAPH_BYTES = 166_077
 # rounded down.
 ALLREDUCE_GRAPH_BYTES = 75_533
 ALLREDUCES_PER_LAYER = 2  # attention output and MLP / MoE output projections (row-parallel layers)
+# The estimate's per-graph term is one reading, the second-largest size captured right after the largest (whose
+# pool and warm-up blocks it reuses), not the mean over the whole capture, and the logs that print the estimate imply
+# about half of LAYER_GRAPH_BYTES per layer, with no all-reduce term at TP 2. What that one capture adds is measured by
+# the driver, not computed by the source, so it is derived from those logs by the rule above
+# (validation/engines.py derive_estimate_constant; `python -m validation engines --graphs` prints it): take out the
+# pool terms (the first reading's warm-up and pool, _graph_terms) and divide what is left by (graphs - modes + 1)
+# readings x layers; the median over the configurations, rounded down. The four of validation/engine_logs/vllm.json
+# (each rounded down): 80,798 (Qwen3.6-27B hybrid, TP 2 on RTX 3090s, vllm-club3090-104-1: (0.88 - 0.8592) x the
+# catalog's 24 GiB - 92 MiB of pool terms, over 85 readings x 64 layers), 82,738 (Qwen3-30B-A3B, v0.22.1 on an H100,
+# vllm-mlopsassign-1), 86,994 (Qwen3.6-35B-A3B hybrid, v0.22.0 on one RTX 3090, vllm-club3090-pr323-2), 288,274
+# (Qwen3-30B-A3B, a v0.26.1 source build with local changes on an A100, 7 + 5 graphs, vllm-autoscientists-1): the
+# mean of the middle two, 84,866.7, rounded down. The same TP-2 record implies no more per layer than the TP-1 ones,
+# so the reading has no all-reduce term (one TP > 1 record: not separable).
+SAMPLED_GRAPH_BYTES = 84_866
 CUDA_GRAPHS_PROFILED_SINCE = (0, 21)
 # "GPU KV cache size" was num_blocks // groups x block_size (v0.10.1, validation/engine_logs vllm-dennislee22-6);
 # it is int(max concurrency x max_model_len) in the v0.21-0.24 logs (club-3090 records) and the current source.
@@ -534,12 +557,16 @@ def graph_bytes_each(layers: int, tp: int, layer_bytes: int = LAYER_GRAPH_BYTES,
 def _graph_bytes(a: Architecture, max_num_seqs: int, batched: int, tp: int, pp: int, q: int, full: bool,
                  step_16: bool, profiled: bool, ceiling: int = 0) -> tuple[int, int]:
     fixed, modes, layers = _graph_terms(a, max_num_seqs, batched, tp, pp, q, full, step_16, profiled, ceiling)
-    per_graph = graph_bytes_each(layers, tp)
-    captured = fixed + per_graph * sum(modes)
-    # max over modes of the first capture (the scratch pool is shared, so the largest PIECEWISE capture: pool + one
-    # graph) + sum over modes of (graphs - 1) x the second capture ("at least 1 MiB per graph for driver overhead")
-    estimated = fixed + per_graph + sum(max(per_graph, 1 << 20) * (n - 1) for n in modes)
-    return captured, estimated
+    captured = fixed + graph_bytes_each(layers, tp) * sum(modes)
+    return captured, profiled_estimate(fixed, modes, layers)
+
+
+def profiled_estimate(fixed: int, modes: tuple[int, ...], layers: int, layer_bytes: int = SAMPLED_GRAPH_BYTES) -> int:
+    """profile_cudagraph_memory's total (gpu_model_runner.py L6362-6364 at v0.22.0): the largest first reading (the
+    PIECEWISE one: warm-up and pool of the largest size + that graph) + per mode (graphs - 1) x the second reading, at
+    least 1 MiB; a reading is `layers` x SAMPLED_GRAPH_BYTES (other values: validation/engines.py's leave-one-out)."""
+    reading = layers * layer_bytes
+    return fixed + reading + sum(max(reading, 1 << 20) * (n - 1) for n in modes)
 
 
 def command(s: ServeScenario) -> str:

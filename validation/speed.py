@@ -125,6 +125,15 @@ MODEL_NAMES = {
                                      "active) and FP8 weights"),
     "Qwen/Qwen3-8B-FP8": ("Qwen/Qwen3-8B", "Qwen's own FP8 release of Qwen3-8B (block-wise FP8, the record's "
                           "weights column)"),
+    "Qwen/Qwen3.6-35B-A3B-FP8": ("Qwen/Qwen3.6-35B-A3B", "Qwen's own FP8 release of Qwen3.6-35B-A3B (the record's "
+                                 "weights column)"),
+    "nvidia/Qwen3.6-35B-A3B-NVFP4": ("Qwen/Qwen3.6-35B-A3B", "NVIDIA's NVFP4 quantization of Qwen3.6-35B-A3B (the "
+                                     "SGLang cookbook: MoE experts in 4 bits, W4A16)"),
+    "Qwen/Qwen3.6-27B": ("nvidia/Qwen3.6-27B-NVFP4", "the catalog holds Qwen3.6 27B as NVIDIA's NVFP4 quantization, "
+                         "whose architecture fields are Qwen/Qwen3.6-27B's (models.json's source note); the record's "
+                         "weights column says how it was stored"),
+    "Qwen/Qwen3.6-27B-FP8": ("nvidia/Qwen3.6-27B-NVFP4", "Qwen's own FP8 release of Qwen3.6-27B (as 'Qwen/Qwen3.6-27B' "
+                             "above)"),
     "google/gemma-4-26B-A4B-it": ("google/gemma-4-26B-A4B", "the instruction-tuned release of Gemma 4 26B-A4B: "
                                   "Gemma4ForConditionalGeneration with the base model's shapes (the catalog's config "
                                   "is the base model's)"),

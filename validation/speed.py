@@ -137,6 +137,12 @@ MODEL_NAMES = {
     "google/gemma-4-26B-A4B-it": ("google/gemma-4-26B-A4B", "the instruction-tuned release of Gemma 4 26B-A4B: "
                                   "Gemma4ForConditionalGeneration with the base model's shapes (the catalog's config "
                                   "is the base model's)"),
+    "RedHatAI/gemma-4-26B-A4B-it-NVFP4": ("google/gemma-4-26B-A4B", "Red Hat's NVFP4 quantization of "
+                                          "gemma-4-26B-A4B-it (above; the record's weights column)"),
+    "cyankiwi/gemma-4-26B-A4B-it-qat-AWQ-INT4": ("google/gemma-4-26B-A4B", "an AWQ INT4 export of Google's "
+                                                 "quantization-aware-trained gemma-4-26B-A4B-it (above)"),
+    "RedHatAI/Qwen3.6-35B-A3B-NVFP4": ("Qwen/Qwen3.6-35B-A3B", "Red Hat's NVFP4 quantization of Qwen3.6-35B-A3B "
+                                       "(the record's weights column)"),
     "Llama 3.1 405B FP8 (checkpoint not named)": ("meta-llama/Llama-3.1-405B-Instruct", "every Llama 3.1 405B FP8 "
                                                   "checkpoint quantizes the same architecture; which one the source "
                                                   "ran changes only the few layers kept in 16-bit"),

@@ -46,7 +46,7 @@ COMPONENT_STYLE = {  # name -> (label, colour); colour-blind-safe Tableau 10 hue
 }
 HOST_STYLE = ("CPU (offloaded)", "#9C755F")  # what a row keeps in host RAM, drawn beside its GPU bar
 BAR_GAP = 0.3  # between the categories of a stacked bar chart
-ROW_COLOURS = ("#4E79A7", "#F28E2B", "#59A14F", "#E15759", "#B07AA1", "#76B7B2")  # curves, one per row
+ROW_COLOURS = ("#4E79A7", "#F28E2B", "#59A14F", "#E15759", "#B07AA1", "#76B7B2", "#EDC948", "#9C755F")  # Tableau 10
 COMMON_GPUS = ("rtx-4090", "l40s", "h100-sxm", "h200")  # the 24, 48, 80 and 141 GB classes
 CHOSEN_COLOUR, LINE_COLOUR = "#1C2430", "#8C8C8C"  # the target GPU solid and dark, the others dotted grey
 HEIGHT = 400

@@ -124,9 +124,24 @@ MODEL_NAMES = {
                                      "active) and FP8 weights"),
     "Qwen/Qwen3-8B-FP8": ("Qwen/Qwen3-8B", "Qwen's own FP8 release of Qwen3-8B (block-wise FP8, the record's "
                           "weights column)"),
+    "Qwen/Qwen3.6-35B-A3B-FP8": ("Qwen/Qwen3.6-35B-A3B", "Qwen's own FP8 release of Qwen3.6-35B-A3B (the record's "
+                                 "weights column)"),
+    "nvidia/Qwen3.6-35B-A3B-NVFP4": ("Qwen/Qwen3.6-35B-A3B", "NVIDIA's NVFP4 quantization of Qwen3.6-35B-A3B (the "
+                                     "SGLang cookbook: MoE experts in 4 bits, W4A16)"),
+    "Qwen/Qwen3.6-27B": ("nvidia/Qwen3.6-27B-NVFP4", "the catalog holds Qwen3.6 27B as NVIDIA's NVFP4 quantization, "
+                         "whose architecture fields are Qwen/Qwen3.6-27B's (models.json's source note); the record's "
+                         "weights column says how it was stored"),
+    "Qwen/Qwen3.6-27B-FP8": ("nvidia/Qwen3.6-27B-NVFP4", "Qwen's own FP8 release of Qwen3.6-27B (as 'Qwen/Qwen3.6-27B' "
+                             "above)"),
     "google/gemma-4-26B-A4B-it": ("google/gemma-4-26B-A4B", "the instruction-tuned release of Gemma 4 26B-A4B: "
                                   "Gemma4ForConditionalGeneration with the base model's shapes (the catalog's config "
                                   "is the base model's)"),
+    "RedHatAI/gemma-4-26B-A4B-it-NVFP4": ("google/gemma-4-26B-A4B", "Red Hat's NVFP4 quantization of "
+                                          "gemma-4-26B-A4B-it (above; the record's weights column)"),
+    "cyankiwi/gemma-4-26B-A4B-it-qat-AWQ-INT4": ("google/gemma-4-26B-A4B", "an AWQ INT4 export of Google's "
+                                                 "quantization-aware-trained gemma-4-26B-A4B-it (above)"),
+    "RedHatAI/Qwen3.6-35B-A3B-NVFP4": ("Qwen/Qwen3.6-35B-A3B", "Red Hat's NVFP4 quantization of Qwen3.6-35B-A3B "
+                                       "(the record's weights column)"),
     "Llama 3.1 405B FP8 (checkpoint not named)": ("meta-llama/Llama-3.1-405B-Instruct", "every Llama 3.1 405B FP8 "
                                                   "checkpoint quantizes the same architecture; which one the source "
                                                   "ran changes only the few layers kept in 16-bit"),
@@ -594,8 +609,9 @@ def results(cases: list[Case]) -> list[dict]:
     rows = []
     for c in cases:
         r = c.record
-        row = {"id": r["id"], "engine": r["engine"], "gpu": r["gpu"], "metric": r["metric"],
-               "concurrency": r["concurrency"],
+        # the engine generation the efficiencies are keyed by (vllm-v0: vLLM before 0.8, reported apart)
+        row = {"id": r["id"], "engine": speed.engine_key(r["engine"], r["engine_version"]), "gpu": r["gpu"],
+               "metric": r["metric"], "concurrency": r["concurrency"],
                "measured": float(r["value"]), "held_out": held_out(r["id"]), "skip": c.skip}
         if not c.skip:
             row.update(gpu_class=c.klass, phase=SHORT_TTFT if short_ttft(c) else c.phase,

@@ -303,7 +303,38 @@ def test_featured_gpus_keep_the_previous_catalog():
     ("a40", 46068),  # ECC on: 48 GiB less ~1/16, as the L40S
 ])
 def test_driver_reported_totals_are_used_where_published(gpu_id, mib):
-    assert est.gpu(gpu_id).memory_bytes == mib * 2**20
+    """nvidia-smi's total is the catalog's memory_bytes; est.gpu() takes the CUDA-visible total where there is one."""
+    raw = next(g for g in RAW_GPUS if g["id"] == gpu_id)
+    assert raw["memory_bytes"] == mib * 2**20
+    assert est.gpu(gpu_id).memory_bytes == raw.get("cuda_visible_bytes", mib * 2**20)
+
+
+@pytest.mark.parametrize("gpu_id, published", [
+    ("l4", 23570219008),  # deviceQuery '22478 MBytes (23570219008 bytes)' (thamada/nvidia-smi gls/L4_deviceQuery.py)
+    ("l40s", 47803596800),  # deviceQuery '45589 MBytes (47803596800 bytes)'
+    ("rtx-3090", 25327697920),  # deviceQuery '24154 MBytes (25327697920 bytes)'
+    ("v100-32gb", 34072559616),  # deviceQuery '32494 MBytes (34072559616 bytes)' (felicepantaleo/gpu_training)
+    ("t4", 15633680957),  # PyTorch 'total capacity of 14.56 GiB': 14.56 x 2^30 = 15,633,680,957.44 -> 15,633,680,957
+    ("rtx-5090", 33715493274),  # vLLM 'Free memory on device (30.27/31.4 GiB)': 31.40 x 2^30 = 33,715,493,273.6
+    ("rtx-a6000", 51045686313),  # vLLM 'total_gpu_memory=47.54GiB': 47.54 x 2^30 = 51,045,686,312.96
+])
+def test_cuda_visible_totals_are_the_published_figures(gpu_id, published):
+    """vLLM budgets from CUDA's total (cudaMemGetInfo), so est.gpu() takes it; the nvidia-smi total stays in the
+    catalog as memory_bytes (L4: 23034 MiB = 24,152,899,584 bytes, 582,680,576 bytes = 555.7 MiB above CUDA's)."""
+    raw = next(g for g in RAW_GPUS if g["id"] == gpu_id)
+    assert raw["cuda_visible_bytes"] == published
+    assert est.gpu(gpu_id).memory_bytes == published
+
+
+@pytest.mark.parametrize("raw", [g for g in RAW_GPUS if "cuda_visible_bytes" in g], ids=lambda g: g["id"])
+def test_every_cuda_visible_total_is_below_nvidia_smi_and_followable(raw):
+    """CUDA's total is what the driver leaves after its own reservation, so below nvidia-smi's (by 0.2-0.9 GiB in
+    the sources), and its source is a URL or a repository path at a commit a reader can open."""
+    assert 0 < raw["cuda_visible_bytes"] < raw["memory_bytes"]
+    assert raw["memory_bytes"] - raw["cuda_visible_bytes"] < 2**30
+    source = raw["cuda_visible_source"]
+    assert "https://github.com/" in source and "via code index" not in source
+    assert re.search(r"/(blob/[0-9a-f]{40}/|issues/\d+|pull/\d+)", source)
 
 
 @pytest.mark.parametrize("gpu_id, field, published", [

@@ -320,6 +320,8 @@ def test_driver_reported_totals_are_used_where_published(gpu_id, mib):
     ("a10g", 23826792448),  # torch 'total_memory=22723MB': 22,723 x 1,048,576 = 23,826,792,448
     ("rtx-3090", 25286672384),  # totalGlobalMem 'Global Memory: 25286672384 bytes' (R570+ driver)
     ("dgx-spark", 130663642563),  # vLLM '(67.92/121.69 GiB)': 121.69 x 2^30 = 130,663,642,562.56
+    ("rtx-pro-6000-blackwell", 101973261025),  # ds4 'total=94.97 GiB': 94.97 x 2^30 = 101,973,261,025.28
+    ("rtx-a5000", 25402343424),  # device_info '24226 MBytes (25402343424 bytes)'
 ])
 def test_cuda_visible_totals_are_the_published_figures(gpu_id, published):
     """vLLM budgets from CUDA's total (cudaMemGetInfo), so est.gpu() takes it; the nvidia-smi total stays in the

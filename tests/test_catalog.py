@@ -315,7 +315,8 @@ def test_driver_reported_totals_are_used_where_published(gpu_id, mib):
     ("v100-32gb", 34072559616),  # deviceQuery '32494 MBytes (34072559616 bytes)' (felicepantaleo/gpu_training)
     ("t4", 15633680957),  # PyTorch 'total capacity of 14.56 GiB': 14.56 x 2^30 = 15,633,680,957.44 -> 15,633,680,957
     ("rtx-5090", 33715493274),  # vLLM 'Free memory on device (30.27/31.4 GiB)': 31.40 x 2^30 = 33,715,493,273.6
-    ("rtx-a6000", 51045686313),  # vLLM 'total_gpu_memory=47.54GiB': 47.54 x 2^30 = 51,045,686,312.96
+    ("rtx-a6000", 51041271808),  # XLA spec 'device_memory_size: 51041271808' (/ 2^30 = 47.536: vLLM's 47.54GiB)
+    ("h100-pcie", 84942979072),  # XLA spec 'device_memory_size: 84942979072'
     ("h200", 150109945856),  # torch 'total_memory=143156MB': 143,156 x 1,048,576 = 150,109,945,856
     ("a10g", 23826792448),  # torch 'total_memory=22723MB': 22,723 x 1,048,576 = 23,826,792,448
     ("rtx-3090", 25286672384),  # totalGlobalMem 'Global Memory: 25286672384 bytes' (R570+ driver)

@@ -31,7 +31,7 @@ def test_qlora_checkpoints_by_default_as_prepare_model_for_kbit_training_does():
 
 def test_the_qlora_example_gets_the_mildest_change_that_fits_with_its_memory():
     s = qlora()
-    assert est.fit(s, estimate_finetune, RTX_4090).count is None  # 28.7 GB > 25.8 GB usable
+    assert est.fit(s, estimate_finetune, RTX_4090).count is None  # 28.7 GB > 25.4 GB usable (CUDA total)
     tips = finetune_advice(s, RTX_4090)
     assert [(tip.change, tip.fit.count, tip.fit.per_gpu_bytes) for tip in tips] == [
         ("Micro-batch 1 with 4 gradient-accumulation steps (same effective batch)", 1,

@@ -167,7 +167,8 @@ def test_qlora_checkpoints_by_default_and_a_row_that_does_not_fit_says_what_woul
     assert totals(at)[3] == 28.7
     [warning] = at.warning
     shown = warning.value.replace("\\", "")  # Markdown escapes
-    assert "does not fit on RTX 4090" in shown and "28.7 GB per GPU, 25.8 GB usable" in shown
+    # usable: the RTX 4090's CUDA total, 25,386,352,640 bytes = 25.4 GB (catalog cuda_visible_bytes)
+    assert "does not fit on RTX 4090" in shown and "28.7 GB per GPU, 25.4 GB usable" in shown
     # 14.8 GB at micro-batch 1, + the adapters' fp32 gradients accumulated beside the next micro-batch
     assert "Micro-batch 1 with 4 gradient-accumulation steps" in shown and "15.0 GB per GPU" in shown
     at.number_input(key="finetune.batch_size").set_value(1).run()

@@ -303,7 +303,46 @@ def test_featured_gpus_keep_the_previous_catalog():
     ("a40", 46068),  # ECC on: 48 GiB less ~1/16, as the L40S
 ])
 def test_driver_reported_totals_are_used_where_published(gpu_id, mib):
-    assert est.gpu(gpu_id).memory_bytes == mib * 2**20
+    """nvidia-smi's total is the catalog's memory_bytes; est.gpu() takes the CUDA-visible total where there is one."""
+    raw = next(g for g in RAW_GPUS if g["id"] == gpu_id)
+    assert raw["memory_bytes"] == mib * 2**20
+    assert est.gpu(gpu_id).memory_bytes == raw.get("cuda_visible_bytes", mib * 2**20)
+
+
+@pytest.mark.parametrize("gpu_id, published", [
+    ("l4", 23570219008),  # deviceQuery '22478 MBytes (23570219008 bytes)' (thamada/nvidia-smi gls/L4_deviceQuery.py)
+    ("l40s", 47803596800),  # deviceQuery '45589 MBytes (47803596800 bytes)'
+    ("v100-32gb", 34072559616),  # deviceQuery '32494 MBytes (34072559616 bytes)' (felicepantaleo/gpu_training)
+    ("t4", 15633680957),  # PyTorch 'total capacity of 14.56 GiB': 14.56 x 2^30 = 15,633,680,957.44 -> 15,633,680,957
+    ("rtx-5090", 33715493274),  # vLLM 'Free memory on device (30.27/31.4 GiB)': 31.40 x 2^30 = 33,715,493,273.6
+    ("rtx-a6000", 51041271808),  # XLA spec 'device_memory_size: 51041271808' (/ 2^30 = 47.536: vLLM's 47.54GiB)
+    ("h100-pcie", 84942979072),  # XLA spec 'device_memory_size: 84942979072'
+    ("h200", 150109945856),  # torch 'total_memory=143156MB': 143,156 x 1,048,576 = 150,109,945,856
+    ("a10g", 23826792448),  # torch 'total_memory=22723MB': 22,723 x 1,048,576 = 23,826,792,448
+    ("rtx-3090", 25286672384),  # totalGlobalMem 'Global Memory: 25286672384 bytes' (R570+ driver)
+    ("dgx-spark", 130663642563),  # vLLM '(67.92/121.69 GiB)': 121.69 x 2^30 = 130,663,642,562.56
+    ("rtx-pro-6000-blackwell", 101973261025),  # ds4 'total=94.97 GiB': 94.97 x 2^30 = 101,973,261,025.28
+    ("rtx-a5000", 25402343424),  # device_info '24226 MBytes (25402343424 bytes)'
+])
+def test_cuda_visible_totals_are_the_published_figures(gpu_id, published):
+    """vLLM budgets from CUDA's total (cudaMemGetInfo), so est.gpu() takes it; the nvidia-smi total stays in the
+    catalog as memory_bytes (L4: 23034 MiB = 24,152,899,584 bytes, 582,680,576 bytes = 555.7 MiB above CUDA's)."""
+    raw = next(g for g in RAW_GPUS if g["id"] == gpu_id)
+    assert raw["cuda_visible_bytes"] == published
+    assert est.gpu(gpu_id).memory_bytes == published
+
+
+@pytest.mark.parametrize("raw", [g for g in RAW_GPUS if "cuda_visible_bytes" in g], ids=lambda g: g["id"])
+def test_every_cuda_visible_total_is_below_nvidia_smi_and_followable(raw):
+    """CUDA's total is what the driver leaves after its own reservation, so below nvidia-smi's (by 0.2-1.0 GiB on
+    the discrete cards in the sources; on unified memory, the DGX Spark, it is what the OS sees of the 128 GiB), and
+    its source is a URL or a repository path at a commit a reader can open."""
+    assert 0 < raw["cuda_visible_bytes"] < raw["memory_bytes"]
+    if "unified" not in raw["memory_type"]:
+        assert raw["memory_bytes"] - raw["cuda_visible_bytes"] < 2**30
+    source = raw["cuda_visible_source"]
+    assert "https://github.com/" in source and "via code index" not in source
+    assert re.search(r"/(blob/[0-9a-f]{40}/|issues/\d+|pull/\d+)", source)
 
 
 @pytest.mark.parametrize("gpu_id, field, published", [

@@ -79,32 +79,36 @@ def line_labels(fig):
 
 
 def test_capacity_labels_say_what_the_line_is_in_the_pages_unit():
-    """Issue 14.4: 'RTX 4090 24 GB' was drawn at 25.8 GB; the label now names the usable memory it sits at."""
+    """Issue 14.4: 'RTX 4090 24 GB' was drawn at 25.8 GB; the label now names the usable memory it sits at (CUDA's
+    totals: RTX 4090 25,386,352,640 bytes = 25.4 GB = 23.6 GiB, H100 SXM 85,028,896,768 = 85.0 GB, H200
+    150,109,945,856 = 139.8 GiB)."""
     lines = charts.capacity_lines(est.gpus(), "rtx-4090")
     texts = [a.text for a in line_labels(charts.stacked_bar(finetune_bars(), "GB", lines))]
-    assert "RTX 4090 (25.8 GB usable)" in texts and "H100 SXM (85.0 GB usable)" in texts
+    assert "RTX 4090 (25.4 GB usable)" in texts and "H100 SXM (85.0 GB usable)" in texts
     texts = [a.text for a in line_labels(charts.stacked_bar(finetune_bars(), "GiB", lines))]
-    assert "RTX 4090 (24.0 GiB usable)" in texts and "H200 (140.4 GiB usable)" in texts
+    assert "RTX 4090 (23.6 GiB usable)" in texts and "H200 (139.8 GiB usable)" in texts
 
 
 def test_close_capacity_labels_do_not_overlap():
-    """L4 (24.2 GB) and RTX 4090 (25.8 GB) printed on top of each other: one now goes below its line."""
-    lines = charts.capacity_lines(est.gpus(), "l4")
+    """L4 (24.2 GB) and RTX 4090 (25.8 GB) printed on top of each other: one now goes below its line. With CUDA's
+    totals the L4 (23.6 GB) is 16 px below the RTX 4090 (25.4 GB), clear of its 15 px label; the A10G (23.8 GB) is
+    the close pair now."""
+    lines = charts.capacity_lines(est.gpus(), "a10g")
     fig = charts.stacked_bar(inference_bars(), lines=lines)
     labels = {a.text.split(" (")[0]: a for a in line_labels(fig)}
-    assert {"L4", "RTX 4090"} <= labels.keys()
+    assert {"A10G", "RTX 4090"} <= labels.keys()
     px = charts.PLOT_PX / fig.layout.yaxis.range[1]
     spans = sorted((a.y * px, a.y * px + charts.LABEL_PX) if a.yanchor == "bottom" else
                    (a.y * px - charts.LABEL_PX, a.y * px) for a in labels.values())
     assert all(high <= low for (_, high), (low, _) in zip(spans, spans[1:]))
-    assert labels["L4"].yanchor == "top" and labels["RTX 4090"].yanchor == "bottom"
+    assert labels["A10G"].yanchor == "top" and labels["RTX 4090"].yanchor == "bottom"
 
 
 def test_bunched_lines_keep_only_labels_that_fit_and_the_chosen_one():
     model = est.catalog.model("deepseek-ai/DeepSeek-V3").architecture
     big = [(b.row, b) for b in est.finetune_table(est.FinetuneScenario(model))]
     fig = charts.stacked_bar(big, lines=charts.capacity_lines(est.gpus(), "rtx-4090"))
-    assert [a.text for a in line_labels(fig)] == ["RTX 4090 (25.8 GB usable)"]
+    assert [a.text for a in line_labels(fig)] == ["RTX 4090 (25.4 GB usable)"]
     assert len(fig.layout.shapes) == 1  # the H100 / H200 lines, a few pixels above it, are left out
 
 

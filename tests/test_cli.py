@@ -217,7 +217,7 @@ def test_lora_target_text_names_only_roles_the_model_has():
 
 def test_a_row_that_does_not_fit_prints_the_mildest_change_that_fits(capsys):
     """The page's 'what would make it fit' (issue 14 item 2) in the CLI: the issue's QLoRA example (Qwen2.5 7B,
-    QLoRA 4-bit, r16, all-linear, batch 4, 2048 tokens, checkpointing on) is 28.7 GB on a 25.8 GB RTX 4090;
+    QLoRA 4-bit, r16, all-linear, batch 4, 2048 tokens, checkpointing on) is 28.7 GB on a 25.4 GB (CUDA total) RTX 4090;
     micro-batch 1 with accumulation holds it in 15.0 GB (tests/test_advice.py: 14.8 + the accumulated gradients)."""
     argv = ["finetune", "--model", "Qwen/Qwen2.5-7B", "--technique", "qlora-4bit", "--lora-targets", "all-linear",
             "--batch", "4", "--seq-len", "2048", "--gpu", "rtx-4090"]

@@ -84,14 +84,21 @@ def test_context_length_above_the_model_refused():
                             "context_length (131072)") for w in r.warnings)
 
 
-def test_qwen_32b_on_four_l4_matches_the_published_log():
+def test_qwen_32b_on_four_l4_matches_the_published_log(monkeypatch):
     """validation/engine_logs sglang-llms-in-clouds-1: the logged free memory before and after the weights give
-    SGLang's own token count (46,611) through the same arithmetic."""
+    SGLang's own token count (46,611) through the same arithmetic. The estimate starts from the L4's CUDA total
+    (22478 MB, 23,570,219,008 bytes) less the CUDA context and, at TP 4, NCCL's 520 MiB of channel buffers; this
+    4 x L4 box has no P2P (its custom all-reduce is off), where NCCL's SHM transport uses host memory (NCCL docs,
+    NCCL_SHM_DISABLE), and the log's 21.63 GiB free is what is left without those buffers. Not modelled (the scenario
+    has no P2P input): with them the tokens are 10% under the log, without them within 7%."""
     rest = 6.09 - 21.63 * (1 - 0.85)
     assert int(rest * GiB) // (2 * (128 + 128) * 64 * 2) == pytest.approx(46_611, abs=20)
-    r = serve(ServeScenario(QWEN_32B, engine="sglang", gpu="l4", tensor_parallel=4, mem_fraction_static=0.85))
+    s = ServeScenario(QWEN_32B, engine="sglang", gpu="l4", tensor_parallel=4, mem_fraction_static=0.85)
+    r = serve(s)
     assert r.component("weights") / GiB == pytest.approx(15.54, rel=0.02)
-    assert r.kv_cache_tokens == pytest.approx(46_611, rel=0.07)
+    assert r.kv_cache_tokens == pytest.approx(46_611 * 0.9, rel=0.01)  # 41,838: NCCL's buffers taken on the GPU
+    monkeypatch.setattr(sglang, "NCCL_START_BYTES", 0)
+    assert serve(s).kv_cache_tokens == pytest.approx(46_611, rel=0.07)
 
 
 def test_mla_cell_is_the_latent_on_every_rank():
@@ -183,7 +190,12 @@ def test_validation_rows_for_the_sglang_logs():
     assert len(sizes) >= 6 and all(abs(r["error_pct"]) < 1 for r in sizes)
     assert all(r["note"] for r in rows if r["quantity"] == "skipped")
     l4 = {r["quantity"]: r for r in rows if r["record"] == "sglang-llms-in-clouds-1"}
-    assert abs(l4["weights"]["error_pct"]) < 3 and abs(l4["free_before_load"]["error_pct"]) < 1
+    assert abs(l4["weights"]["error_pct"]) < 3
+    # 21.95 GiB (the L4's CUDA total) - 500 MiB context - 520 MiB NCCL = 20.96 GiB, 0.67 GiB under the logged 21.63;
+    # NCCL's buffers are in host memory on this P2P-less box (test above), and without them it is within 1%
+    free = l4["free_before_load"]
+    assert free["estimate"] == pytest.approx((23_570_219_008 - 500 * 2**20 - 520 * 2**20) / GiB, abs=1e-4)
+    assert abs(free["estimate"] + 520 * 2**20 / GiB - free["logged"]) / free["logged"] < 0.01
 
 
 def test_mla_pools_print_one_kv_size_compared_from_the_logged_tokens():

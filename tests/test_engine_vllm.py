@@ -224,10 +224,10 @@ def test_cuda_graph_memory_by_hand():
     old = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, engine_version="0.20"))
     pool = inference_layer_peak(LLAMA, 1, 512, 512, flash_attention=True)
     per_graph = 32 * 166_077  # 5,314,464 bytes: what each captured graph keeps
-    reading = 32 * 84_866  # 2,715,712 bytes, over the 1 MiB floor: what the estimate's second capture reads
+    reading = 32 * 83_623  # 2,675,936 bytes, over the 1 MiB floor: what the estimate's second capture reads
     # v0.21+: the eager warm-up run of the largest size stays in PyTorch's cache inside the measurement (+ pool)
     estimate = pool + (pool + reading) + (51 - 1) * reading + (51 - 1) * reading
-    assert estimate == 2 * pool + 101 * 2_715_712
+    assert estimate == 2 * pool + 101 * 2_675_936
     assert new.component("cuda_graphs") == estimate
     assert old.component("cuda_graphs") == pool + 102 * per_graph  # what the capture takes, outside the budget
     assert new.component("kv_cache") == old.component("kv_cache") - estimate
@@ -246,11 +246,11 @@ def test_cuda_graph_memory_by_hand():
     # the estimate's reading has no all-reduce term (SAMPLED_GRAPH_BYTES: the one TP-2 log implies none)
     two_new = serve(ServeScenario(LLAMA, gpu="h100-sxm", tensor_parallel=2, engine_version="0.24"))
     assert two_new.component("cuda_graphs") == 2 * inference_layer_peak(LLAMA, 1, 512, 512, flash_attention=True,
-                                                                         tp=2) + 101 * 32 * 84_866
-    # 4 pipeline stages: 8 layers per graph, a reading of 8 x 84,866 = 678,928 bytes, under the estimate's 1 MiB
+                                                                         tp=2) + 101 * 32 * 83_623
+    # 4 pipeline stages: 8 layers per graph, a reading of 8 x 83,623 = 668,984 bytes, under the estimate's 1 MiB
     # floor, which each of the other 2 x 50 graphs takes instead
     staged = serve(ServeScenario(LLAMA, gpu="h100-sxm", pipeline_parallel=4, engine_version="0.24"))
-    assert staged.component("cuda_graphs") == 2 * pool + 678_928 + 2 * (51 - 1) * 2**20
+    assert staged.component("cuda_graphs") == 2 * pool + 668_984 + 2 * (51 - 1) * 2**20
     assert serve(ServeScenario(LLAMA, gpu="h100-sxm", enforce_eager=True)).component("cuda_graphs") == 0
 
 
@@ -282,25 +282,25 @@ def test_graph_estimate_constant_follows_from_its_logs():
     per layer once the pool terms are taken out. Adding such a log means re-deriving."""
     from validation import engines
     estimates = {e["record"]: e for e in engines.graph_estimates()}
-    assert engines.derive_estimate_constant(list(estimates.values())) == vllm.SAMPLED_GRAPH_BYTES == 84_866
-    # vllm-club3090-104-1 by hand: (0.88 - 0.8592) x 24 GiB (the catalog's RTX 3090) = 536,011,919 bytes; its pool
-    # terms are 92 MiB (96,468,992 bytes: warm-up and pool of a 512-token step at TP 2); 51 PIECEWISE + 35 FULL graphs
-    # are 51 + 35 - 2 + 1 = 85 readings of 64 layers
+    assert engines.derive_estimate_constant(list(estimates.values())) == vllm.SAMPLED_GRAPH_BYTES == 83_623
+    # vllm-club3090-104-1 by hand: (0.88 - 0.8592) x 25,286,672,384 bytes (the catalog's RTX 3090 CUDA total) =
+    # 525,962,786 bytes; its pool terms are 92 MiB (96,468,992 bytes: warm-up and pool of a 512-token step at TP 2);
+    # 51 PIECEWISE + 35 FULL graphs are 51 + 35 - 2 + 1 = 85 readings of 64 layers
     club = estimates["vllm-club3090-104-1"]
-    assert club["logged"] == round(0.0208 * 24 * GiB) == 536_011_919 and club["fixed"] == 96_468_992
+    assert club["logged"] == round(0.0208 * 25_286_672_384) == 525_962_786 and club["fixed"] == 96_468_992
     assert club["modes"] == (51, 35) and club["layers"] == 64 and club["tp"] == 2
-    assert int((536_011_919 - 96_468_992) / (85 * 64)) == 80_798 == int(club["implied"])
+    assert int((525_962_786 - 96_468_992) / (85 * 64)) == 78_951 == int(club["implied"])
     # the four, sorted; the median is the mean of the middle two (mlopsassign-1 and club3090-pr323-2)
     implied = sorted(int(e["implied"]) for e in estimates.values())
-    assert implied == [80_798, 82_738, 86_994, 288_274]
+    assert implied == [78_951, 82_738, 84_508, 288_274]
     middle = sorted(e["implied"] for e in estimates.values())[1:3]
-    assert int(sum(middle) / 2) == 84_866
-    # the estimate of that record under the constant: 96,468,992 + 85 x 64 x 84,866 = 558,140,032 bytes (0.5198 GiB,
-    # +4.1% on the logged 0.4992), where the capture's per-graph constants gave 1.70 GiB
-    assert vllm.profiled_estimate(96_468_992, (51, 35), 64) == 96_468_992 + 85 * 64 * 84_866 == 558_140_032
+    assert int(sum(middle) / 2) == 83_623
+    # the estimate of that record under the constant: 96,468,992 + 85 x 64 x 83,623 = 551,378,112 bytes (0.5135 GiB,
+    # +4.8% on the logged 0.4898), where the capture's per-graph constants gave 1.70 GiB
+    assert vllm.profiled_estimate(96_468_992, (51, 35), 64) == 96_468_992 + 85 * 64 * 83_623 == 551_378_112
     records = {r["id"]: r for r in json.loads(open("validation/engine_logs/vllm.json").read())["records"]}
     scenario, _ = engines._vllm_scenario(records["vllm-club3090-104-1"])
-    assert serve(scenario).component("cuda_graphs") == 558_140_032
+    assert serve(scenario).component("cuda_graphs") == 551_378_112
 
 
 def test_engine_validation_compares_the_budget_of_the_records_release():

@@ -7,11 +7,11 @@
 - `engine_bar`: one GPU as a serving engine divides it, a horizontal bar up to the engine's budget, with lines at
   the budget and at the GPU's memory.
 Every page colours a component the same way (`COMPONENT_STYLE`). Capacity lines sit at the memory a
-framework can allocate (`Gpu.memory_bytes`, e.g. 24 GiB = 25.8 GB on an "RTX 4090 24 GB"), as the GPU-fit
-table counts it, and say so in the page's unit ("RTX 4090 (25.8 GB usable)"). Labels sit inside the plot and
-never overlap; legends sit above the plot and x labels are wrapped, so that a chart keeps its width and stays
-readable on a 390 px phone. Labels may be user text (scenario names): they are HTML-escaped, since plotly renders
-a subset of HTML in labels.
+framework can allocate (`Gpu.memory_bytes`: CUDA's total where the catalog has it, 25.4 GB on an "RTX 4090
+24 GB"), as the GPU-fit table counts it, and say so in the page's unit ("RTX 4090 (25.4 GB usable)"). Labels sit
+inside the plot and never overlap; legends sit above the plot and x labels are wrapped, so that a chart keeps its
+width and stays readable on a 390 px phone. Labels may be user text (scenario names): they are HTML-escaped, since
+plotly renders a subset of HTML in labels.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class Capacity:
     chosen: bool = False  # the user's target GPU: drawn solid and dark
 
     def text(self, unit: str) -> str:
-        """What the line means, in the page's unit: 'RTX 4090 (25.8 GB usable)', 'RTX 4090 (24.0 GiB usable)'."""
+        """What the line means, in the page's unit: 'RTX 4090 (25.4 GB usable)', 'RTX 4090 (23.6 GiB usable)'."""
         return f"{self.label} ({in_unit(self.bytes, unit):,.1f} {unit} usable)"
 
 

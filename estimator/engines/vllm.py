@@ -171,13 +171,13 @@ ALLREDUCES_PER_LAYER = 2  # attention output and MLP / MoE output projections (r
 # (validation/engines.py derive_estimate_constant; `python -m validation engines --graphs` prints it): take out the
 # pool terms (the first reading's warm-up and pool, _graph_terms) and divide what is left by (graphs - modes + 1)
 # readings x layers; the median over the configurations, rounded down. The four of validation/engine_logs/vllm.json
-# (each rounded down): 80,798 (Qwen3.6-27B hybrid, TP 2 on RTX 3090s, vllm-club3090-104-1: (0.88 - 0.8592) x the
-# catalog's 24 GiB - 92 MiB of pool terms, over 85 readings x 64 layers), 82,738 (Qwen3-30B-A3B, v0.22.1 on an H100,
-# vllm-mlopsassign-1), 86,994 (Qwen3.6-35B-A3B hybrid, v0.22.0 on one RTX 3090, vllm-club3090-pr323-2), 288,274
-# (Qwen3-30B-A3B, a v0.26.1 source build with local changes on an A100, 7 + 5 graphs, vllm-autoscientists-1): the
-# mean of the middle two, 84,866.7, rounded down. The same TP-2 record implies no more per layer than the TP-1 ones,
-# so the reading has no all-reduce term (one TP > 1 record: not separable).
-SAMPLED_GRAPH_BYTES = 84_866
+# (each rounded down): 78,951 (Qwen3.6-27B hybrid, TP 2 on RTX 3090s, vllm-club3090-104-1: (0.88 - 0.8592) x the
+# catalog's RTX 3090 CUDA total (25,286,672,384 bytes) - 92 MiB of pool terms, over 85 readings x 64 layers), 82,738
+# (Qwen3-30B-A3B, v0.22.1 on an H100, vllm-mlopsassign-1), 84,508 (Qwen3.6-35B-A3B hybrid, v0.22.0 on one RTX 3090,
+# vllm-club3090-pr323-2), 288,274 (Qwen3-30B-A3B, a v0.26.1 source build with local changes on an A100, 7 + 5 graphs,
+# vllm-autoscientists-1): the mean of the middle two, 83,623.4, rounded down. The same TP-2 record implies no more per
+# layer than the TP-1 ones,
+SAMPLED_GRAPH_BYTES = 83_623
 CUDA_GRAPHS_PROFILED_SINCE = (0, 21)
 # "GPU KV cache size" was num_blocks // groups x block_size (v0.10.1, validation/engine_logs vllm-dennislee22-6);
 # it is int(max concurrency x max_model_len) in the v0.21-0.24 logs (club-3090 records) and the current source.

@@ -142,6 +142,26 @@ MODEL_NAMES = {
                                                  "quantization-aware-trained gemma-4-26B-A4B-it (above)"),
     "RedHatAI/Qwen3.6-35B-A3B-NVFP4": ("Qwen/Qwen3.6-35B-A3B", "Red Hat's NVFP4 quantization of Qwen3.6-35B-A3B "
                                        "(the record's weights column)"),
+    "Meta-Llama-3.1-8B-Instruct": ("meta-llama/Llama-3.1-8B", "Llama 3.1 8B Instruct, the catalog's "
+                                   "meta-llama/Llama-3.1-8B-Instruct alias: instruction tuning keeps the shapes"),
+    "Mixtral-8x7B-Instruct": ("mistralai/Mixtral-8x7B-v0.1", "Mixtral 8x7B Instruct is Mixtral 8x7B fine-tuned, same "
+                              "architecture (Jiang et al. 2024, arXiv:2401.04088, section 4)"),
+    "mlx-community/Qwen3-4B-Instruct-2507-4bit": ("Qwen/Qwen3-4B", "mlx-community's 4-bit conversion of "
+                                                  "Qwen3-4B-Instruct-2507, which the catalog reads as Qwen3-4B"),
+    "mlx-community/Qwen3-4B-Instruct-2507-8bit": ("Qwen/Qwen3-4B", "mlx-community's 8-bit conversion (above)"),
+    "mlx-community/Qwen3-30B-A3B-Instruct-2507-4bit": ("Qwen/Qwen3-30B-A3B", "mlx-community's 4-bit conversion of "
+                                                       "Qwen3-30B-A3B-Instruct-2507, which the catalog reads as "
+                                                       "Qwen3-30B-A3B"),
+    "mlx-community/Qwen3-30B-A3B-Instruct-2507-8bit": ("Qwen/Qwen3-30B-A3B", "mlx-community's 8-bit conversion "
+                                                       "(above)"),
+    "Qwen3-8B-4bit": ("Qwen/Qwen3-8B", "an MLX 4-bit conversion of Qwen3-8B (itsmostafa/inference-speed-tests names "
+                      "the repository's last path part; its README loads mlx-community/Qwen3-8B-4bit)"),
+    "gpt-oss-20b-MXFP4-Q8": ("openai/gpt-oss-20b", "an MLX conversion of gpt-oss-20b keeping the MXFP4 experts, the "
+                             "other weights 8-bit"),
+    "gpt-oss-120b-MXFP4-Q8": ("openai/gpt-oss-120b", "an MLX conversion of gpt-oss-120b keeping the MXFP4 experts, "
+                              "the other weights 8-bit"),
+    "gemma-4-26b-a4b-it-4bit": ("google/gemma-4-26B-A4B", "an MLX 4-bit conversion of Gemma 4 26B-A4B instruct "
+                                "(google/gemma-4-26B-A4B-it, above)"),
     "Llama 3.1 405B FP8 (checkpoint not named)": ("meta-llama/Llama-3.1-405B-Instruct", "every Llama 3.1 405B FP8 "
                                                   "checkpoint quantizes the same architecture; which one the source "
                                                   "ran changes only the few layers kept in 16-bit"),
@@ -163,6 +183,9 @@ GPU_NAMES = {
                         "say 'A100 SXM 80GB'): both SXM A100s have 312 dense BF16 TFLOPs, and the record is a "
                         "compute-bound prefill, where the 40 GB part's 1,555 GB/s (2,039) moves only the weight "
                         "read"),
+    "Apple M4 Max 64GB": ("m4-max-128gb", "the 64 GB M4 Max is sold only with the 16-core CPU / 40-core GPU, the "
+                          "chip of m4-max-128gb (546 GB/s, the same GPU cores and clock); the memory size enters no "
+                          "speed estimate"),
 }
 AMBIGUOUS_GPUS = {
     "H100": "H100 PCIe, SXM or NVL not stated (756 / 989 / 835 dense BF16 TFLOPs)",
@@ -174,7 +197,9 @@ AMBIGUOUS_GPUS = {
 # 64 a 16-bit scale and a 16-bit bias (mlx.core.quantize, mode "affine"): 4 + 32/64 = 4.5 bits a weight, the bytes
 # of int4-g32 (4 + 16/32). MLX also quantizes the embedding and lm_head that int4-g32 keeps 16-bit: the estimate
 # reads ~1.5 GB more of a 70B's ~40 GB (a few % slower).
-WEIGHT_WORDS = {"mlx-4bit": "int4-g32"}
+# MLX 8-bit (q_bits 8, group 64) stores 8 + 32/64 = 8.5 bits a weight; read as int8, the other weight-only 8-bit
+# format (the GEMM dequantises, as MLX's affine kernels do): the estimate reads ~6% fewer bytes.
+WEIGHT_WORDS = {"mlx-4bit": "int4-g32", "mlx-8bit": "int8"}
 # The sources' training setups, by record id prefix (a run's tokens/s and MFU rows share it): (technique,
 # activation checkpointing, why). A record of another setup, or whose setup the source does not state, is skipped
 # with the reason of TRAINING_UNREAD (or the generic one).

@@ -117,11 +117,16 @@ def link_kind(link_name: str | None) -> str:
 # gives 2.6 TFLOPs for the 8-core M1 GPU (https://www.apple.com/newsroom/2020/11/apple-unleashes-m1/), i.e. 8 x 128
 # x 2 x 1.278 GHz; the 7-core M1 runs the same cores at the same clock, and M1 Max's 32 cores at 1.296 GHz
 # (https://en.wikipedia.org/wiki/Apple_M1, GPU table: 10.4 FP32 TFLOPs as Apple quoted it). The M3 Max 40-core with
-# 64 GB is the chip of m3-max-128gb. Used only where the catalog records no TFLOPs; a chip without an entry here has
-# no compute peak, so its prefill is not estimated against a FLOPs roofline.
+# 64 GB is the chip of m3-max-128gb. An M3 Ultra is two M3 Max dies joined by UltraFusion (Apple, 2025-03-05, quoted
+# at https://mjtsai.com/blog/2025/03/05/apple-m3-ultra/: "links two M3 Max dies"), so its 80 (60) cores run at the M3
+# Max's 1398 MHz. M5 GPUs are left out: each core has a neural accelerator for matrix products that this count does not
+# see. Used only where the catalog records no TFLOPs; a chip without an entry here has no compute peak, so its prefill
+# is not estimated against a FLOPs roofline.
 APPLE_FP16_TFLOPS = {"m2-ultra-192gb": 76 * 128 * 2 * 1.398e9 / TFLOP, "m3-max-128gb": 40 * 128 * 2 * 1.398e9 / TFLOP,
                      "m3-max-40c-64gb": 40 * 128 * 2 * 1.398e9 / TFLOP, "m4-max-128gb": 40 * 128 * 2 * 1.678e9 / TFLOP,
-                     "m1-7c-8gb": 7 * 128 * 2 * 1.278e9 / TFLOP, "m1-max-32c-64gb": 32 * 128 * 2 * 1.296e9 / TFLOP}
+                     "m1-7c-8gb": 7 * 128 * 2 * 1.278e9 / TFLOP, "m1-max-32c-64gb": 32 * 128 * 2 * 1.296e9 / TFLOP,
+                     **{f"m3-ultra-{cores}c-{memory}gb": cores * 128 * 2 * 1.398e9 / TFLOP
+                        for cores, memory in ((60, 96), (60, 256), (80, 256), (80, 512))}}
 
 # Formats whose GEMMs run on FP8 / INT8 tensor cores when the GPU has them (W8A8: vLLM quantization/fp8.py
 # Fp8LinearMethod uses cutlass_scaled_mm on sm89+; w8a8-int8 compressed-tensors). Every other format is measured

@@ -187,6 +187,10 @@ def test_attention_runs_at_the_16_bit_peak_under_fp8_weights():
 
 def test_apple_peak_is_shaders_times_two_times_clock():
     assert speed.peaks(catalog.gpu("m2-ultra-192gb"), "bf16").flops == pytest.approx(76 * 128 * 2 * 1.398e9)
+    # an M3 Ultra is two M3 Max dies: 80 cores at the M3 Max's 1398 MHz, 28.6 TFLOPs; no entry for an M5 (its cores'
+    # neural accelerators are not in the count), so no compute peak
+    assert speed.peaks(catalog.gpu("m3-ultra-80c-512gb"), "bf16").flops == pytest.approx(28.63e12, rel=1e-3)
+    assert speed.peaks(catalog.gpu("m5-max-40c-128gb"), "bf16").flops is None
 
 
 def test_decode_throughput_grows_with_concurrency_and_per_sequence_speed_falls():

@@ -201,9 +201,10 @@ def kernel_kind(format_id: str, g: Gpu) -> str:
 def prefill_kernel_kind(a: Architecture, format_id: str, g: Gpu) -> str:
     """The kernels a prompt's forward spends its FLOPs in, by mechanism (a GEMM there has thousands of rows, where a
     decode step's has a few, so the kinds differ from `kernel_kind`'s):
-    'moe' for a mixture of experts in any format: its expert FLOPs run as grouped GEMMs of about tokens x k / E rows
-    an expert, behind the routing's sort and gather (vLLM / SGLang fused_moe: moe_align_block_size, then one Triton
-    or Marlin kernel over every expert; llama.cpp's MUL_MAT_ID), not as one dense GEMM;
+    'moe' for a mixture of experts: its expert FLOPs run as grouped GEMMs of about tokens x k / E rows an expert,
+    behind the routing's sort and gather (vLLM / SGLang fused_moe: moe_align_block_size, then one Triton or Marlin
+    kernel over every expert; llama.cpp's MUL_MAT_ID), not as one dense GEMM; 'moe-fp8' where the experts are FP8
+    on FP8 tensor cores (block-scaled FP8 grouped GEMMs, another kernel, as 'fp8' is for dense layers);
     '16-bit' for a dense model's weight-only format (AWQ, GPTQ, int4 / int8, bitsandbytes: `scope` 'linear' without
     FP8 / INT8 activations): at prefill's rows the dequantisation is amortised and the product runs on the 16-bit
     tensor cores (vLLM's AWQ dequantises the whole matrix and calls torch.matmul from 256 tokens,
@@ -212,7 +213,7 @@ def prefill_kernel_kind(a: Architecture, format_id: str, g: Gpu) -> str:
     arXiv:2408.11743);
     `kernel_kind` otherwise (16-bit, FP8 on FP8 tensor cores, GGUF's and MXFP4's own kernels)."""
     if a.is_moe:
-        return "moe"
+        return "moe-fp8" if kernel_kind(format_id, g) == "fp8" else "moe"
     if format_id in WEIGHT_ONLY_FORMATS:
         return "16-bit"
     return kernel_kind(format_id, g)

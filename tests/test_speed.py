@@ -145,7 +145,10 @@ def test_a_prompts_forward_has_its_own_kernel_kinds():
                                                                      "fp8", "q4_k_m", "nvfp4")] == \
         ["16-bit", "16-bit", "16-bit", "16-bit", "16-bit", "fp8", "quantized", "quantized"]
     assert {speed.prefill_kernel_kind(m, f, h100) for m in (MIXTRAL, qwen3_moe)
-            for f in ("bf16", "fp8", "awq-4bit", "mxfp4")} == {"moe"}
+            for f in ("bf16", "awq-4bit", "mxfp4")} == {"moe"}
+    # FP8 experts on FP8 tensor cores run block-scaled FP8 grouped GEMMs, their own kind (Marlin's on an A100)
+    assert speed.prefill_kernel_kind(qwen3_moe, "fp8-block", h100) == "moe-fp8"
+    assert speed.prefill_kernel_kind(qwen3_moe, "fp8-block", catalog.gpu("a100-80gb-sxm")) == "moe"
     assert speed.kernel_kind("awq-4bit", h100) == "quantized"  # decode: 4-bit bytes, dequantised inside the GEMV
     # an AWQ prompt on an A100 under vLLM takes the efficiency of vLLM's 16-bit prompts, not of its MoE ones
     a100 = catalog.gpu("a100-80gb-sxm")

@@ -142,6 +142,13 @@ MODEL_NAMES = {
                                                  "quantization-aware-trained gemma-4-26B-A4B-it (above)"),
     "RedHatAI/Qwen3.6-35B-A3B-NVFP4": ("Qwen/Qwen3.6-35B-A3B", "Red Hat's NVFP4 quantization of Qwen3.6-35B-A3B "
                                        "(the record's weights column)"),
+    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-FP8": ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "NVIDIA's FP8 release of "
+                                                  "Nemotron 3 Nano 30B-A3B: the BF16 model's architecture, its weights "
+                                                  "stored in FP8 (the record's weights column)"),
+    "Qwen/Qwen2.5-7B-Instruct-AWQ": ("Qwen/Qwen2.5-7B", "Qwen's own AWQ 4-bit release of Qwen2.5-7B-Instruct (the "
+                                     "record's weights column)"),
+    "cognitivecomputations/Qwen3-30B-A3B-AWQ": ("Qwen/Qwen3-30B-A3B", "an AWQ 4-bit quantization of Qwen3-30B-A3B (the "
+                                                "record's weights column)"),
     "Llama 3.1 405B FP8 (checkpoint not named)": ("meta-llama/Llama-3.1-405B-Instruct", "every Llama 3.1 405B FP8 "
                                                   "checkpoint quantizes the same architecture; which one the source "
                                                   "ran changes only the few layers kept in 16-bit"),
@@ -159,6 +166,9 @@ GPU_NAMES = {
     "A100 80GB": ("a100-80gb-sxm", "form factor not stated; both A100 80GB have 312 dense BF16 TFLOPs and 2,039 "
                   "(SXM) vs 1,935 GB/s (PCIe): SXM, the multi-GPU server part, and at most 5% on a decode estimate"),
     "A100 80G": ("a100-80gb-sxm", "as 'A100 80GB'"),
+    "A100 40GB": ("a100-40gb-sxm", "form factor not stated (inference-bench's Modal 'A100' / 'A100-40GB'); the catalog's "
+                  "SXM and PCIe 40 GB parts have the same 1,555 GB/s and 312 dense BF16 TFLOPs, so the estimate does not depend "
+                  "on which"),
     "NVIDIA A100 SXM": ("a100-80gb-sxm", "memory size not stated (GPUStack's Qwen3-14B page; its other A100 pages "
                         "say 'A100 SXM 80GB'): both SXM A100s have 312 dense BF16 TFLOPs, and the record is a "
                         "compute-bound prefill, where the 40 GB part's 1,555 GB/s (2,039) moves only the weight "

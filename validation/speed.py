@@ -113,6 +113,9 @@ MODEL_NAMES = {
     "Qwen/Qwen3-14B-AWQ": ("Qwen/Qwen3-14B", "Qwen's own AWQ 4-bit release of Qwen3-14B"),
     "Qwen/Qwen3-14B-FP8": ("Qwen/Qwen3-14B", "Qwen's own FP8 release of Qwen3-14B (block-wise FP8, the record's "
                            "weights column)"),
+    "Qwen/Qwen3-4B-Instruct-2507": ("Qwen/Qwen3-4B", "the July 2025 instruct update of Qwen3-4B: its model card "
+                                    "gives the same shapes (36 layers, 32 query / 8 KV heads, 4.0B parameters); "
+                                    "the native context grows to 262,144"),
     "Qwen/Qwen3-235B-A22B-Instruct-2507": ("Qwen/Qwen3-235B-A22B", "the July 2025 instruct update of "
                                            "Qwen3-235B-A22B: its model card gives the same shapes (94 layers, 64 "
                                            "query / 4 KV heads, 128 experts, 8 activated); the native context "

@@ -113,6 +113,9 @@ MODEL_NAMES = {
     "Qwen/Qwen3-14B-AWQ": ("Qwen/Qwen3-14B", "Qwen's own AWQ 4-bit release of Qwen3-14B"),
     "Qwen/Qwen3-14B-FP8": ("Qwen/Qwen3-14B", "Qwen's own FP8 release of Qwen3-14B (block-wise FP8, the record's "
                            "weights column)"),
+    "Qwen/Qwen3-4B-Instruct-2507": ("Qwen/Qwen3-4B", "the July 2025 instruct update of Qwen3-4B: its model card "
+                                    "gives the same shapes (36 layers, 32 query / 8 KV heads, 4.0B parameters); "
+                                    "the native context grows to 262,144"),
     "Qwen/Qwen3-235B-A22B-Instruct-2507": ("Qwen/Qwen3-235B-A22B", "the July 2025 instruct update of "
                                            "Qwen3-235B-A22B: its model card gives the same shapes (94 layers, 64 "
                                            "query / 4 KV heads, 128 experts, 8 activated); the native context "
@@ -162,6 +165,14 @@ MODEL_NAMES = {
                               "the other weights 8-bit"),
     "gemma-4-26b-a4b-it-4bit": ("google/gemma-4-26B-A4B", "an MLX 4-bit conversion of Gemma 4 26B-A4B instruct "
                                 "(google/gemma-4-26B-A4B-it, above)"),
+    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-FP8": ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+                                                  "NVIDIA's FP8 release of Nemotron 3 Nano 30B-A3B: the BF16 model's "
+                                                  "architecture, its weights stored in FP8 (the record's weights "
+                                                  "column)"),
+    "Qwen/Qwen2.5-7B-Instruct-AWQ": ("Qwen/Qwen2.5-7B", "Qwen's own AWQ 4-bit release of Qwen2.5-7B-Instruct (the "
+                                     "record's weights column)"),
+    "cognitivecomputations/Qwen3-30B-A3B-AWQ": ("Qwen/Qwen3-30B-A3B", "an AWQ 4-bit quantization of Qwen3-30B-A3B (the "
+                                                "record's weights column)"),
     "Llama 3.1 405B FP8 (checkpoint not named)": ("meta-llama/Llama-3.1-405B-Instruct", "every Llama 3.1 405B FP8 "
                                                   "checkpoint quantizes the same architecture; which one the source "
                                                   "ran changes only the few layers kept in 16-bit"),
@@ -179,6 +190,9 @@ GPU_NAMES = {
     "A100 80GB": ("a100-80gb-sxm", "form factor not stated; both A100 80GB have 312 dense BF16 TFLOPs and 2,039 "
                   "(SXM) vs 1,935 GB/s (PCIe): SXM, the multi-GPU server part, and at most 5% on a decode estimate"),
     "A100 80G": ("a100-80gb-sxm", "as 'A100 80GB'"),
+    "A100 40GB": ("a100-40gb-sxm", "form factor not stated (inference-bench's Modal 'A100' / 'A100-40GB'); the "
+                  "catalog's SXM and PCIe 40 GB parts have the same 1,555 GB/s and 312 dense BF16 TFLOPs, so the "
+                  "estimate does not depend on which"),
     "NVIDIA A100 SXM": ("a100-80gb-sxm", "memory size not stated (GPUStack's Qwen3-14B page; its other A100 pages "
                         "say 'A100 SXM 80GB'): both SXM A100s have 312 dense BF16 TFLOPs, and the record is a "
                         "compute-bound prefill, where the 40 GB part's 1,555 GB/s (2,039) moves only the weight "

@@ -88,11 +88,13 @@ def test_the_speed_scatter_plots_rates_one_colour_per_engine_one_marker_per_phas
 
     rows = speed_validation.load_results()
     fig = charts.speed_scatter(rows)
-    points = [t for t in fig.data if t.mode == "markers"]
+    points = [t for t in fig.data if t.mode == "markers" and t.showlegend is False]  # the data, one per phase
+    legend = [t.name for t in fig.data if t.mode == "markers" and t.showlegend is not False]  # one per engine
     rates = [r for r in rows if not r["skip"] and r["metric"] not in ("ttft_ms", "tpot_ms", "train_mfu")]
     assert sum(len(t.x) for t in points) == len(rates) < len([r for r in rows if not r["skip"]])
+    assert legend == sorted({r["engine"] for r in rates})
     colours = {t.name.split(" ")[0]: t.marker.color for t in points}
-    assert len(set(colours.values())) == len(colours)  # each engine its own colour
+    assert len(set(colours.values())) == len(colours) == len(legend)  # each engine its own colour
     assert {t.marker.symbol[0].removesuffix("-open") for t in points if t.name.endswith("prefill")} == {"square"}
 
 

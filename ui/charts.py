@@ -343,15 +343,20 @@ def speed_scatter(rows: list[dict]) -> go.Figure:
     fig = go.Figure()
     shown = [r for r in rows if not r["skip"] and r.get("metric") not in NOT_RATES]
     engines = sorted({r["engine"] for r in shown})
+    colour = {engine: ROW_COLOURS[i % len(ROW_COLOURS)] for i, engine in enumerate(engines)}
+    for engine in engines:  # the legend names the engines (colours); the caption says which marker is which phase
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=html.escape(engine), legendgroup=engine,
+                                 marker=dict(size=9, color=colour[engine], symbol="circle"), hoverinfo="skip"))
     for group in sorted({(r["engine"], r["phase"]) for r in shown}):
         points = [r for r in shown if (r["engine"], r["phase"]) == group]
         symbol = PHASE_SYMBOLS.get(group[1], "circle")
         fig.add_trace(go.Scatter(
             x=[float(r["measured"]) for r in points], y=[float(r["estimated"]) for r in points], mode="markers",
             name=html.escape(f"{group[0]} {group[1]}"), text=[html.escape(r["id"]) for r in points],
-            marker=dict(size=9, color=ROW_COLOURS[engines.index(group[0]) % len(ROW_COLOURS)],
+            legendgroup=group[0], showlegend=False,
+            marker=dict(size=9, color=colour[group[0]],
                         symbol=[f"{symbol}-open" if r["held_out"] == "True" else symbol for r in points]),
-            hovertemplate="%{text}<br>measured %{x:,.1f}<br>estimated %{y:,.1f}<extra></extra>"))
+            hovertemplate="%{text}<br>%{fullData.name}<br>measured %{x:,.1f}<br>estimated %{y:,.1f}<extra></extra>"))
     if shown:
         values = [float(r[k]) for r in shown for k in ("measured", "estimated")]
         low, high = min(values) / 1.5, max(values) * 1.5

@@ -76,6 +76,30 @@ def test_before_0_11_the_profiling_sampler_keeps_only_the_logits():
     assert r.component("activations") == max(sampler, forward) == forward
 
 
+def test_the_sampler_the_log_names_decides_the_sort():
+    """TopKTopPSampler sorts the dummy run's logits on PyTorch's path and not on FlashInfer's; the start-up log says
+    which ran. Qwen3-30B-A3B on an H100 at v0.10.2 with PyTorch's sampler (vllm-kolyangg-1's log: 'Falling back to the
+    PyTorch-native implementation'): 1,024 requests x 151,936 logits x 38 bytes = 5,912,133,632 bytes, where 'auto'
+    (before 0.11: no sort) keeps 6 bytes a logit next to the forward's output. From 0.11 'auto' sorts, and FlashInfer's
+    sampler (the log: 'Using FlashInfer for top-p & top-k sampling') does not."""
+    qwen = est.model("Qwen/Qwen3-30B-A3B").architecture
+    pytorch = serve(ServeScenario(qwen, gpu="h100-sxm", max_model_len=6144, engine_version="0.10.2",
+                                  sampler="pytorch"))
+    auto = serve(ServeScenario(qwen, gpu="h100-sxm", max_model_len=6144, engine_version="0.10.2"))
+    assert 38 * 1024 * 151_936 == 5_912_133_632
+    assert pytorch.component("activations") == 2 * 8192 * 2048 + 5_912_133_632
+    assert auto.component("activations") == max(2 * 8192 * 2048 + 6 * 1024 * 151_936,
+                                                inference_layer_peak(qwen, 1, 8192, 8192, flash_attention=True))
+    assert pytorch.component("kv_cache") < auto.component("kv_cache")
+    new = serve(ServeScenario(qwen, gpu="h100-sxm", max_model_len=6144, engine_version="0.11"))
+    flashinfer = serve(ServeScenario(qwen, gpu="h100-sxm", max_model_len=6144, engine_version="0.11",
+                                     sampler="flashinfer"))
+    assert new.component("activations") == 2 * 8192 * 2048 + 5_912_133_632
+    assert flashinfer.component("activations") == auto.component("activations")
+    with pytest.raises(ValueError, match="sampler"):
+        ServeScenario(qwen, sampler="cuda")
+
+
 def test_tensor_parallel_splits_weights_and_kv_heads():
     one = serve(ServeScenario(LLAMA, gpu="h100-sxm", engine_version="0.11"))
     two = serve(ServeScenario(LLAMA, gpu="h100-sxm", tensor_parallel=2, engine_version="0.11"))

@@ -72,6 +72,18 @@ def _era(record: dict) -> str:
     return "v1"
 
 
+# The line vLLM's TopKTopPSampler logs at start-up names the sampler that ran (vllm/v1/sample/ops/topk_topp_sampler.py):
+# the record's `sampler` input where its excerpt holds one.
+SAMPLER_LINES = (("Using FlashInfer for top-p & top-k sampling", "flashinfer"),
+                 ("Falling back to the PyTorch-native implementation of top-p & top-k sampling", "pytorch"))
+
+
+def logged_sampler(record: dict) -> str:
+    """'flashinfer' / 'pytorch' where the record's log says which top-k / top-p sampler ran, else ''."""
+    excerpt = str(record.get("excerpt") or "")
+    return next((sampler for line, sampler in SAMPLER_LINES if line in excerpt), "")
+
+
 def _vllm_scenario(record: dict) -> tuple[ServeScenario | None, str]:
     """The scenario of a vLLM record, or None and why it cannot be compared."""
     name = record.get("catalog_model") or record.get("model")
@@ -94,6 +106,9 @@ def _vllm_scenario(record: dict) -> tuple[ServeScenario | None, str]:
     speculative = re.search(r"mtp.*num_speculative_tokens\D*(\d+)", str(settings.get("speculative", "")))
     if speculative:
         fields["speculative_tokens"] = int(speculative.group(1))
+    sampler = logged_sampler(record)
+    if sampler:
+        fields["sampler"] = sampler
     words = str(record.get("weights") or "").lower().split()
     weights = WEIGHTS_FORMATS.get(words[0] if words else "")
     if weights and weights != "checkpoint" and not (model.architecture.checkpoint and

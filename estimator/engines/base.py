@@ -124,6 +124,11 @@ class ServeScenario:
         "MTP speculative tokens", 0, link="spec", flag="--num-speculative-tokens", low=0, high=16,
         help="vLLM speculative decoding with the checkpoint's own multi-token-prediction layers "
              "(--speculative-config '{\"method\": \"mtp\", ...}'): draft tokens per step; 0 = off."))
+    sampler: str = declare(Input(
+        "Top-k / top-p sampler", "auto", link="sampler", flag="--sampler", choices=("auto", "flashinfer", "pytorch"),
+        help="vLLM: which top-k / top-p sampler ran (its start-up log says: 'Using FlashInfer for top-p & top-k "
+             "sampling' or 'Falling back to the PyTorch-native implementation'); PyTorch's sorts the logits of its "
+             "profiling run; auto = the release's usual one."))
     engine_version: str = declare(Input(
         "Engine version", "", link="ver", flag="--engine-version", text=canonical_version,
         help="The release whose accounting and defaults apply (e.g. 0.11.0); empty = the newest modelled."))

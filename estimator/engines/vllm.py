@@ -59,7 +59,11 @@ MAMBA_BLOCK_ALIGN = 16  # HybridAttentionMambaModelConfig: attention blocks grow
 SAMPLER_BYTES_PER_LOGIT = 2 + 4 + 4 + 8 + 8 + 4 + 8
 # Before that, the dummy sampler run kept only the logits, 16-bit and their fp32 copy: the v0.10.1 A100 records
 # (vllm-dennislee22-*) leave 0.5 GiB for the whole profiling peak and non-torch memory where top-k / top-p sorting
-# over 256 requests would take 1.4 GiB. The llm-d profiles, from v0.11 on, show the sort.
+# over 256 requests would take 1.4 GiB. The llm-d profiles, from v0.11 on, show the sort. Which sampler runs is
+# TopKTopPSampler's choice (vllm/v1/sample/ops/topk_topp_sampler.py at 01fa3fe74b05, __init__: forward_cuda, FlashInfer,
+# no sort, when flashinfer_sampler_supported(); else forward_native, the sort), and the start-up log says which
+# ("Using FlashInfer for top-p & top-k sampling" / "Falling back to the PyTorch-native implementation"): the
+# scenario's `sampler` input ('auto': the sort from SAMPLER_SORTS_SINCE, read from the two sets of records above).
 GREEDY_SAMPLER_BYTES_PER_LOGIT = 2 + 4
 SAMPLER_SORTS_SINCE = (0, 11)
 
@@ -413,7 +417,7 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
     forward = _forward_peak(a, batched, tp)
     requests = min(max_seqs, batched)
     v2 = v2_runner(s)
-    sorts = at_least(s, *SAMPLER_SORTS_SINCE) and not v2
+    sorts = not v2 and (s.sampler == "pytorch" or s.sampler == "auto" and at_least(s, *SAMPLER_SORTS_SINCE))
     per_logit = SAMPLER_BYTES_PER_LOGIT if sorts else GREEDY_SAMPLER_BYTES_PER_LOGIT
     sampler = BF16_BYTES * batched * a.hidden_size + per_logit * requests * a.vocab_size
     activations = max(forward, sampler)

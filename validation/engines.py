@@ -511,33 +511,53 @@ def compare_ollama(record: dict) -> list[dict]:
 
 # ---- vLLM CUDA-graph constants ------------------------------------------------------------------------------
 
-def graph_captures(records: list[dict] | None = None) -> list[dict]:
-    """Every V1 start-up whose log gives the CUDA-graph capture ("Graph capturing finished in N secs, took X GiB", or
-    the summary line's CUDAGraph memory, when positive): the terms read from vLLM's source for it
-    (vllm.cuda_graph_terms: the pool of the largest size, the graphs per mode, the layers a graph spans) and the
-    bytes per layer and graph the log leaves once those are taken out. `config` groups start-ups that differ only in
-    what the capture does not see (utilization, max_model_len): one value per configuration."""
+def _graph_records(records: list[dict] | None, keep) -> list[tuple[dict, ServeScenario, dict]]:
+    """The V1 records `keep(record, scenario)` accepts, each with its scenario and the CUDA-graph terms vLLM's source
+    gives for it (vllm.cuda_graph_terms: the pool of the largest size, the graphs per mode, the layers a graph spans)
+    and `config`, which groups start-ups that differ only in what the graphs do not see (utilization,
+    max_model_len): one value per configuration."""
     if records is None:
         records = json.loads((LOGS / "vllm.json").read_text())["records"]
-    captures = []
+    out = []
     for record in records:
-        logged = (record.get("logged") or {}).get("cuda_graph_gib")
-        if not logged or logged <= 0 or _era(record) != "v1":
+        if _era(record) != "v1":
             continue
         s, _ = _vllm_scenario(record)
-        if s is None or s.enforce_eager:
+        if s is None or not keep(record, s):
             continue
         max_seqs, batched, _ = vllm_engine.resolved_defaults(s)
         fixed, modes, layers = vllm_engine.cuda_graph_terms(s, max_seqs, batched)
-        captured = round(logged * GiB)
-        captures.append({
-            "record": record["id"], "model": record.get("catalog_model"), "gpu": (record.get("gpu") or {}).get("name"),
-            "version": s.engine_version, "tp": s.tensor_parallel, "moe": s.model.is_moe, "logged": captured,
-            "fixed": fixed, "modes": modes, "layers": layers,
-            "config": (record.get("catalog_model"), (record.get("gpu") or {}).get("name"), s.engine_version,
-                       s.tensor_parallel, s.pipeline_parallel, modes, fixed),
-            "implied": (captured - fixed) / (sum(modes) * layers)})
+        gpu = (record.get("gpu") or {}).get("name")
+        out.append((record, s, {
+            "record": record["id"], "model": record.get("catalog_model"), "gpu": gpu, "version": s.engine_version,
+            "tp": s.tensor_parallel, "moe": s.model.is_moe, "fixed": fixed, "modes": modes, "layers": layers,
+            "config": (record.get("catalog_model"), gpu, s.engine_version, s.tensor_parallel, s.pipeline_parallel,
+                       modes, fixed)}))
+    return out
+
+
+def graph_captures(records: list[dict] | None = None) -> list[dict]:
+    """Every V1 start-up whose log gives the CUDA-graph capture ("Graph capturing finished in N secs, took X GiB", or
+    the summary line's CUDAGraph memory, when positive), with its graph terms (`_graph_records`) and the bytes per
+    layer and graph the log leaves once those are taken out."""
+    def logged(record: dict) -> float:
+        return (record.get("logged") or {}).get("cuda_graph_gib") or 0
+
+    captures = []
+    for record, _, c in _graph_records(records, lambda r, s: logged(r) > 0 and not s.enforce_eager):
+        c["logged"] = round(logged(record) * GiB)
+        c["implied"] = (c["logged"] - c["fixed"]) / (sum(c["modes"]) * c["layers"])
+        captures.append(c)
     return captures
+
+
+def _per_config(items: list[dict], leave_out: tuple | None) -> list[tuple[int, float]]:
+    """(TP, mean implied bytes) per configuration of `items`, without the `leave_out` one (leave-one-out)."""
+    configs: dict = {}
+    for item in items:
+        if item["config"] != leave_out:
+            configs.setdefault(item["config"], []).append(item)
+    return [(group[0]["tp"], statistics.mean(i["implied"] for i in group)) for group in configs.values()]
 
 
 def derive_graph_constants(captures: list[dict], leave_out: tuple | None = None) -> tuple[int, int]:
@@ -545,11 +565,7 @@ def derive_graph_constants(captures: list[dict], leave_out: tuple | None = None)
     one-GPU configurations of the bytes per layer and graph their captures leave; then, given that, the median over
     the tensor-parallel configurations of what is left per captured all-reduce (two a layer); both rounded down to
     whole bytes. `leave_out` drops one configuration (leave-one-out)."""
-    configs: dict = {}
-    for c in captures:
-        if c["config"] != leave_out:
-            configs.setdefault(c["config"], []).append(c)
-    per_config = [(group[0]["tp"], statistics.mean(c["implied"] for c in group)) for group in configs.values()]
+    per_config = _per_config(captures, leave_out)
     layer = int(statistics.median(v for tp, v in per_config if tp == 1))
     reduces = [(v - layer) / vllm_engine.ALLREDUCES_PER_LAYER for tp, v in per_config if tp > 1]
     return layer, int(statistics.median(reduces)) if reduces else 0
@@ -563,70 +579,61 @@ def predicted_capture(c: dict, constants: tuple[int, int]) -> int:
 def graph_estimates(records: list[dict] | None = None) -> list[dict]:
     """Every V1 start-up whose log gives profile_cudagraph_memory's estimate (gpu_worker.py: "The current
     --gpu-memory-utilization=U is equivalent to --gpu-memory-utilization=E", E = round(U - estimate / total, 4)), in
-    a release that budgets it: the estimate, (U - E) x the GPU's total as compare_vllm reads it, with the terms the
-    source gives (vllm.cuda_graph_terms) and the bytes per layer each reading of one graph leaves once the pool terms
-    are taken out: the estimate is the pool terms + (graphs - modes + 1) readings (vllm.profiled_estimate)."""
-    if records is None:
-        records = json.loads((LOGS / "vllm.json").read_text())["records"]
+    a release that budgets it: the estimate, (U - E) x the GPU's total as compare_vllm reads it, with its graph terms
+    (`_graph_records`) and the bytes per layer each reading of one graph leaves once the pool terms are taken out:
+    the estimate is the pool terms + (graphs - modes + 1) readings (vllm.profiled_estimate)."""
     estimates = []
-    for record in records:
-        logged = record.get("logged") or {}
-        if "cuda_graph_util_equivalent" not in logged or _era(record) != "v1":
-            continue
-        s, _ = _vllm_scenario(record)
-        if s is None or not vllm_engine.graphs_budgeted(s):
-            continue
+    for record, s, e in _graph_records(records, lambda r, s: "cuda_graph_util_equivalent" in (r.get("logged") or {})
+                                       and vllm_engine.graphs_budgeted(s)):
+        logged = record["logged"]
         total = logged.get("total_gpu_memory_gib") or (record.get("gpu") or {}).get("total_gib_logged")
         gpu_bytes = vllm_engine.estimate(s, total_bytes=round(total * GiB) if total else None).gpu_bytes
         current, equivalent = logged["cuda_graph_util_equivalent"]
-        max_seqs, batched, _ = vllm_engine.resolved_defaults(s)
-        fixed, modes, layers = vllm_engine.cuda_graph_terms(s, max_seqs, batched)
-        estimate = round((current - equivalent) * gpu_bytes)
-        readings = sum(modes) - len(modes) + 1
-        estimates.append({
-            "record": record["id"], "model": record.get("catalog_model"), "version": s.engine_version,
-            "tp": s.tensor_parallel, "moe": s.model.is_moe, "logged": estimate, "fixed": fixed, "modes": modes,
-            "layers": layers,
-            "config": (record.get("catalog_model"), (record.get("gpu") or {}).get("name"), s.engine_version,
-                       s.tensor_parallel, s.pipeline_parallel, modes, fixed),
-            "implied": (estimate - fixed) / (readings * layers)})
+        e["logged"] = round((current - equivalent) * gpu_bytes)
+        e["implied"] = (e["logged"] - e["fixed"]) / ((sum(e["modes"]) - len(e["modes"]) + 1) * e["layers"])
+        estimates.append(e)
     return estimates
 
 
 def derive_estimate_constant(estimates: list[dict], leave_out: tuple | None = None) -> int:
     """SAMPLED_GRAPH_BYTES by the rule in estimator/engines/vllm.py: the median over the configurations of the bytes
     per layer each reading leaves, rounded down to whole bytes; `leave_out` drops one configuration."""
-    configs: dict = {}
-    for e in estimates:
-        if e["config"] != leave_out:
-            configs.setdefault(e["config"], []).append(e["implied"])
-    return int(statistics.median(statistics.mean(v) for v in configs.values()))
+    return int(statistics.median(v for _, v in _per_config(estimates, leave_out)))
+
+
+def _derivation_table(items: list[dict], predict, derive, logged: str, per: str, digits: int) -> tuple[list[str], str]:
+    """Markdown rows of `items` (captures or estimates), each with its error under the constants `derive(items)` and
+    under those derived without its configuration (`predict(item, constants)`), and the line of median errors."""
+    constants = derive(items)
+    lines = ["| record | model | TP | version | graphs (PIECEWISE + FULL) | layers | pool terms (MiB) | "
+             f"{logged} (GiB) | bytes per layer and {per} | error | held out |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    fit, held = [], []
+    for i in items:
+        error = (predict(i, constants) - i["logged"]) / i["logged"] * 100
+        held_out = (predict(i, derive(items, i["config"])) - i["logged"]) / i["logged"] * 100
+        fit.append(abs(error))
+        held.append(abs(held_out))
+        lines.append(f"| {i['record']} | {i['model']}{' (MoE)' if i['moe'] else ''} | {i['tp']} | "
+                     f"{i['version'] or 'unstated'} | {' + '.join(map(str, i['modes']))} | {i['layers']} | "
+                     f"{i['fixed'] / MiB:.0f} | {i['logged'] / GiB:.{digits}f} | {i['implied']:,.0f} | "
+                     f"{error:+.1f}% | {held_out:+.1f}% |")
+    errors = (f"median error {statistics.median(fit):.1f}%, held out (leave-one-configuration-out) "
+              f"{statistics.median(held):.1f}%.")
+    return lines, errors
 
 
 def estimate_derivation(records: list[dict] | None = None) -> str:
     """The derivation of SAMPLED_GRAPH_BYTES, estimate by estimate, with each one's error under the constant derived
     from all configurations and from all but its own (leave-one-out), as a markdown table."""
     estimates = graph_estimates(records)
-    sampled = derive_estimate_constant(estimates)
-    lines = ["| record | model | TP | version | graphs (PIECEWISE + FULL) | layers | pool terms (MiB) | "
-             "estimate logged (GiB) | bytes per layer and reading | error | held out |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    fit, held = [], []
-    for e in estimates:
-        predicted = vllm_engine.profiled_estimate(e["fixed"], e["modes"], e["layers"], sampled)
-        held_out = vllm_engine.profiled_estimate(e["fixed"], e["modes"], e["layers"],
-                                                 derive_estimate_constant(estimates, e["config"]))
-        fit.append(abs((predicted - e["logged"]) / e["logged"] * 100))
-        held.append(abs((held_out - e["logged"]) / e["logged"] * 100))
-        lines.append(f"| {e['record']} | {e['model']}{' (MoE)' if e['moe'] else ''} | {e['tp']} | "
-                     f"{e['version'] or 'unstated'} | {' + '.join(map(str, e['modes']))} | {e['layers']} | "
-                     f"{e['fixed'] / MiB:.0f} | {e['logged'] / GiB:.4f} | {e['implied']:,.0f} | "
-                     f"{(predicted - e['logged']) / e['logged'] * 100:+.1f}% | "
-                     f"{(held_out - e['logged']) / e['logged'] * 100:+.1f}% |")
-    lines += ["", f"SAMPLED_GRAPH_BYTES = {sampled:,} (median of {len(estimates)} configurations: "
-              + ", ".join(f"{int(e['implied']):,}" for e in sorted(estimates, key=lambda e: e["implied"])) + ").",
-              f"Estimates: {len(estimates)}; median error {statistics.median(fit):.1f}%, held out (leave-one-"
-              f"configuration-out) {statistics.median(held):.1f}%."]
+    lines, errors = _derivation_table(
+        estimates, lambda e, sampled: vllm_engine.profiled_estimate(e["fixed"], e["modes"], e["layers"], sampled),
+        derive_estimate_constant, "estimate logged", "reading", 4)
+    lines += ["", f"SAMPLED_GRAPH_BYTES = {derive_estimate_constant(estimates):,} (median of {len(estimates)} "
+              "configurations: " + ", ".join(f"{int(e['implied']):,}" for e in sorted(estimates,
+                                                                                      key=lambda e: e["implied"]))
+              + ").", f"Estimates: {len(estimates)}; {errors}"]
     return "\n".join(lines)
 
 
@@ -634,25 +641,12 @@ def graph_derivation(records: list[dict] | None = None) -> str:
     """The derivation of the CUDA-graph constants, capture by capture, with each capture's error under the constants
     derived from all configurations and from all but its own (leave-one-out), as a markdown table."""
     captures = graph_captures(records)
-    constants = derive_graph_constants(captures)
-    lines = ["| record | model | TP | version | graphs (PIECEWISE + FULL) | layers | pool terms (MiB) | logged (GiB) | "
-             "bytes per layer and graph | error | held out |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    fit, held = [], []
-    for c in captures:
-        error = (predicted_capture(c, constants) - c["logged"]) / c["logged"] * 100
-        held_out = (predicted_capture(c, derive_graph_constants(captures, c["config"])) - c["logged"]) \
-            / c["logged"] * 100
-        fit.append(abs(error))
-        held.append(abs(held_out))
-        lines.append(f"| {c['record']} | {c['model']}{' (MoE)' if c['moe'] else ''} | {c['tp']} | {c['version']} | "
-                     f"{' + '.join(map(str, c['modes']))} | {c['layers']} | {c['fixed'] / MiB:.0f} | "
-                     f"{c['logged'] / GiB:.2f} | {c['implied']:,.0f} | {error:+.1f}% | {held_out:+.1f}% |")
-    layer, reduce = constants
+    lines, errors = _derivation_table(captures, predicted_capture, derive_graph_constants, "logged", "graph", 2)
+    layer, reduce = derive_graph_constants(captures)
     one = sorted({c["config"]: int(c["implied"]) for c in captures if c["tp"] == 1}.values())
     lines += ["", f"LAYER_GRAPH_BYTES = {layer:,} (median of {len(one)} one-GPU configurations: "
               + ", ".join(f"{v:,}" for v in one) + f"); ALLREDUCE_GRAPH_BYTES = {reduce:,}.",
-              f"Captures: {len(captures)}; median error {statistics.median(fit):.1f}%, held out (leave-one-"
-              f"configuration-out) {statistics.median(held):.1f}%."]
+              f"Captures: {len(captures)}; {errors}"]
     return "\n".join(lines)
 
 

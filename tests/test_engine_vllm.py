@@ -399,6 +399,36 @@ def test_model_runner_v2_budgets_no_graphs_and_samples_without_sorting():
     assert not vllm.v2_runner(ServeScenario(LLAMA, gpu="h100-sxm", engine_version="0.24.0"))
 
 
+def test_the_model_runner_input_overrides_the_release_default_and_imports_from_the_environment():
+    """VLLM_USE_V2_MODEL_RUNNER, which VllmConfig.use_v2_model_runner obeys before the release default, picks the
+    runner: vllm-kaggleexact-1 (v0.22.0, Qwen3-8B on two T4s, 0.85, 8,192 tokens, eager) loaded its weights in V2's
+    model_runner.py. On V2 the profiling sampler over 256 requests x 151,936 logits keeps 6 bytes a logit
+    (233,373,696) next to the forward's 8,192 x 4,096 bf16 output (67,108,864); on V1 v0.22 sorts: 38 bytes a logit,
+    1,478,033,408 bytes more than V2's 6."""
+    qwen = est.model("Qwen/Qwen3-8B").architecture
+    base = dict(gpu="t4", tensor_parallel=2, gpu_memory_utilization=0.85, max_model_len=8192,
+                max_num_batched_tokens=8192, enforce_eager=True, engine_version="0.22.0")
+    v2 = serve(ServeScenario(qwen, model_runner="v2", **base))
+    v1 = serve(ServeScenario(qwen, **base))
+    assert vllm.v2_runner(ServeScenario(qwen, model_runner="v2", **base))
+    assert not vllm.v2_runner(ServeScenario(qwen, model_runner="v1", gpu="h100-sxm", engine_version="0.26.0"))
+    forward = inference_layer_peak(qwen, 1, 8192, 8192, flash_attention=True, tp=2)
+    assert v2.component("activations") == max(forward, 6 * 256 * 151_936 + 2 * 8192 * 4096)
+    assert v1.component("activations") == 38 * 256 * 151_936 + 2 * 8192 * 4096 == 1_545_142_272
+    assert (38 - 6) * 256 * 151_936 == 1_244_659_712
+    assert v2.component("kv_cache") - v1.component("kv_cache") == 1_545_142_272 - v2.component("activations")
+    text = "VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_USE_V2_MODEL_RUNNER=1 vllm serve Qwen/Qwen3-8B --max-model-len 8192"
+    imported = import_command(text)
+    assert dict(imported.fields) == {"sampler": "pytorch", "model_runner": "v2", "max_model_len": 8192}
+    s = apply_command(ServeScenario(qwen, model_id="Qwen/Qwen3-8B"), imported)
+    assert launch_command(s) == text  # the command carries the environment and round-trips
+    assert dict(import_command("docker run --gpus all -e VLLM_USE_V2_MODEL_RUNNER=0 vllm/vllm-openai:v0.26.0 "
+                               "--model Qwen/Qwen3-8B").fields) == {"model_runner": "v1"}
+    with pytest.raises(ValueError, match="VLLM_USE_V2_MODEL_RUNNER"):
+        import_command("VLLM_USE_V2_MODEL_RUNNER=yes vllm serve Qwen/Qwen3-8B")
+    with pytest.raises(ValueError, match="model_runner|Model runner"):
+        ServeScenario(qwen, model_runner="v3")
+
 def test_engine_validation_groups_add_the_fully_stated_records_as_their_own_median():
     """validation/engines.groups: a quantity some of whose records leave an input unstated gets a second group over
     the records that state every input; refusals and quantities without such records do not."""

@@ -25,7 +25,8 @@ from ui.text import escape
 OPTIONS = {
     "vllm": ("tensor_parallel", "pipeline_parallel", "data_parallel", "expert_parallel", "gpu_memory_utilization",
              "max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size", "enforce_eager",
-             "kv_cache_memory", "speculative_tokens", "sampler", "kv_dtype", "weights", "engine_version"),
+             "kv_cache_memory", "speculative_tokens", "sampler", "model_runner", "kv_dtype", "weights",
+             "engine_version"),
     "sglang": ("tensor_parallel", "data_parallel", "expert_parallel", "mem_fraction_static", "max_model_len",
                "max_num_seqs", "max_num_batched_tokens", "block_size", "enforce_eager", "kv_dtype", "weights",
                "engine_version"),
@@ -39,7 +40,9 @@ STEPS = {"gpu_memory_utilization": 0.01, "mem_fraction_static": 0.01, "max_model
          "max_num_batched_tokens": 1024, "kv_cache_memory": 2**30}  # number inputs' +/- steps (else 1)
 LABELS = {"weights": {CHECKPOINT: "The checkpoint's own", **{k: f.label for k, f in WEIGHT_FORMATS.items()}},
           "kv_dtype": KV_DTYPE_LABELS,
-          "sampler": {"auto": "The release's usual", "flashinfer": "FlashInfer", "pytorch": "PyTorch (sorts)"}}
+          "sampler": {"auto": "The release's usual", "flashinfer": "FlashInfer", "pytorch": "PyTorch (sorts)"},
+          "model_runner": {"auto": "The release's usual", "v1": "V1 (gpu_model_runner.py)",
+                           "v2": "V2 (VLLM_USE_V2_MODEL_RUNNER=1)"}}
 NO_ENGINE = "None (the memory estimate)"
 EXAMPLES = {"vllm": "vllm serve Qwen/Qwen3-8B --tensor-parallel-size 2 --max-model-len 32768",
             "sglang": "python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 2 --context-length 32768",

@@ -84,6 +84,19 @@ def logged_sampler(record: dict) -> str:
     return next((sampler for line, sampler in SAMPLER_LINES if line in excerpt), "")
 
 
+# Model Runner V2 loads the weights in vllm/v1/worker/gpu/model_runner.py, whose load_model logs "Model loading
+# took"; the V1 runner logs the same words from gpu_model_runner.py (V0 logged "Loading model weights took").
+V2_RUNNER_LINE = re.compile(r"\[model_runner\.py:\d+\] Model loading took")
+
+
+def logged_runner(record: dict) -> str:
+    """'v2' / 'v1' as the record's V1-engine log names the file that loaded the weights, else ''."""
+    excerpt = str(record.get("excerpt") or "")
+    if not record.get("engine_v1"):
+        return ""
+    return "v2" if V2_RUNNER_LINE.search(excerpt) else "v1" if "[gpu_model_runner.py:" in excerpt else ""
+
+
 def _vllm_scenario(record: dict) -> tuple[ServeScenario | None, str]:
     """The scenario of a vLLM record, or None and why it cannot be compared."""
     name = record.get("catalog_model") or record.get("model")
@@ -109,6 +122,9 @@ def _vllm_scenario(record: dict) -> tuple[ServeScenario | None, str]:
     sampler = logged_sampler(record)
     if sampler:
         fields["sampler"] = sampler
+    runner = logged_runner(record)
+    if runner:
+        fields["model_runner"] = runner
     words = str(record.get("weights") or "").lower().split()
     weights = WEIGHTS_FORMATS.get(words[0] if words else "")
     if weights and weights != "checkpoint" and not (model.architecture.checkpoint and

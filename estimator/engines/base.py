@@ -129,6 +129,11 @@ class ServeScenario:
         help="vLLM: which top-k / top-p sampler ran (its start-up log says: 'Using FlashInfer for top-p & top-k "
              "sampling' or 'Falling back to the PyTorch-native implementation'); PyTorch's sorts the logits of its "
              "profiling run; auto = the release's usual one."))
+    model_runner: str = declare(Input(
+        "Model runner", "auto", link="runner", flag="--model-runner", choices=("auto", "v1", "v2"),
+        help="vLLM: the model runner (VLLM_USE_V2_MODEL_RUNNER=1 / 0; the start-up log's 'Model loading took' line "
+             "comes from model_runner.py on V2, gpu_model_runner.py on V1); V2 neither sorts the profiling run's "
+             "logits nor budgets the CUDA graphs; auto = the release's usual one (V2 for dense models from 0.25)."))
     engine_version: str = declare(Input(
         "Engine version", "", link="ver", flag="--engine-version", text=canonical_version,
         help="The release whose accounting and defaults apply (e.g. 0.11.0); empty = the newest modelled."))

@@ -502,8 +502,11 @@ def _forward_peak(a: Architecture, tokens: int, tp: int) -> int:
 
 
 def v2_runner(s: ServeScenario) -> bool:
-    """Whether the release runs the scenario's model on Model Runner V2 by default (v0.25+, dense models: not MoE,
+    """Whether the scenario runs on Model Runner V2: as its `model_runner` input says (VLLM_USE_V2_MODEL_RUNNER,
+    which VllmConfig.use_v2_model_runner obeys first), else the release's default (v0.25+, dense models: not MoE,
     not hybrid, not attention-free; VllmConfig._is_default_v2_model_runner_model)."""
+    if s.model_runner != "auto":
+        return s.model_runner == "v2"
     a: Architecture = s.model
     hybrid = bool(a.linear_layers or a.mamba_layers)
     attention_free = not a.cached_layers and not hybrid
@@ -576,7 +579,9 @@ def profiled_estimate(fixed: int, modes: tuple[int, ...], layers: int, layer_byt
 
 def command(s: ServeScenario) -> str:
     """The `vllm serve` command line of the scenario (options left at vLLM's defaults are omitted)."""
-    parts = ["vllm serve", model_ref(s)]
+    parts = [f"{name}={value}" for name, (field, values) in ENV_CHOICES.items()
+             for value, chosen in values.items() if getattr(s, field) == chosen]
+    parts += ["vllm serve", model_ref(s)]
     options = (("--tensor-parallel-size", s.tensor_parallel, 1), ("--pipeline-parallel-size", s.pipeline_parallel, 1),
                ("--data-parallel-size", s.data_parallel, 1),
                ("--gpu-memory-utilization", s.gpu_memory_utilization, 0.9), ("--max-model-len", s.max_model_len, 0),
@@ -641,3 +646,9 @@ FLAGS = {
 }
 SWITCHES = {"--enforce-eager": ("enforce_eager", True), "--enable-expert-parallel": ("expert_parallel", True),
             "-ep": ("expert_parallel", True)}
+# The environment variables that choose the sampler and the model runner (vllm/envs.py: VLLM_USE_FLASHINFER_SAMPLER,
+# "If set, vllm will use flashinfer sampler", and VLLM_USE_V2_MODEL_RUNNER, both read as bool(int(value))), as
+# `VAR=value vllm serve ...` or `docker run -e VAR=value ...` set them; unset = the release's choice ('auto').
+ENV_CHOICES = {"VLLM_USE_FLASHINFER_SAMPLER": ("sampler", {"1": "flashinfer", "0": "pytorch"}),
+               "VLLM_USE_V2_MODEL_RUNNER": ("model_runner", {"1": "v2", "0": "v1"})}
+ENV = {name: (field, choice_of(values, name)) for name, (field, values) in ENV_CHOICES.items()}

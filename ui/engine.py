@@ -41,8 +41,7 @@ STEPS = {"gpu_memory_utilization": 0.01, "mem_fraction_static": 0.01, "max_model
 LABELS = {"weights": {CHECKPOINT: "The checkpoint's own", **{k: f.label for k, f in WEIGHT_FORMATS.items()}},
           "kv_dtype": KV_DTYPE_LABELS,
           "sampler": {"auto": "The release's usual", "flashinfer": "FlashInfer", "pytorch": "PyTorch (sorts)"},
-          "model_runner": {"auto": "The release's usual", "v1": "V1 (gpu_model_runner.py)",
-                           "v2": "V2 (VLLM_USE_V2_MODEL_RUNNER=1)"}}
+          "model_runner": {"auto": "The release's usual", "v1": "V1", "v2": "V2"}}
 NO_ENGINE = "None (the memory estimate)"
 EXAMPLES = {"vllm": "vllm serve Qwen/Qwen3-8B --tensor-parallel-size 2 --max-model-len 32768",
             "sglang": "python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 2 --context-length 32768",

@@ -1,5 +1,7 @@
 """llama.cpp and Ollama start-ups against hand-computed buffers (estimator/engines/llama_cpp.py, ollama.py)."""
 
+from dataclasses import replace
+
 import pytest
 
 import estimator as est
@@ -133,7 +135,8 @@ def test_import_llama_server_command_with_unknown_flags():
     assert set(imp.ignored) == {"-ctv q8_0", "--host 0.0.0.0", "--port 8080", "--mlock", "-t 8"}
     docker = import_command("docker run --gpus all ghcr.io/ggml-org/llama.cpp:server-cuda -m /m.gguf "
                             "--n-gpu-layers -1 --tensor-split 3,1")
-    assert docker.engine == "llama.cpp" and dict(docker.fields) == {"n_gpu_layers": -1, "tensor_parallel": 2}
+    assert docker.engine == "llama.cpp"
+    assert dict(docker.fields) == {"n_gpu_layers": -1, "tensor_split": "3,1", "tensor_parallel": 2}
     ol = import_command("OLLAMA_NUM_PARALLEL=2 ollama run llama3.1:8b")
     assert ol.engine == "ollama" and ol.model == "llama3.1:8b"
 
@@ -145,6 +148,34 @@ def test_command_round_trip():
     assert dict(import_command(line).fields)["kv_dtype"] == "q8_0"
     assert ollama.command(ServeScenario(LLAMA_8B, engine="ollama", kv_dtype="q8_0", model_id="llama3.1:8b")) == \
         "OLLAMA_KV_CACHE_TYPE=q8_0 OLLAMA_FLASH_ATTENTION=1 ollama run llama3.1:8b"
+
+
+def test_tensor_split_shares_place_the_layers():
+    """llama_model::load_tensors: layer il goes to the first device whose normalised cumulative --tensor-split share
+    exceeds il / 37 (36 repeating layers + the output layer, -ngl 99). -ts 3,1 gives CUDA0 the layers with
+    il / 37 < 0.75, il 0..27 (28 layers), CUDA1 il 28..35 (8) and the output layer (36 / 37 = 0.97). Qwen3-8B's KV
+    cache at -c 32768 in f16: 8 KV heads x 128 x 2 (K and V) x 2 bytes x 32,768 = 128 MiB a layer: 3,584 and
+    1,024 MiB. Equal shares (-ts 1,1) put 19 layers on each (il / 37 < 0.5: il 0..18) and the other 17 + output on
+    CUDA1."""
+    qwen = est.model("Qwen/Qwen3-8B").architecture
+    three_one = ServeScenario(qwen, engine="llama.cpp", gpu="rtx-3090", weights="q4_k_m", max_model_len=32768,
+                              max_num_seqs=1, tensor_parallel=2, tensor_split="3,1")
+    lay = llama_cpp.layout(qwen, 99, (3.0, 1.0))
+    assert lay.layer_device.count(0) == 28 and lay.layer_device.count(1) == 8 and lay.output_device == 1
+    st, _ = llama_cpp.plan(three_one)
+    assert (st.kv[0], st.kv[1]) == (28 * 128 * MiB, 8 * 128 * MiB) == (3584 * MiB, 1024 * MiB)
+    equal = llama_cpp.layout(qwen, 99, (1.0, 1.0))
+    assert equal.layer_device.count(0) == 19 and equal.layer_device.count(1) == 17
+    # typed as shares of any size, with / or commas; the command carries them and reads them back
+    assert ServeScenario(qwen, engine="llama.cpp", tensor_parallel=2, tensor_split="24/8").tensor_split == "24,8"
+    line = llama_cpp.command(replace(three_one, model_id="Qwen3-8B-Q4_K_M.gguf"))
+    assert line.endswith("--tensor-split 3,1")
+    assert dict(import_command(line).fields)["tensor_split"] == "3,1"
+    for bad, match in (("3,x", "shares separated by commas"), ("0,0", "one of them above 0"), ("-1,2", "at least 0")):
+        with pytest.raises(ValueError, match=match):
+            ServeScenario(qwen, engine="llama.cpp", tensor_parallel=2, tensor_split=bad)
+    with pytest.raises(ValueError, match="Tensor split names 2 devices"):
+        ServeScenario(qwen, engine="llama.cpp", tensor_parallel=4, tensor_split="3,1")
 
 
 def test_validation_rows_for_the_llama_70b_partial_offload():

@@ -31,7 +31,7 @@ OPTIONS = {
                "max_num_seqs", "max_num_batched_tokens", "block_size", "enforce_eager", "kv_dtype", "weights",
                "engine_version"),
     "llama.cpp": ("n_gpu_layers", "n_cpu_moe", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
-                  "kv_dtype", "flash_attention", "weights", "tensor_parallel", "engine_version"),
+                  "kv_dtype", "flash_attention", "weights", "tensor_parallel", "tensor_split", "engine_version"),
     "ollama": ("n_gpu_layers", "n_cpu_moe", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_dtype",
                "flash_attention", "weights", "tensor_parallel", "engine_version"),
     "transformers": ("max_model_len", "max_num_seqs", "tensor_parallel", "kv_dtype", "weights"),

@@ -54,6 +54,34 @@ def canonical_version(text: str) -> str:
     return ".".join(map(str, parse_version(text)))
 
 
+MAX_SPLIT_CHARS = 200
+
+
+def canonical_split(text: str) -> str:
+    """A llama.cpp --tensor-split as typed ('3,1', '24/12', '0.6, 0.4'): each device's share of the layers, joined by
+    commas ('' stays '': equal shares); ValueError unless the shares are numbers >= 0, at least one above 0."""
+    text = str(text).strip()
+    if not text:
+        return ""
+    if len(text) > MAX_SPLIT_CHARS:
+        raise ValueError(f"Tensor split must be at most {MAX_SPLIT_CHARS} characters")
+    try:
+        shares = [float(part) for part in text.replace("/", ",").split(",")]
+    except ValueError:
+        raise ValueError(f"Tensor split must be shares separated by commas, e.g. 3,1; got {text[:40]!r}") from None
+    if len(shares) > MAX_GPUS_PER_STAGE or not all(0 <= x < 1e9 for x in shares) or not any(shares):
+        raise ValueError(f"Tensor split must be 1 to {MAX_GPUS_PER_STAGE} shares of at least 0, one of them above 0; "
+                         f"got {text[:40]!r}")
+    return ",".join(f"{x:g}" for x in shares)
+
+
+def split_shares(s: ServeScenario) -> tuple[float, ...]:
+    """Each device's share of the layers: the scenario's --tensor-split, else equal shares over its devices."""
+    if s.tensor_split:
+        return tuple(float(x) for x in s.tensor_split.split(","))
+    return (1.0,) * s.tensor_parallel
+
+
 def at_least(s: ServeScenario, *version: int) -> bool:
     """Whether the scenario's engine version is `version` or newer (an unset version is the newest)."""
     own = parse_version(s.engine_version or "")
@@ -78,6 +106,10 @@ class ServeScenario:
                                        "Ollama OLLAMA_KV_CACHE_TYPE."))
     tensor_parallel: int = declare(Input("Tensor parallel", 1, link="tp", flag="--tp", low=1,
                                          high=MAX_GPUS_PER_STAGE, help="GPUs each layer is split over."))
+    tensor_split: str = declare(Input(
+        "Tensor split", "", link="ts", flag="--tensor-split", text=canonical_split,
+        help="llama.cpp -ts: each device's share of the layers, e.g. 3,1 (as many shares as devices: Tensor "
+             "parallel); empty = equal shares."))
     pipeline_parallel: int = declare(Input("Pipeline parallel", 1, link="pp", flag="--pp", low=1,
                                            high=MAX_GPUS_PER_STAGE, help="Stages the layers are split into."))
     data_parallel: int = declare(Input("Data parallel", 1, link="dp", flag="--dp", low=1, high=MAX_GPUS_PER_STAGE,
@@ -149,6 +181,10 @@ class ServeScenario:
         ranks = self.tensor_parallel * self.pipeline_parallel * self.data_parallel
         if ranks > 4096:
             raise ValueError(f"tp x pp x dp must be at most 4,096 GPUs, got {ranks:,}")
+        object.__setattr__(self, "tensor_split", canonical_split(self.tensor_split))  # '24/8' -> '24,8'
+        if self.tensor_split and len(self.tensor_split.split(",")) != self.tensor_parallel:
+            raise ValueError(f"Tensor split names {len(self.tensor_split.split(','))} devices ({self.tensor_split}); "
+                             f"Tensor parallel (the devices) must be the same, got {self.tensor_parallel}")
         if self.pipeline_parallel > self.model.num_layers:
             raise ValueError(f"pipeline_parallel must be between 1 and {self.model.num_layers} (the model's "
                              f"layers), got {self.pipeline_parallel}")

@@ -2,9 +2,9 @@
 
 Each engine module declares how its command is recognised (`PROGRAMS`, the words it starts with), which options
 carry the model (`MODEL_FLAGS`), and which options map to which `ServeScenario` field (`FLAGS`: option -> (field,
-parser of its value); `SWITCHES`: option without a value -> (field, value)). `ENV` maps the environment
-variables an engine reads (`OLLAMA_NUM_PARALLEL=4 ollama run ...`). Options no engine table knows are kept in
-`ignored` and reported, never an error: users paste whole production commands.
+parser of its value; a parser may return a dict of several fields); `SWITCHES`: option without a value -> (field,
+value)). `ENV` maps the environment variables an engine reads (`OLLAMA_NUM_PARALLEL=4 ollama run ...`). Options no
+engine table knows are kept in `ignored` and reported, never an error: users paste whole production commands.
 """
 
 from __future__ import annotations
@@ -150,9 +150,10 @@ def parse_command(text: str, modules: dict) -> ImportedCommand:
         elif flag in module.FLAGS and value is not None:
             name, parse = module.FLAGS[flag]
             try:
-                fields[name] = parse(value)
+                parsed = parse(value)
             except ValueError as err:
                 raise ValueError(f"{flag}: {err}") from None
+            fields.update(parsed if isinstance(parsed, dict) else {name: parsed})  # a dict sets several fields
         else:
             ignored.append(word if eq else flag)
             if not eq and i < len(words) and not words[i].startswith("-"):  # an unknown option's value goes with it

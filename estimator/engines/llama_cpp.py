@@ -10,8 +10,9 @@ Layers (llama_model::load_tensors): with L repeating layers and -ngl N,
     so it is offloaded only when N > L ("offloaded N/L+1 layers to GPU"). -ngl 99 offloads everything.
     The token embedding (the input layer) always stays on the CPU ("there is very little benefit to offloading the
     input layer"); a tied lm_head is duplicated onto the output layer's device.
-    Devices: layer il goes to the first device whose cumulative --tensor-split share exceeds
-    (il - i_gpu_start) / act_gpu_layers (equal shares here: all devices are the same GPU).
+    Devices: layer il goes to the first device whose cumulative --tensor-split share (normalised to 1) exceeds
+    (il - i_gpu_start) / act_gpu_layers (std::upper_bound over the partial sums); without -ts the shares are each
+    device's free memory, equal shares here (all devices are the same GPU).
     --n-cpu-moe N: common/arg.cpp adds a CPU buffer override for `blk.<i>.ffn_(up|down|gate)_exps` of layers i < N.
 Context (llama_context): n_ctx = -c, 0 = the model's training context; n_ctx = GGML_PAD(n_ctx, 256); without a
     unified cache every slot gets n_ctx_seq = GGML_PAD(n_ctx / n_seq_max, 256) and n_ctx = n_ctx_seq x n_seq_max.
@@ -48,7 +49,7 @@ from .. import catalog
 from ..architecture import Architecture, tensors
 from ..formats import CHECKPOINT, tensor_bytes, weight_format
 from ..kv_cache import KV_DTYPE_BYTES, layer_elements
-from .base import REFUSAL, ServeReport, ServeScenario, make_report
+from .base import REFUSAL, ServeReport, ServeScenario, canonical_split, make_report, split_shares
 
 MiB = 2**20
 CTX_PAD = 256  # src/llama-context.cpp: cparams.n_ctx = GGML_PAD(cparams.n_ctx, 256) (ggml-org/llama.cpp#17046)
@@ -105,13 +106,15 @@ def gguf_type(s: ServeScenario) -> str:
     return c.format_id if c is not None and c.format_id is not None else "bf16"
 
 
-def layout(a: Architecture, ngl: int, devices: int) -> Layout:
-    """llama_model::load_tensors' placement of the repeating layers and the output layer."""
-    n = a.num_layers
+def layout(a: Architecture, ngl: int, shares: tuple[float, ...]) -> Layout:
+    """llama_model::load_tensors' placement of the repeating layers and the output layer over devices with these
+    --tensor-split shares."""
+    n, devices = a.num_layers, len(shares)
     ngl = n + 1 if ngl < 0 else ngl
     start = max(n - ngl, 0)
     active = min(ngl, n + 1) if devices else 0
-    splits = [(d + 1) / devices for d in range(devices)]  # equal shares, normalised cumulative sums
+    total = sum(shares)
+    splits = [sum(shares[:d + 1]) / total for d in range(devices)]  # normalised cumulative sums
 
     def device(il: int) -> int:
         if il < start or il - start >= active:
@@ -245,7 +248,7 @@ def _weights_by_place(a: Architecture, s: ServeScenario, lay: Layout) -> dict:
 def startup(a: Architecture, s: ServeScenario, ngl: int, n_ctx: int, slots: int, unified: bool) -> Startup:
     devices = s.tensor_parallel
     ub = min(s.max_num_batched_tokens or DEFAULT_UBATCH, DEFAULT_BATCH)
-    lay = layout(a, ngl, devices)
+    lay = layout(a, ngl, split_shares(s))
     ctx = context(a, n_ctx, slots, unified, ub)
     ub = min(ub, ctx.n_ctx)
     ctx = Context(ctx.n_ctx, ctx.n_ctx_seq, ctx.slots, ctx.unified, ctx.swa_cells, ub)
@@ -381,8 +384,9 @@ def report(engine: str, s: ServeScenario, st: Startup, gpu_bytes: int, notes: li
         "buffer and the output buffer",
         f"Weights: GGUF {gguf_type(s).upper()} tensor by tensor (llama-quantize's recipe, estimator/formats.py); the "
         "token embedding stays on the CPU",
-        "tensor_parallel = the devices of --tensor-split, layers split in equal shares (llama.cpp's default split "
-        "follows each device's free memory; all devices here are the same GPU)",
+        (f"--tensor-split {s.tensor_split}: the layers split in these shares over {devices} devices" if s.tensor_split
+         else "tensor_parallel = the devices of --tensor-split, layers split in equal shares (llama.cpp's default "
+              "split follows each device's free memory; all devices here are the same GPU)"),
         "The CUDA context, cuBLAS workspaces and the flash-attention kernels' f16 copies of a quantized cache come "
         "from outside these buffers (a few hundred MiB per device)",
     ]
@@ -438,8 +442,8 @@ def command(s: ServeScenario) -> str:
     parts.append(f"-fa {'on' if s.flash_attention else 'off'}")
     if s.n_cpu_moe:
         parts.append(f"--n-cpu-moe {s.n_cpu_moe}")
-    if s.tensor_parallel > 1:
-        parts.append("--tensor-split " + ",".join("1" for _ in range(s.tensor_parallel)))
+    if s.tensor_parallel > 1 or s.tensor_split:
+        parts.append("--tensor-split " + (s.tensor_split or ",".join("1" for _ in range(s.tensor_parallel))))
     return " ".join(parts)
 
 
@@ -469,8 +473,10 @@ def _flash(text: str) -> bool:
     return text.lower() not in ("off", "0", "false")
 
 
-def _split_devices(text: str) -> int:
-    return max(1, sum(1 for part in text.replace("/", ",").split(",") if part.strip() and float(part) > 0))
+def _split(text: str) -> dict:
+    """-ts 3,1: the shares, and the devices they name (Tensor parallel)."""
+    split = canonical_split(text)
+    return {"tensor_split": split, "tensor_parallel": len(split.split(","))}
 
 
 FLAGS = {
@@ -481,6 +487,6 @@ FLAGS = {
     "-ub": ("max_num_batched_tokens", int), "--ubatch-size": ("max_num_batched_tokens", int),
     "-ctk": ("kv_dtype", _cache_type), "--cache-type-k": ("kv_dtype", _cache_type),
     "-fa": ("flash_attention", _flash), "--flash-attn": ("flash_attention", _flash),
-    "-ts": ("tensor_parallel", _split_devices), "--tensor-split": ("tensor_parallel", _split_devices),
+    "-ts": ("tensor_split", _split), "--tensor-split": ("tensor_split", _split),
 }
 SWITCHES = {}

@@ -50,7 +50,7 @@ from .engines.base import ServeReport, ServeScenario, tensor_size
 from .formats import CHECKPOINT, WEIGHT_FORMATS, weight_format
 from .inference import QUICK_ROWS
 from .quick import quick_inference
-from .kv_cache import KV_DTYPE_LABELS, kv_cache_bytes
+from .kv_cache import KV_DTYPE_LABELS, indexer_bytes_per_token, kv_cache_bytes
 from .scenarios import FinetuneScenario, InferenceScenario, gradient_checkpointing
 from .training import REGIMES
 from .units import BF16_BYTES
@@ -312,6 +312,7 @@ class Peaks:
     notes: tuple[str, ...]
     link_latency: float = 0.0  # seconds of one small all-reduce over that link (ALLREDUCE_LATENCY_US)
     attention_flops: float | None = None  # FLOP/s of attention's products: the 16-bit path, whatever the weights
+    indexer_flops: float | None = None  # FLOP/s of a sparse-attention indexer's FP8 scores (None: attention's)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -337,7 +338,8 @@ def peaks(g: Gpu, format_id: str) -> Peaks:
                           f"{ALLREDUCE_LATENCY_SOURCES[kind]}"
                           + ("" if kind != "pcie" or "pcie" in link_name.lower() else
                              "; no figure for this link, so PCIe's")),
-                 ALLREDUCE_LATENCY_US[kind] * 1e-6, attention * TFLOP if attention else None)
+                 ALLREDUCE_LATENCY_US[kind] * 1e-6, attention * TFLOP if attention else None,
+                 g.fp8_tflops * TFLOP if g.fp8_tflops else None)
 
 
 @dataclass(frozen=True)
@@ -398,9 +400,24 @@ def attention_layer_counts(a: Architecture) -> tuple[int, int]:
 
 def attended_tokens(a: Architecture, context: int) -> int:
     """Keys one new token attends to, summed over the attention layers (windowed layers see at most the window;
-    linear-attention and Mamba layers keep a fixed state and attend to none)."""
+    sparse-attention layers the index_topk keys their indexer selects; linear-attention and Mamba layers keep a fixed
+    state and attend to none)."""
     full, windowed = attention_layer_counts(a)
-    return full * context + windowed * min(context, a.sliding_window)
+    return full * min(context, a.index_topk or context) + windowed * min(context, a.sliding_window)
+
+
+def indexer_layers(a: Architecture) -> int:
+    """Layers that run a lightning indexer of their own (DeepSeek-V3.2, GLM-5.x; GLM's "shared" layers reuse the
+    previous layer's top-k)."""
+    return a.num_layers - len(a.shared_index_layers) if a.index_heads else 0
+
+
+def indexer_flops(a: Architecture, keys: int) -> int:
+    """The indexer's scores of one query against `keys` cached keys, every indexer layer: index_heads dot products of
+    index_head_dim (DeepSeek-V3.2, Liu et al. 2025 eq. 1; the per-head weights and ReLU are negligible). Every
+    tensor-parallel rank computes all of them: vLLM's Indexer (vllm/model_executor/models/deepseek_v2.py, "no tensor
+    parallel, just replicated") and SGLang's build its projections as ReplicatedLinear."""
+    return 2 * a.index_heads * a.index_head_dim * keys * indexer_layers(a)
 
 
 def attention_flops(a: Architecture, context: int) -> int:
@@ -408,13 +425,17 @@ def attention_flops(a: Architecture, context: int) -> int:
     return 4 * a.q_width * attended_tokens(a, context)
 
 
+def _capped_causal(prompt: int, cap: int) -> int:
+    """Sum over t = 1..prompt of min(t, cap): the keys a prompt's tokens attend to when each sees at most `cap`."""
+    return prompt * (prompt + 1) // 2 if prompt <= cap else cap * (cap + 1) // 2 + (prompt - cap) * cap
+
+
 def prefill_attention_flops(a: Architecture, prompt: int) -> int:
-    """Causal attention of a whole prompt: token t attends to t keys (sum 1..P = P(P+1)/2, windows capped)."""
+    """Causal attention of a whole prompt: token t attends to t keys (sum 1..P = P(P+1)/2), windowed layers to at
+    most the window, sparse-attention layers to at most index_topk (their indexer's scores: `indexer_flops`)."""
     full, windowed_layers = attention_layer_counts(a)
-    causal = prompt * (prompt + 1) // 2
-    w = a.sliding_window
-    windowed = causal if prompt <= w else w * (w + 1) // 2 + (prompt - w) * w
-    return 4 * a.q_width * (full * causal + windowed_layers * windowed)
+    causal = _capped_causal(prompt, a.index_topk or prompt)
+    return 4 * a.q_width * (full * causal + windowed_layers * _capped_causal(prompt, a.sliding_window or prompt))
 
 
 def allreduce_seconds(a: Architecture, tokens: int, tp: int, link: float, latency: float = 0.0) -> float:
@@ -448,10 +469,13 @@ class Phase:
 
 
 def _phase(num_bytes: float, flops: float, comm_s: float, p: Peaks, e_bw: float, e_flops: float,
-           step_s: float = 0.0, attention: float = 0.0) -> Phase:
-    """`attention` of the `flops` run at the 16-bit peak (`Peaks.attention_flops`), the rest at the weight format's."""
-    compute = ((flops - attention) / p.flops + attention / (p.attention_flops or p.flops)) / e_flops if p.flops \
-        else 0.0
+           step_s: float = 0.0, attention: float = 0.0, indexer: float = 0.0) -> Phase:
+    """`attention` of the `flops` run at the 16-bit peak (`Peaks.attention_flops`), `indexer` at the FP8 peak where
+    the GPU has one (DeepGEMM's fp8_mqa_logits scores the FP8 indexer keys, as vLLM and SGLang run DeepSeek-V3.2's
+    indexer), the rest at the weight format's."""
+    rest = flops - attention - indexer
+    compute = (rest / p.flops + attention / (p.attention_flops or p.flops)
+               + indexer / (p.indexer_flops or p.attention_flops or p.flops)) / e_flops if p.flops else 0.0
     return Phase(num_bytes, flops, num_bytes / (p.bandwidth * e_bw), compute, comm_s, step_s)
 
 
@@ -461,11 +485,14 @@ def decode_phase(a: Architecture, format_id: str, kv_dtype: str, tp: int, sequen
     beyond bytes and FLOPs (the efficiency's `fixed_s` for the model's layers)."""
     w = weight_traffic(a, format_id)
     weights = (w.layers + w.experts * experts_touched(a, sequences)) / tp + w.vectors
-    kv = kv_cache_bytes(a, context, sequences, kv_dtype, tp, mla_latent)
+    read = min(context, a.index_topk or context)  # sparse attention reads only the keys its indexer selects
+    kv = kv_cache_bytes(a, read, sequences, kv_dtype, tp, mla_latent) \
+        + indexer_bytes_per_token(a) * (context - read) * sequences  # and scores every cached indexer key
     attention = sequences * attention_flops(a, context) / tp
-    flops = sequences * 2 * matmul_parameters(a) / tp + attention
+    indexer = sequences * indexer_flops(a, context)  # replicated on every rank, as its cache
+    flops = sequences * 2 * matmul_parameters(a) / tp + attention + indexer
     return _phase(weights + kv, flops, allreduce_seconds(a, sequences, tp, p.link, p.link_latency), p, e_bw, e_flops,
-                  step_s, attention)
+                  step_s, attention, indexer)
 
 
 def prefill_phase(a: Architecture, format_id: str, tp: int, prompt: int, p: Peaks, e_bw: float,
@@ -474,9 +501,10 @@ def prefill_phase(a: Architecture, format_id: str, tp: int, prompt: int, p: Peak
     w = weight_traffic(a, format_id)
     weights = (w.layers + w.experts * experts_touched(a, prompt)) / tp + w.vectors
     attention = prefill_attention_flops(a, prompt) / tp
-    flops = 2 * matmul_parameters(a) * prompt / tp + attention
+    indexer = indexer_flops(a, 1) * (prompt * (prompt + 1) // 2)  # token t scores its t keys, on every rank
+    flops = 2 * matmul_parameters(a) * prompt / tp + attention + indexer
     return _phase(weights, flops, allreduce_seconds(a, prompt, tp, p.link, p.link_latency), p, e_bw, e_flops,
-                  attention=attention)
+                  attention=attention, indexer=indexer)
 
 
 @dataclass(frozen=True)
@@ -505,6 +533,9 @@ class Basis:
             f"and does {step.flops / 1e9:.3g} GFLOPs; {step.bound}-bound",
             f"Prefill of a {self.prompt:,}-token prompt: {fill.flops / 1e12:.3g} TFLOPs per GPU (2 x "
             f"{matmul_parameters(a):,} active matmul parameters per token + causal attention); {fill.bound}-bound",
+            *((f"Sparse attention (index_topk {a.index_topk:,}): each token attends to at most {a.index_topk:,} keys "
+               f"its indexer selects; the indexer ({a.index_heads} heads x {a.index_head_dim}) scores every cached key "
+               "on every GPU, at the FP8 peak where there is one",) if a.index_topk else ()),
             *((f"MoE: a step of {self.sequences} sequence(s) touches {experts_touched(a, self.sequences):.1%} of the "
                f"experts, a {self.prompt:,}-token prompt {experts_touched(a, self.prompt):.1%}",) if a.is_moe else ()),
             *(self.peaks.notes if tp > 1 else self.peaks.notes[:-1]),  # the link matters only between GPUs

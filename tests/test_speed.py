@@ -188,6 +188,31 @@ def test_attention_runs_at_the_16_bit_peak_under_fp8_weights():
     assert bf16.compute_s == pytest.approx((matmuls + attention) / 989e12) == pytest.approx(59.18e-3, abs=5e-6)
 
 
+def test_sparse_attention_attends_to_the_indexers_top_k_and_scores_every_key_on_every_rank():
+    """DeepSeek-V3.2 (61 MLA layers, query width 128 x 192 = 24,576; indexer 64 heads x 128, top-k 2,048) at TP 8 on
+    an H200 in FP8, an 8,192-token prompt. Main attention: token t attends to min(t, 2,048) keys, sum = 2,048 x
+    2,049 / 2 + 6,144 x 2,048 = 14,681,088, x 4 x 24,576 x 61 layers, split over the 8 ranks, at the BF16 peak. The
+    indexer scores all t keys: 8,192 x 8,193 / 2 = 33,558,528 x 2 x 64 x 128 x 61, replicated on every rank (vLLM's
+    Indexer: "no tensor parallel, just replicated"), at the FP8 peak (DeepGEMM's fp8_mqa_logits). Decode at 32,768
+    cached tokens reads the 576-wide bf16 latents of 2,048 of them (61 x 576 x 2 x 2,048 = 143,917,056 bytes) and
+    the fp8 indexer key + scale of all (61 x 132 x 32,768 = 263,847,936), where dense attention would read
+    2,302,672,896 bytes of latents."""
+    v32 = catalog.model("deepseek-ai/DeepSeek-V3.2").architecture
+    h200 = catalog.gpu("h200")
+    p = speed.peaks(h200, "fp8")
+    attention = 4 * 24_576 * 61 * (2048 * 2049 // 2 + 6144 * 2048)
+    indexer = 2 * 64 * 128 * 61 * (8192 * 8193 // 2)
+    assert (speed.prefill_attention_flops(v32, 8192), attention) == (88_035_790_159_872, 88_035_790_159_872)
+    assert speed.indexer_flops(v32, 1) * (8192 * 8193 // 2) == indexer == 33_539_198_287_872
+    matmuls = 2 * speed.matmul_parameters(v32) * 8192 / 8
+    fill = speed.prefill_phase(v32, "fp8", 8, 8192, p, 1.0, 1.0)
+    assert fill.flops == pytest.approx(matmuls + attention / 8 + indexer)
+    assert fill.compute_s == pytest.approx(matmuls / p.flops + attention / 8 / p.attention_flops
+                                           + indexer / (h200.fp8_tflops * 1e12))
+    step, empty = (speed.decode_phase(v32, "fp8", "bf16", 8, 1, n, p, 1.0, 1.0) for n in (32768, 0))
+    assert step.bytes - empty.bytes == 61 * 576 * 2 * 2048 + 61 * 132 * 32768 == 143_917_056 + 263_847_936
+    assert step.flops - empty.flops == 4 * 24_576 * 61 * 2048 / 8 + 2 * 64 * 128 * 61 * 32768
+
 def test_apple_peak_is_shaders_times_two_times_clock():
     assert speed.peaks(catalog.gpu("m2-ultra-192gb"), "bf16").flops == pytest.approx(76 * 128 * 2 * 1.398e9)
     # an M3 Ultra is two M3 Max dies: 80 cores at the M3 Max's 1398 MHz, 28.6 TFLOPs; no entry for an M5 (its cores'

@@ -130,14 +130,14 @@ MODEL_NAMES = {
     "Qwen/Qwen3.6-35B-A3B-FP8": ("Qwen/Qwen3.6-35B-A3B", "Qwen's own FP8 release of Qwen3.6-35B-A3B (the record's "
                                  "weights column)"),
     "Qwen/Qwen3.5-27B-FP8": ("Qwen/Qwen3.5-27B", "Qwen's own FP8 release of Qwen3.5-27B (the record's weights column)"),
-    "Qwen/Qwen3.5-35B-A3B-FP8": ("Qwen/Qwen3.5-35B-A3B", "Qwen's own FP8 release of Qwen3.5-35B-A3B (the record's weights "
-                                 "column)"),
-    "Qwen/Qwen3.5-122B-A10B-FP8": ("Qwen/Qwen3.5-122B-A10B", "Qwen's own FP8 release of Qwen3.5-122B-A10B (the record's "
-                                   "weights column)"),
-    "Qwen/Qwen3.5-397B-A17B-FP8": ("Qwen/Qwen3.5-397B-A17B", "Qwen's own FP8 release of Qwen3.5-397B-A17B (the record's "
-                                   "weights column)"),
-    "zai-org/GLM-5.2-FP8": ("zai-org/GLM-5.2", "Z.ai's FP8 release of GLM-5.2 (the SGLang cookbook's modelNames 'default|fp8'; "
-                            "the record's weights column)"),
+    "Qwen/Qwen3.5-35B-A3B-FP8": ("Qwen/Qwen3.5-35B-A3B", "Qwen's own FP8 release of Qwen3.5-35B-A3B (the "
+                                 "record's weights column)"),
+    "Qwen/Qwen3.5-122B-A10B-FP8": ("Qwen/Qwen3.5-122B-A10B", "Qwen's own FP8 release of Qwen3.5-122B-A10B (the "
+                                   "record's weights column)"),
+    "Qwen/Qwen3.5-397B-A17B-FP8": ("Qwen/Qwen3.5-397B-A17B", "Qwen's own FP8 release of Qwen3.5-397B-A17B (the "
+                                   "record's weights column)"),
+    "zai-org/GLM-5.2-FP8": ("zai-org/GLM-5.2", "Z.ai's FP8 release of GLM-5.2 (the SGLang cookbook's modelNames "
+                            "'default|fp8'; the record's weights column)"),
     "nvidia/GLM-5.2-NVFP4": ("zai-org/GLM-5.2", "NVIDIA's NVFP4 quantization of GLM-5.2 (Model Optimizer; the record's "
                              "weights column)"),
     "nvidia/Qwen3.6-35B-A3B-NVFP4": ("Qwen/Qwen3.6-35B-A3B", "NVIDIA's NVFP4 quantization of Qwen3.6-35B-A3B (the "

@@ -532,7 +532,10 @@ class Basis:
             f"KV cache of {self.sequences} sequence(s) at {self.context:,} tokens, {KV_DTYPE_LABELS[self.kv_dtype]}) "
             f"and does {step.flops / 1e9:.3g} GFLOPs; {step.bound}-bound",
             f"Prefill of a {self.prompt:,}-token prompt: {fill.flops / 1e12:.3g} TFLOPs per GPU (2 x "
-            f"{matmul_parameters(a):,} active matmul parameters per token + causal attention); {fill.bound}-bound",
+            f"{matmul_parameters(a):,} active matmul parameters per token + causal attention); {fill.bound}-bound. "
+            "TTFT is that forward; a request timed by a serving client also pays the server's fixed cost per request "
+            "(HTTP, tokenizing, scheduling), most of a short prompt's TTFT in the vLLM and SGLang records "
+            "(validation/FINDINGS.md), not included",
             *((f"Sparse attention (index_topk {a.index_topk:,}): each token attends to at most {a.index_topk:,} keys "
                f"its indexer selects; the indexer ({a.index_heads} heads x {a.index_head_dim}) scores every cached key "
                "on every GPU, at the FP8 peak where there is one",) if a.index_topk else ()),

@@ -108,6 +108,20 @@ def test_tensor_parallel_splits_weights_and_kv_heads():
     assert two.gpus == 2
 
 
+def test_pipeline_stages_size_their_blocks_by_their_own_layers():
+    """get_pp_indices gives each of 2 stages 14 of Qwen2.5-7B's 28 layers (61 layers over 4: 15, 15, 16, 15, the
+    remainder on the stages before the last); each stage sizes its blocks by the layers of the whole model's group it
+    holds and all take the fewest (kv_cache_utils.get_kv_cache_configs, v0.22.0). At PP 2 a page of 16 tokens x 4 KV
+    heads x 128 x 2 (K, V) x 2 bytes = 32,768 bytes serves 14 layers, not 28."""
+    assert vllm.pp_stages(28, 2) == ((0, 14), (14, 28))
+    assert vllm.pp_stages(61, 4) == ((0, 15), (15, 30), (30, 46), (46, 61))
+    qwen = est.model("Qwen/Qwen2.5-7B").architecture
+    assert vllm._page_layout(qwen, "bf16", 0, 1)[::2] == (32_768, 28)
+    assert vllm._page_layout(qwen, "bf16", 0, 1, pp=2)[::2] == (32_768, 14)
+    two = serve(ServeScenario(qwen, gpu="l40s", pipeline_parallel=2, max_model_len=8192, engine_version="0.11"))
+    blocks = two.component("kv_cache") // (32_768 * 14)
+    assert two.kv_cache_tokens == int(blocks / 512 * 8192)  # an 8,192-token request holds 512 pages
+
 def test_refusals_in_vllms_words():
     qwen = est.model("Qwen/Qwen3-8B").architecture
     too_long = serve(ServeScenario(qwen, gpu="l4"))  # 40,960-token context on a 24 GB card

@@ -256,10 +256,25 @@ def _graph_counts(max_num_seqs: int, batched: int, q: int, full: bool, step_16: 
 
 
 @functools.lru_cache(maxsize=1024)
-def _page_layout(a: Architecture, kv_dtype: str, block_size: int, tp: int,
-                 draft_layers: int = 0) -> tuple[int, tuple[KVGroup, ...], int]:
-    """(page bytes, groups, group size) of the layers on one tensor-parallel rank; `draft_layers` MTP layers add
-    full-attention layers of the last attention layer's shape (the draft's KV cache shares the pool)."""
+def pp_stages(num_layers: int, pp: int) -> tuple[tuple[int, int], ...]:
+    """The [start, end) layers of each pipeline stage (vllm/distributed/utils.py get_pp_indices, read in the v0.22.0
+    release package): num_layers // pp each, the remainder one more each on the stages before the last, from the
+    second-to-last backwards (VLLM_PP_LAYER_PARTITION unset)."""
+    parts = [num_layers // pp] * pp
+    for i in range(2, num_layers % pp + 2):
+        parts[-i] += 1
+    starts = [sum(parts[:r]) for r in range(pp)]
+    return tuple((start, start + n) for start, n in zip(starts, parts))
+
+
+def _page_layout(a: Architecture, kv_dtype: str, block_size: int, tp: int, draft_layers: int = 0,
+                 pp: int = 1) -> tuple[int, tuple[KVGroup, ...], int]:
+    """(page bytes, groups, layers of a group on the GPU that holds the most) of the layers on one tensor-parallel
+    rank; `draft_layers` MTP layers add full-attention layers of the last attention layer's shape (the draft's KV
+    cache shares the pool). With pipeline stages the groups are the whole model's, each stage keeps its own layers
+    of them (kv_cache_utils._project_kv_cache_groups_to_worker) and sizes its blocks by its largest group; every
+    stage then takes the fewest blocks of any (get_kv_cache_configs, step 5): the stage whose group holds the most
+    layers. Read in the v0.22.0 release package (vllm/v1/core/kv_cache_utils.py get_kv_cache_configs)."""
     dtype = kv_dtype_bytes(kv_dtype)
     block = block_size or (MLA_BLOCK if a.is_mla else DEFAULT_BLOCK)
     kinds: dict[str, list[int]] = {}
@@ -292,6 +307,11 @@ def _page_layout(a: Architecture, kv_dtype: str, block_size: int, tp: int,
         tokens = page // per_token[kind] if kind in per_token else 0  # pages of equal bytes: smaller layers, more
         for _ in range(-(-count // group_size)):
             groups.append(KVGroup(kind, group_size, tokens, a.sliding_window if kind != "full" else 0))
+    if pp > 1:
+        members = [*kinds.values(), *([sorted(a.linear_layers + a.mamba_layers)] if state_layers else [])]
+        chunks = [layers[i:i + group_size] for layers in members for i in range(0, len(layers), group_size)]
+        group_size = max(sum(start <= layer < end for layer in chunk)
+                         for start, end in pp_stages(a.num_layers, pp) for chunk in chunks)
     return page, tuple(groups), group_size
 
 
@@ -430,7 +450,7 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
     available = s.kv_cache_memory or requested - weights - vision - activations - non_torch - graphs_first
 
     drafts = a.mtp_layers if s.speculative_tokens else 0
-    page, groups, group_size = _page_layout(a, s.kv_dtype, s.block_size, tp, drafts)
+    page, groups, group_size = _page_layout(a, s.kv_dtype, s.block_size, tp, drafts, s.pipeline_parallel)
     num_blocks = max(0, available) // (page * group_size) if page else 0
     need = blocks_per_request(groups, length, batched)
     concurrency = num_blocks / need if need else 0.0

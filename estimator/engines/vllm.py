@@ -255,7 +255,6 @@ def _graph_counts(max_num_seqs: int, batched: int, q: int, full: bool, step_16: 
     return sizes, len(sizes), decode
 
 
-@functools.lru_cache(maxsize=1024)
 def pp_stages(num_layers: int, pp: int) -> tuple[tuple[int, int], ...]:
     """The [start, end) layers of each pipeline stage (vllm/distributed/utils.py get_pp_indices, read in the v0.22.0
     release package): num_layers // pp each, the remainder one more each on the stages before the last, from the
@@ -267,6 +266,7 @@ def pp_stages(num_layers: int, pp: int) -> tuple[tuple[int, int], ...]:
     return tuple((start, start + n) for start, n in zip(starts, parts))
 
 
+@functools.lru_cache(maxsize=1024)
 def _page_layout(a: Architecture, kv_dtype: str, block_size: int, tp: int, draft_layers: int = 0,
                  pp: int = 1) -> tuple[int, tuple[KVGroup, ...], int]:
     """(page bytes, groups, layers of a group on the GPU that holds the most) of the layers on one tensor-parallel

@@ -359,14 +359,16 @@ def resolved_defaults(s: ServeScenario) -> tuple[int, int, bool]:
 def _weights_per_gpu(s: ServeScenario) -> tuple[int, int]:
     """(language-model weights, vision tower) on the most loaded GPU: TP slices every matrix (vocabulary-parallel
     embeddings included), expert parallelism gives each of the tp x dp ranks whole experts, pipeline stages split
-    the layers, the first stage holding the embedding and the last the lm_head."""
+    the layers as get_pp_indices does (the largest stage counted), the first stage holding the embedding and the
+    last the lm_head."""
     w = weight_split(s)
     tp, pp = s.tensor_parallel, s.pipeline_parallel
     experts = w.experts / (tp * s.data_parallel if s.expert_parallel else tp) * _mxfp4_padding(s)
     embeddings = w.embeddings / tp
     if pp > 1 and not s.model.tie_word_embeddings:
         embeddings /= 2  # the input embedding on the first stage, the lm_head on the last
-    layers = (w.layers / tp + experts + w.vectors) / pp
+    stage = max(end - start for start, end in pp_stages(s.model.num_layers, pp)) / s.model.num_layers
+    layers = (w.layers / tp + experts + w.vectors) * stage  # the largest stage's share of the layers
     return math.ceil(layers + embeddings + _draft_bytes(s) / tp), math.ceil(w.towers / tp)
 
 

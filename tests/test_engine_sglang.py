@@ -69,6 +69,18 @@ def test_small_gpu_floor_and_given_value():
     assert (d.mem_fraction_static, d.reserved_mib, d.chunked_prefill_size, d.cuda_graph_max_bs) == (0.7, 0.0, 8192, 256)
 
 
+def test_cuda_graph_max_bs_sets_the_reserve_and_the_graphs():
+    """--cuda-graph-max-bs 64 on an H100: the default fraction reserves 2 MiB x 64 for the graphs instead of 2 x 256,
+    round((81,559 - (512 + 1.5 x 8,192 + 2 x 64 + 1 / 8 x 1,024)) / 81,559, 3) = 0.84, and the graphs take
+    2 MiB x 64; the command carries the flag and reads it back."""
+    s = ServeScenario(LLAMA, engine="sglang", gpu="h100-sxm", cuda_graph_max_bs=64, model_id="m")
+    d = sglang.resolve_defaults(s)
+    assert d.cuda_graph_max_bs == 64
+    assert d.mem_fraction_static == round((81_559 - (512 + 1.5 * 8192 + 2 * 64 + 1 / 8 * 1024)) / 81_559, 3) == 0.84
+    assert serve(s).component("cuda_graphs") == 2 * 64 * 2**20
+    assert launch_command(s).endswith("--mem-fraction-static 0.84 --cuda-graph-max-bs 64")
+    assert dict(import_command(launch_command(s)).fields)["cuda_graph_max_bs"] == 64
+
 def test_not_enough_memory_refusal():
     r = serve(ServeScenario(LLAMA, engine="sglang", gpu="l4", mem_fraction_static=0.5))
     assert not r.starts

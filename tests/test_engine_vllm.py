@@ -5,6 +5,7 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -121,6 +122,19 @@ def test_pipeline_stages_size_their_blocks_by_their_own_layers():
     two = serve(ServeScenario(qwen, gpu="l40s", pipeline_parallel=2, max_model_len=8192, engine_version="0.11"))
     blocks = two.component("kv_cache") // (32_768 * 14)
     assert two.kv_cache_tokens == int(blocks / 512 * 8192)  # an 8,192-token request holds 512 pages
+
+def test_max_cudagraph_capture_size_caps_the_captured_sizes():
+    """--max-cudagraph-capture-size 64 (_set_cudagraph_sizes takes it before min(2 x max_num_seqs, 512)): sizes 1, 2,
+    4, 8, 16, ..., 64, 11 PIECEWISE graphs and, under 1,024 sequences, 11 FULL decode graphs, against 1, 2, 4, steps
+    of 8 to 248 and of 16 to 512 (51 each) by default on an H100; the command carries the flag."""
+    s = ServeScenario(LLAMA, gpu="h100-sxm", cuda_graph_max_bs=64, engine_version="0.22.0", model_id="m")
+    sizes, piecewise, decode = vllm.cuda_graph_counts(s, 1024, 8192)
+    assert sizes == (1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64) and (piecewise, decode) == (11, 11)
+    default = vllm.cuda_graph_counts(replace(s, cuda_graph_max_bs=0), 1024, 8192)
+    assert default[1:] == (51, 51) and default[0][-1] == 512
+    assert serve(s).component("cuda_graphs") < serve(replace(s, cuda_graph_max_bs=0)).component("cuda_graphs")
+    assert launch_command(s) == "vllm serve m --max-cudagraph-capture-size 64"
+    assert dict(import_command(launch_command(s)).fields) == {"cuda_graph_max_bs": 64}
 
 def test_refusals_in_vllms_words():
     qwen = est.model("Qwen/Qwen3-8B").architecture

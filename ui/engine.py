@@ -24,12 +24,12 @@ from ui.text import escape
 # does not declare are skipped)
 OPTIONS = {
     "vllm": ("tensor_parallel", "pipeline_parallel", "data_parallel", "expert_parallel", "gpu_memory_utilization",
-             "max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size", "enforce_eager",
-             "kv_cache_memory", "speculative_tokens", "sampler", "model_runner", "kv_dtype", "weights",
+             "max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size", "cuda_graph_max_bs",
+             "enforce_eager", "kv_cache_memory", "speculative_tokens", "sampler", "model_runner", "kv_dtype", "weights",
              "engine_version"),
     "sglang": ("tensor_parallel", "data_parallel", "expert_parallel", "mem_fraction_static", "max_model_len",
-               "max_num_seqs", "max_num_batched_tokens", "block_size", "enforce_eager", "kv_dtype", "weights",
-               "engine_version"),
+               "max_num_seqs", "max_num_batched_tokens", "block_size", "cuda_graph_max_bs", "enforce_eager",
+               "kv_dtype", "weights", "engine_version"),
     "llama.cpp": ("n_gpu_layers", "n_cpu_moe", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
                   "kv_dtype", "flash_attention", "weights", "tensor_parallel", "tensor_split", "engine_version"),
     "ollama": ("n_gpu_layers", "n_cpu_moe", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_dtype",

@@ -134,6 +134,10 @@ class ServeScenario:
                                "llama.cpp -ub; 0 = the engine's default."))
     block_size: int = declare(Input("KV block size", 0, link="block", flag="--block-size", unit="tokens", low=0,
                                     high=1024, help="vLLM --block-size / SGLang --page-size; 0 = the default."))
+    cuda_graph_max_bs: int = declare(Input(
+        "CUDA-graph max batch", 0, link="cgbs", flag="--cuda-graph-max-bs", low=0, high=8192,
+        help="The largest batch captured as a CUDA graph: vLLM --max-cudagraph-capture-size, SGLang "
+             "--cuda-graph-max-bs; 0 = the engine's default."))
     enforce_eager: bool = declare(Input("Enforce eager", False, link="eager", flag="--enforce-eager",
                                         help="No CUDA graphs (vLLM --enforce-eager, SGLang --disable-cuda-graph)."))
     kv_cache_memory: int = declare(Input(

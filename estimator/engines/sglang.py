@@ -117,7 +117,7 @@ def resolve_defaults(s: ServeScenario) -> Defaults:
         if mem < below:
             chunk, graph_bs = tier_chunk, (small_tp if s.tensor_parallel < 4 else large_tp)
             break
-    chunk = s.max_num_batched_tokens or chunk
+    chunk, graph_bs = s.max_num_batched_tokens or chunk, s.cuda_graph_max_bs or graph_bs
     mfs, reserved = s.mem_fraction_static, 0.0
     if not mfs:
         reserved = (RESERVE_CONSTANT_MIB + max(chunk, 2048) * RESERVE_PER_PREFILL_TOKEN_MIB
@@ -136,6 +136,7 @@ def _v04_defaults(s: ServeScenario, mem: int) -> Defaults:
         chunk, graph_bs = V04_SMALL[0], V04_SMALL[1] if s.tensor_parallel < 4 else V04_SMALL[2]
     else:
         chunk, graph_bs = V04_LARGE
+    graph_bs = s.cuda_graph_max_bs or graph_bs
     mfs = s.mem_fraction_static or next(f for tp, f in V04_FRACTION_BY_TP if s.tensor_parallel >= tp)
     return Defaults(gpu_mem_mib=mem, chunked_prefill_size=s.max_num_batched_tokens or chunk,
                     cuda_graph_max_bs=graph_bs, mem_fraction_static=mfs, reserved_mib=0.0,
@@ -350,7 +351,7 @@ def command(s: ServeScenario) -> str:
     options = (("--tp", s.tensor_parallel, 1), ("--pp-size", s.pipeline_parallel, 1), ("--dp", s.data_parallel, 1),
                ("--mem-fraction-static", mfs, None), ("--context-length", s.max_model_len, 0),
                ("--max-running-requests", s.max_num_seqs, 0), ("--chunked-prefill-size", s.max_num_batched_tokens, 0),
-               ("--page-size", s.block_size, 0))
+               ("--page-size", s.block_size, 0), ("--cuda-graph-max-bs", s.cuda_graph_max_bs, 0))
     parts += [f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}"
               for flag, value, default in options if value != default]
     if s.kv_dtype != "bf16":
@@ -399,6 +400,7 @@ FLAGS = {
     "--mem-fraction-static": ("mem_fraction_static", float),
     "--context-length": ("max_model_len", human_int), "--max-running-requests": ("max_num_seqs", int),
     "--chunked-prefill-size": ("max_num_batched_tokens", human_int), "--page-size": ("block_size", int),
+    "--cuda-graph-max-bs": ("cuda_graph_max_bs", int),
     "--kv-cache-dtype": ("kv_dtype", choice_of(KV_DTYPES_READ, "--kv-cache-dtype")),
     "--quantization": ("weights", choice_of(QUANTIZATION_READ, "--quantization")),
 }

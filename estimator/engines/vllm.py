@@ -236,11 +236,13 @@ def cuda_graph_counts(s: ServeScenario, max_num_seqs: int, batched: int) -> tupl
     """(capture sizes, PIECEWISE graphs, FULL decode graphs) vLLM captures for the scenario's release."""
     full, step_16, speculative, _ = _graph_rules(s.engine_version or "")
     return _graph_counts(max_num_seqs, batched, 1 + s.speculative_tokens if speculative else 1, full, step_16,
-                         capture_ceiling(s.model, s.engine_version or ""))
+                         s.cuda_graph_max_bs or capture_ceiling(s.model, s.engine_version or ""))
 
 
 def capture_ceiling(a: Architecture, version: str) -> int:
-    """The largest capture size the model's config sets (GPT_OSS_CAPTURE_CEILING), 0 where vLLM's default applies."""
+    """The largest capture size the model's config sets (GPT_OSS_CAPTURE_CEILING), 0 where vLLM's default applies.
+    A user's --max-cudagraph-capture-size (the scenario's cuda_graph_max_bs) replaces both (_set_cudagraph_sizes
+    takes compilation_config.max_cudagraph_capture_size first)."""
     if a.model_type != "gpt_oss":
         return 0
     own = parse_version(version)
@@ -561,7 +563,7 @@ def _graph_key(s: ServeScenario, max_num_seqs: int, batched: int) -> tuple:
     full, step_16, speculative, profiled = _graph_rules(s.engine_version or "")
     q = 1 + s.speculative_tokens if speculative else 1
     return (s.model, max_num_seqs, batched, s.tensor_parallel, s.pipeline_parallel, q, full, step_16, profiled,
-            capture_ceiling(s.model, s.engine_version or ""))
+            s.cuda_graph_max_bs or capture_ceiling(s.model, s.engine_version or ""))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -608,7 +610,8 @@ def command(s: ServeScenario) -> str:
                ("--data-parallel-size", s.data_parallel, 1),
                ("--gpu-memory-utilization", s.gpu_memory_utilization, 0.9), ("--max-model-len", s.max_model_len, 0),
                ("--max-num-seqs", s.max_num_seqs, 0), ("--max-num-batched-tokens", s.max_num_batched_tokens, 0),
-               ("--block-size", s.block_size, 0), ("--kv-cache-memory", s.kv_cache_memory, 0))
+               ("--block-size", s.block_size, 0), ("--kv-cache-memory", s.kv_cache_memory, 0),
+               ("--max-cudagraph-capture-size", s.cuda_graph_max_bs, 0))
     parts += [f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}"
               for flag, value, default in options if value != default]
     if s.kv_dtype != "bf16":
@@ -665,6 +668,7 @@ FLAGS = {
     "--quantization": ("weights", choice_of(QUANTIZATION_READ, "--quantization")),
     "-q": ("weights", choice_of(QUANTIZATION_READ, "--quantization")),
     "--speculative-config": ("speculative_tokens", _speculative),
+    "--max-cudagraph-capture-size": ("cuda_graph_max_bs", int),
 }
 SWITCHES = {"--enforce-eager": ("enforce_eager", True), "--enable-expert-parallel": ("expert_parallel", True),
             "-ep": ("expert_parallel", True)}

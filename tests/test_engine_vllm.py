@@ -275,7 +275,7 @@ def test_cuda_graph_memory_by_hand():
     new = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, engine_version="0.24"))
     old = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, engine_version="0.20"))
     pool = inference_layer_peak(LLAMA, 1, 512, 512, flash_attention=True)
-    per_graph = 32 * 197_715  # 6,326,880 bytes: what each captured graph keeps
+    per_graph = 32 * 189_270  # 6,056,640 bytes: what each captured graph keeps
     reading = 32 * 83_623  # 2,675,936 bytes, over the 1 MiB floor: what the estimate's second capture reads
     # v0.21+: the eager warm-up run of the largest size stays in PyTorch's cache inside the measurement (+ pool)
     estimate = pool + (pool + reading) + (51 - 1) * reading + (51 - 1) * reading
@@ -294,7 +294,7 @@ def test_cuda_graph_memory_by_hand():
     # tensor parallelism adds each layer's two captured all-reduces
     two = serve(ServeScenario(LLAMA, gpu="h100-sxm", tensor_parallel=2, engine_version="0.20"))
     assert two.component("cuda_graphs") == inference_layer_peak(LLAMA, 1, 512, 512, flash_attention=True, tp=2) \
-        + 102 * 32 * (197_715 + 2 * 59_714)
+        + 102 * 32 * (189_270 + 2 * 79_643)
     # the estimate's reading has no all-reduce term (SAMPLED_GRAPH_BYTES: the one TP-2 log implies none)
     two_new = serve(ServeScenario(LLAMA, gpu="h100-sxm", tensor_parallel=2, engine_version="0.24"))
     assert two_new.component("cuda_graphs") == 2 * inference_layer_peak(LLAMA, 1, 512, 512, flash_attention=True,
@@ -319,17 +319,18 @@ def test_graph_constants_follow_from_their_logs():
     # before capturing and is not among them)
     pool = inference_layer_peak(est.model("openai/gpt-oss-120b").architecture, 1, 992, 992, flash_attention=True)
     assert (round(1.03 * GiB) - pool) // ((81 + 81) * 36) == 166_077
-    # twenty one-GPU configurations: the median is the mean of the 10th and 11th (vllm-autoscientists-1, 188,613.x,
-    # and vllm-kolyangg-1, 206,816.x), 197,715.3, rounded down
+    # 28 one-GPU configurations: the median is the mean of the 14th and 15th (vllm-autoscientists-1, 188,613.x, and
+    # vllm-isseihasegawa-6, 189,927.x), 189,270.x, rounded down
     implied = sorted({c["config"]: c["implied"] for c in captures if c["tp"] == 1}.values())
     one_gpu = [int(v) for v in implied]
-    assert len(one_gpu) == 20 and one_gpu[6] == 166_077 and one_gpu[9:11] == [188_613, 206_816]
+    assert len(one_gpu) == 28 and one_gpu[7] == 166_077 and one_gpu[13:15] == [188_613, 189_927]
     assert one_gpu[:2] == [24_914, 72_369] and one_gpu[-2:] == [918_837, 2_085_527]  # llm-d v0.11 ... two graphs
-    assert int((implied[9] + implied[10]) / 2) == 197_715 == vllm.LAYER_GRAPH_BYTES
-    # per all-reduce (two a layer), given 197,715: eight configurations, the median is the mean of the middle two
-    left = sorted((c["implied"] - 197_715) / 2 for c in {c["config"]: c for c in captures if c["tp"] > 1}.values())
-    assert [int(v) for v in left] == [8_000, 15_803, 29_729, 44_007, 75_420, 99_557, 110_770, 219_149]
-    assert int((left[3] + left[4]) / 2) == 59_714 == vllm.ALLREDUCE_GRAPH_BYTES
+    assert int((implied[13] + implied[14]) / 2) == 189_270 == vllm.LAYER_GRAPH_BYTES
+    # per all-reduce (two a layer), given 189,270: eleven configurations, the median is the 6th
+    left = sorted((c["implied"] - 189_270) / 2 for c in {c["config"]: c for c in captures if c["tp"] > 1}.values())
+    assert [int(v) for v in left] == [12_222, 20_026, 33_952, 48_230, 48_336, 79_643, 103_779, 114_992, 136_136,
+                                      136_783, 223_371]
+    assert int(left[5]) == 79_643 == vllm.ALLREDUCE_GRAPH_BYTES
 
 
 def test_graph_estimate_constant_follows_from_its_logs():
@@ -413,7 +414,7 @@ def test_model_runner_v2_budgets_no_graphs_and_samples_without_sorting():
     # the graphs are captured after the KV cache, on top of the budget: the v0.21+ capture (eager warm-up pool kept,
     # 51 PIECEWISE + 51 FULL graphs of 32 layers) is the same, only where it is paid changes
     pool = inference_layer_peak(LLAMA, 1, 512, 512, flash_attention=True)
-    assert v2.component("cuda_graphs") == 2 * pool + 102 * 32 * 197_715
+    assert v2.component("cuda_graphs") == 2 * pool + 102 * 32 * 189_270
     assert not any("CUDA graph memory profiling is enabled" in line for line in v2.log)
     estimate = v1.component("cuda_graphs")
     assert v2.component("kv_cache") - v1.component("kv_cache") == (5_057_806_336 - forward) + estimate

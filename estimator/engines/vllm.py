@@ -145,29 +145,34 @@ SPECULATIVE_CAPTURE_SINCE = (0, 13)  # #28315 / #30330 (merged 2025-11 / 2025-12
 # (validation/engines.py derive_graph_constants; `python -m validation engines --graphs` prints it capture by
 # capture): take out what the source gives (the pool of the largest size, twice since v0.21, _graph_terms) and divide
 # what is left by graphs x layers; one value per configuration (start-ups that differ only in utilization or
-# max_model_len are one); LAYER_GRAPH_BYTES is the median over the one-GPU configurations, rounded down. The 20 of
+# max_model_len are one); LAYER_GRAPH_BYTES is the median over the one-GPU configurations, rounded down. The 28 of
 # validation/engine_logs/vllm.json (each rounded down): 24,914 (Qwen3-0.6B, H100, v0.11.0, vllm-llmd-5/-6), 72,369
-# (gpt-oss-20b, vllm-llmd-1), 137,738 (Qwen3-30B-A3B, v0.22.1, vllm-mlopsassign-1), 154,632 (vllm-kuberay4366-1),
-# 163,159 (Qwen2.5-3B, v0.17.1, vllm-memsuit-2), 165,688 (Phi-3-mini, v0.19.1, vllm-localai-1), 166,077 (gpt-oss-120b
-# on one H100, v0.11.0, vllm-llmd-11: (round(1.03 x 2^30) - the pool at 992 tokens) / (162 graphs x 36 layers)),
-# 169,601 (vllm-elloraa-1), 172,889 (Llama-3.1-8B, v0.17.1, vllm-memsuit-1), 188,613 (vllm-autoscientists-1), 206,816
-# (Qwen3-30B-A3B on an H100, v0.10.2, vllm-kolyangg-1), 212,608 (vllm-telcorag-1), 218,450 (vllm-demoenvl4-1), 219,910
-# / 229,070 (Qwen3-32B / 14B on an A100, v0.11.0, vllm-pranay-2 / -1), 247,192 (Qwen2-7B on an A100, v0.10.1.1,
-# vllm-dennislee22-1/-2), 330,350 (vllm-anton-1), 339,729 (vllm-mrefaat-1, T4), 918,837 (vllm-energyllm-1), 2,085,527
-# (two graphs only, vllm-memoryrlhf-1): the mean of the middle two, 197,715. (llm-d's Llama-3.3-70B row at TP 1 has no
-# capture: it failed at KV sizing, before the graphs, and its file's summary gives N/A.) Most configurations lie
-# within 140-250 KB; the low ones are llm-d's v0.11.0 logs, measured net of PyTorch's cached blocks, which the first
-# capture frees (torch.cuda.graph.__enter__, pytorch/pytorch torch/cuda/graphs.py: "Free as much memory as we can for
-# the graph", torch.cuda.empty_cache()), down to -0.88 GiB in other llm-d rows; how much was cached is not in any log
-# (validation/engine_logs/FINDINGS_engines.md E6).
-LAYER_GRAPH_BYTES = 197_715
+# (gpt-oss-20b, vllm-llmd-1), 124,265 (Qwen3-32B-AWQ, RTX 5090, v0.17.1, vllm-culturedx-1/-2/-4), 137,738
+# (Qwen3-30B-A3B, v0.22.1, vllm-mlopsassign-1), 154,632 (vllm-kuberay4366-1), 163,159 (Qwen2.5-3B, v0.17.1,
+# vllm-memsuit-2), 165,688 (Phi-3-mini, v0.19.1, vllm-localai-1), 166,077 (gpt-oss-120b on one H100, v0.11.0,
+# vllm-llmd-11: (round(1.03 x 2^30) - the pool at 992 tokens) / (162 graphs x 36 layers)), 169,247
+# (vllm-controllersearch-1), 169,601 (vllm-elloraa-1), 172,889 (Llama-3.1-8B, v0.17.1, vllm-memsuit-1), 180,043
+# (Qwen2.5-7B on an A40, vllm-isseihasegawa-1/-2), 181,271 (vllm-bilalrana-1), 188,613 (vllm-autoscientists-1),
+# 189,927 (vllm-isseihasegawa-6), 201,645 (vllm-benyucong-2), 206,816 (Qwen3-30B-A3B on an H100, v0.10.2,
+# vllm-kolyangg-1/-2), 212,608 (vllm-telcorag-1), 217,396 (PP 2, vllm-isseihasegawa-5), 218,450 (vllm-demoenvl4-1),
+# 219,910 / 229,070 (Qwen3-32B / 14B on an A100, v0.11.0, vllm-pranay-2 / -1), 223,544 (vllm-benyucong-1), 247,192
+# (Qwen2-7B on an A100, v0.10.1.1, vllm-dennislee22-1/-2), 330,350 (vllm-anton-1), 339,729 (vllm-mrefaat-1, T4),
+# 918,837 (vllm-energyllm-1), 2,085,527 (two graphs only, vllm-memoryrlhf-1/-2): the mean of the middle two, 189,270.
+# (llm-d's Llama-3.3-70B row at TP 1 has no capture: it failed at KV sizing, before the graphs, and its file's
+# summary gives N/A.) Most configurations lie within 120-250 KB; the low ones are llm-d's v0.11.0 logs, measured
+# net of PyTorch's cached blocks, which the first capture frees (torch.cuda.graph.__enter__, pytorch/pytorch
+# torch/cuda/graphs.py: "Free as much memory as we can for the graph", torch.cuda.empty_cache()), down to -0.88 GiB in
+# other llm-d rows; how much was cached is not in any log (validation/engine_logs/FINDINGS_engines.md E6).
+LAYER_GRAPH_BYTES = 189_270
 # With tensor parallelism each layer's two all-reduces are captured too: given LAYER_GRAPH_BYTES, the median over the
-# eight tensor-parallel configurations of what is left per all-reduce (each rounded down): 8,000 / 15,803 / 29,729
-# (Llama-3-8B TP 4 on L4, v0.22.0 / v0.23.0 / v0.23.1 at 128 sequences, vllm-djl3055-1..3), 44,007 (Qwen3-32B TP 8,
-# v0.10.0, vllm-daisuketakai-1), 75,420 (Qwen2-7B TP 2 on an A100, v0.10.1.1, vllm-dennislee22-4/-5), 99,557
-# (Qwen3-30B-A3B TP 4 on RTX 4090s, v0.11.0, vllm-27782-1), 110,770 (Qwen3-235B-A22B TP 8, vllm-daisuketakai-2),
-# 219,149 (gpt-oss-120b TP 4 over Ray across nodes, vllm-dennislee22-6): the mean of the middle two, 59,714.
-ALLREDUCE_GRAPH_BYTES = 59_714
+# eleven tensor-parallel configurations of what is left per all-reduce (each rounded down): 12,222 / 20,026 / 33,952
+# (Llama-3-8B TP 4 on L4, v0.22.0 / v0.23.0 / v0.23.1 at 128 sequences, vllm-djl3055-1..3), 48,230 (Qwen3-32B TP 8,
+# v0.10.0, vllm-daisuketakai-1/-5), 48,336 (Qwen3-32B TP 4, YaRN, vllm-daisuketakai-3), 79,643 (Qwen2-7B TP 2 on an
+# A100, v0.10.1.1, vllm-dennislee22-4/-5), 103,779 (Qwen3-30B-A3B TP 4 on RTX 4090s, v0.11.0, vllm-27782-1), 114,992
+# (Qwen3-235B-A22B TP 8, vllm-daisuketakai-2/-4), 136,136 / 136,783 (Qwen2.5-7B TP 4 / 2 on A40s,
+# vllm-isseihasegawa-4 / -3), 223,371 (gpt-oss-120b TP 4 over Ray across nodes, vllm-dennislee22-6): the middle one,
+# 79,643.
+ALLREDUCE_GRAPH_BYTES = 79_643
 ALLREDUCES_PER_LAYER = 2  # attention output and MLP / MoE output projections (row-parallel layers)
 # The estimate's per-graph term is one reading, the second-largest size captured right after the largest (whose
 # pool and warm-up blocks it reuses), not the mean over the whole capture, and the logs that print the estimate imply

@@ -54,7 +54,7 @@ def canonical_version(text: str) -> str:
     return ".".join(map(str, parse_version(text)))
 
 
-MAX_SPLIT_CHARS = 200
+MAX_SPLIT_CHARS = 20 * MAX_GPUS_PER_STAGE  # a share of up to 19 characters per device
 
 
 def canonical_split(text: str) -> str:

@@ -99,15 +99,18 @@ def kv_bytes_per_token(a: Architecture, kv_dtype: str = "bf16", mla_latent: bool
 INDEXER_QUANT_BLOCK = 128  # vLLM keeps the indexer keys in fp8 with one 4-byte scale per 128 values
 
 
+def indexer_layers(a: Architecture) -> int:
+    """Layers that run a lightning indexer of their own (DeepSeek-V3.2, GLM-5.x; GLM's "shared" layers reuse the
+    previous layer's top-k and run no indexer)."""
+    return a.num_layers - len(a.shared_index_layers) if a.index_heads else 0
+
+
 def indexer_bytes_per_token(a: Architecture) -> int:
     """DeepSeek-V3.2's lightning indexer caches one key of index_head_dim per token and layer, next to the MLA
     latent: in vLLM as fp8 values plus a 4-byte scale per 128 (`vllm/model_executor/models/deepseek_v2.py`
     DeepseekV32IndexerCache, head_dim + head_dim // 128 * 4 uint8), replicated on every tensor-parallel rank, in
     that layout whatever the KV-cache dtype."""
-    if not a.index_heads:
-        return 0
-    indexed = a.num_layers - len(a.shared_index_layers)  # GLM-5.x's "shared" layers run no indexer of their own
-    return indexed * (a.index_head_dim + a.index_head_dim // INDEXER_QUANT_BLOCK * 4)
+    return indexer_layers(a) * (a.index_head_dim + a.index_head_dim // INDEXER_QUANT_BLOCK * 4)
 
 
 def state_bytes(a: Architecture, sequences: int, tp: int = 1) -> int:

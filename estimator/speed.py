@@ -50,7 +50,7 @@ from .engines.base import ServeReport, ServeScenario, tensor_size
 from .formats import CHECKPOINT, WEIGHT_FORMATS, weight_format
 from .inference import QUICK_ROWS
 from .quick import quick_inference
-from .kv_cache import KV_DTYPE_LABELS, indexer_bytes_per_token, kv_cache_bytes
+from .kv_cache import KV_DTYPE_LABELS, indexer_bytes_per_token, indexer_layers, kv_cache_bytes
 from .scenarios import FinetuneScenario, InferenceScenario, gradient_checkpointing
 from .training import REGIMES
 from .units import BF16_BYTES
@@ -404,12 +404,6 @@ def attended_tokens(a: Architecture, context: int) -> int:
     state and attend to none)."""
     full, windowed = attention_layer_counts(a)
     return full * min(context, a.index_topk or context) + windowed * min(context, a.sliding_window)
-
-
-def indexer_layers(a: Architecture) -> int:
-    """Layers that run a lightning indexer of their own (DeepSeek-V3.2, GLM-5.x; GLM's "shared" layers reuse the
-    previous layer's top-k)."""
-    return a.num_layers - len(a.shared_index_layers) if a.index_heads else 0
 
 
 def indexer_flops(a: Architecture, keys: int) -> int:

@@ -120,3 +120,26 @@ def test_the_bar_stacks_the_components_and_the_unused_headroom_up_to_the_budget(
     assert names[-1] == "Unused" and names[0] == "Weights"
     assert abs(sum(t.x[0] for t in fig.data) - max(r.total, r.budget_bytes) / 1e9) < 1e-6
     assert sorted(shape.x0 for shape in fig.layout.shapes) == sorted([r.budget_bytes / 1e9, r.gpu_bytes / 1e9])
+
+
+def test_a_yarn_command_starts_on_the_page_and_its_link_carries_the_override():
+    """Qwen's documented YaRN launch (131,072 tokens over Qwen3-0.6B's 40,960 positions) starts in vLLM's terms: the
+    pasted --hf-overrides fills the RoPE-scaling option, the KV numbers are serve()'s and the link reproduces them."""
+    yarn = '{"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}'
+    small = "Qwen/Qwen3-0.6B"
+    at = start()
+    at.selectbox(key="inference.engine").set_value("vllm").run()
+    paste(at, f"vllm serve {small} --max-model-len 131072 --hf-overrides '{yarn}'")
+    assert_clean(at)
+    rope = at.text_input(key="inference.e.rope_scaling").value
+    assert rope == '{"factor":4.0,"original_max_position_embeddings":32768,"rope_type":"yarn"}'
+    s = ServeScenario(est.model(small).architecture, engine="vllm", gpu=links.VIEW_FIELDS["gpu"].default,
+                      max_model_len=131072, rope_scaling=rope, model_id=small)
+    assert serve(s).starts and not any(REFUSAL in e.value for e in at.error)
+    assert metric(at, "KV-cache tokens") == f"{serve(s).kv_cache_tokens:,}"
+    assert at.query_params["e.rope"] == rope
+    again = start(dict(at.query_params))
+    assert again.text_input(key="inference.e.rope_scaling").value == rope
+    assert metric(again, "KV-cache tokens") == metric(at, "KV-cache tokens")
+    at.text_input(key="inference.e.rope_scaling").input("").run()  # without it, vLLM refuses 131,072 tokens
+    assert any("derived max_model_len (max_position_embeddings=40960" in c.value for c in at.code)

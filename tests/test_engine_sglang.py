@@ -3,6 +3,7 @@
 
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -232,3 +233,27 @@ def test_mla_pools_print_one_kv_size_compared_from_the_logged_tokens():
     assert round((3_262_823 + 1) * 78 * (656 + 132) / 2**30, 2) == glm["logged"] == 186.77
     assert glm["estimate"] == pytest.approx((3_262_823 + 1) * 78 * (576 + 132) / 2**30, abs=0.01)
     assert abs(rows[("sglang-ajsirra-glm5-1", "kv_tokens")]["error_pct"]) < 4
+
+
+def test_sglang_derives_its_context_length_from_the_rope_override_by_its_own_rule():
+    """get_context_length (sglang/srt/utils/hf_transformers/common.py, v0.5.23 wheel): max_position_embeddings x the
+    RoPE factor, except that a factor given with original_max_position_embeddings (or rope_type llama3) counts as
+    1. So Qwen's YaRN override leaves Qwen3-8B at its 40,960 positions and --context-length 131072 is refused unless
+    SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is set, as tame-llm's sglang/launch-sglang.sh sets it with the same
+    override (github.com/catman626/tame-llm); a linear factor 4 without it gives 163,840."""
+    qwen = est.model("Qwen/Qwen3-8B").architecture
+    yarn = '{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}'
+    line = ("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 python -m sglang.launch_server --model-path "
+            f"Qwen/Qwen3-8B --json-model-override-args '{{\"rope_scaling\":{yarn}}}' --context-length 131072")
+    fields = dict(import_command(line).fields)
+    assert fields == {"allow_long_context": True, "max_model_len": 131_072, "rope_scaling":
+                      '{"factor":4.0,"original_max_position_embeddings":32768,"rope_type":"yarn"}'}
+    s = ServeScenario(qwen, engine="sglang", gpu="h100-sxm", model_id="Qwen/Qwen3-8B", **fields)
+    assert sglang.derived_context_len(s) == 40_960
+    started = serve(s)
+    assert started.starts and started.warnings[0].startswith("Warning: User-specified context_length (131072)")
+    refused = serve(replace(s, allow_long_context=False))
+    assert not refused.starts and "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" in refused.warnings[0]
+    linear = replace(s, rope_scaling='{"rope_type": "linear", "factor": 4}', allow_long_context=False)
+    assert sglang.derived_context_len(linear) == 4 * 40_960 == 163_840 and serve(linear).starts
+    assert dict(import_command(launch_command(s)).fields).items() >= fields.items()  # + the resolved fraction

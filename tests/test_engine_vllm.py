@@ -480,3 +480,67 @@ def test_engine_validation_groups_add_the_fully_stated_records_as_their_own_medi
     text = engines.summary(rows)
     assert "| vllm | v1 | kv_tokens | 3 | 3.0% | +40.0% (c) |" in text
     assert "| vllm | v1 | kv_tokens, every input stated | 2 | 2.0% | -3.0% (b) |" in text
+
+
+YARN = '{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}'
+
+
+def test_a_rope_scaling_override_sets_the_longest_max_model_len():
+    """_get_and_verify_max_len (vllm/config/model.py, v0.22.0): Qwen3-32B's config says max_position_embeddings
+    40,960; with Qwen's documented YaRN override vLLM derives 32,768 x 4 = 131,072 (yarn starts from
+    original_max_position_embeddings), with a linear factor 2 40,960 x 2 = 81,920, and llama3 / longrope / su keep
+    40,960. vllm-daisuketakai-3 (v0.10.0, TP 4) started at 131,072 with `'rope_scaling': {'rope_type': 'yarn',
+    'factor': 4.0, 'original_max_position_embeddings': 32768}` in its non-default args."""
+    qwen = est.model("Qwen/Qwen3-32B").architecture
+    base = dict(gpu="h100-sxm", tensor_parallel=4, model_id="Qwen/Qwen3-32B")
+    plain = serve(ServeScenario(qwen, max_model_len=131_072, **base))
+    assert not plain.starts and "derived max_model_len (max_position_embeddings=40960" in plain.warnings[0]
+    yarn = ServeScenario(qwen, max_model_len=131_072, rope_scaling=YARN, **base)
+    assert vllm.derived_max_len(yarn) == 32_768 * 4 == 131_072 and serve(yarn).starts
+    assert serve(yarn).max_model_len_that_fits == 131_072  # the pool holds more: the cap is the derived length
+    assert serve(replace(yarn, max_model_len=0)).max_model_len == 131_072  # the default is the derived length
+    linear = replace(yarn, rope_scaling='{"rope_type": "linear", "factor": 2}')
+    assert vllm.derived_max_len(linear) == 81_920
+    for kind in ("llama3", "longrope", "su"):
+        assert vllm.derived_max_len(replace(yarn, rope_scaling=f'{{"rope_type": "{kind}", "factor": 8}}')) == 40_960
+    gemma = ServeScenario(est.model("google/gemma-3-27b-it").architecture, rope_scaling=linear.rope_scaling)
+    assert vllm.derived_max_len(gemma) == 131_072  # "gemma3" configs state the scaled length: never scaled again
+    # the same bytes: YaRN changes the positions' rotation, not the KV cache
+    assert serve(yarn).kv_cache_tokens == serve(replace(yarn, rope_scaling="")).kv_cache_tokens
+    too_long = replace(yarn, max_model_len=262_144)
+    assert not serve(too_long).starts
+    allowed = serve(replace(too_long, allow_long_context=True))  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: a warning
+    assert allowed.starts and "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution" in allowed.warnings[0]
+
+
+def test_rope_scaling_and_the_long_length_switch_import_and_round_trip():
+    """--rope-scaling (v0.10's flag, as vllm-daisuketakai-3 ran), --hf-overrides '{"rope_scaling": ...}' (every V1
+    release) and VLLM_ALLOW_LONG_MAX_MODEL_LEN in the environment fill the scenario; the launch command writes the
+    override as --hf-overrides and reads back to the same scenario."""
+    canonical = '{"factor":4.0,"original_max_position_embeddings":32768,"rope_type":"yarn"}'
+    old = import_command(f"vllm serve Qwen/Qwen3-32B --rope-scaling '{YARN}' --max-model-len 131072 "
+                         "--reasoning-parser qwen3 --tensor-parallel-size 4")
+    assert dict(old.fields) == {"rope_scaling": canonical, "max_model_len": 131_072, "tensor_parallel": 4}
+    assert old.ignored == ("--reasoning-parser qwen3",)
+    new = import_command("VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vllm serve Qwen/Qwen3-32B --hf-overrides "
+                         "'{\"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4.0, "
+                         "\"original_max_position_embeddings\": 32768}}'")
+    assert dict(new.fields) == {"allow_long_context": True, "rope_scaling": canonical}  # "type" read as rope_type
+    assert dict(import_command("vllm serve m --hf-overrides '{\"max_window_layers\": 28}'").fields) == {}
+    s = apply_command(ServeScenario(est.model("Qwen/Qwen3-32B").architecture, model_id="Qwen/Qwen3-32B"), new)
+    line = launch_command(s)
+    assert line.startswith("VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vllm serve Qwen/Qwen3-32B --hf-overrides ")
+    assert dict(import_command(line).fields) == dict(new.fields)
+    with pytest.raises(ValueError, match="--hf-overrides"):
+        import_command("vllm serve m --hf-overrides '{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": -1}}'")
+
+
+@pytest.mark.parametrize("bad", ['{"factor": 4}', "[4]", '{"rope_type": "yarn", "factor": 0}', "yarn 4",
+                                 '{"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 1.5}',
+                                 '{"rope_type": "yarn", "beta": {"fast": 32}}', "{" * 1001])
+def test_a_bad_rope_scaling_is_refused_by_name(bad):
+    with pytest.raises(ValueError, match="RoPE scaling|original_max_position_embeddings"):
+        ServeScenario(LLAMA, rope_scaling=bad)
+    out = subprocess.run([sys.executable, "-m", "estimator", "serve", "--model", "meta-llama/Llama-3.1-8B", "--gpu",
+                          "h100-sxm", "--rope-scaling", bad], capture_output=True, text=True)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "--rope-scaling" in out.stderr

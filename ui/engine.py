@@ -26,10 +26,10 @@ OPTIONS = {
     "vllm": ("tensor_parallel", "pipeline_parallel", "data_parallel", "expert_parallel", "gpu_memory_utilization",
              "max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size", "cuda_graph_max_bs",
              "enforce_eager", "kv_cache_memory", "speculative_tokens", "sampler", "model_runner", "kv_dtype", "weights",
-             "engine_version"),
+             "rope_scaling", "allow_long_context", "engine_version"),
     "sglang": ("tensor_parallel", "data_parallel", "expert_parallel", "mem_fraction_static", "max_model_len",
                "max_num_seqs", "max_num_batched_tokens", "block_size", "cuda_graph_max_bs", "enforce_eager",
-               "kv_dtype", "weights", "engine_version"),
+               "kv_dtype", "weights", "rope_scaling", "allow_long_context", "engine_version"),
     "llama.cpp": ("n_gpu_layers", "n_cpu_moe", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
                   "kv_dtype", "flash_attention", "weights", "tensor_parallel", "tensor_split", "engine_version"),
     "ollama": ("n_gpu_layers", "n_cpu_moe", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_dtype",
@@ -42,6 +42,8 @@ LABELS = {"weights": {CHECKPOINT: "The checkpoint's own", **{k: f.label for k, f
           "kv_dtype": KV_DTYPE_LABELS,
           "sampler": {"auto": "The release's usual", "flashinfer": "FlashInfer", "pytorch": "PyTorch (sorts)"},
           "model_runner": {"auto": "The release's usual", "v1": "V1", "v2": "V2"}}
+PLACEHOLDERS = {"engine_version": "newest modelled", "tensor_split": "equal shares, e.g. 3,1",
+                "rope_scaling": "the config's own"}  # what an empty text option means
 NO_ENGINE = "None (the memory estimate)"
 EXAMPLES = {"vllm": "vllm serve Qwen/Qwen3-8B --tensor-parallel-size 2 --max-model-len 32768",
             "sglang": "python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 2 --context-length 32768",
@@ -80,9 +82,10 @@ def inputs(page: str) -> None:
         for column, name in zip(st.columns(2), others[i:i + 2]):
             with column:
                 _widget(page, name)
-    for column, name in zip(st.columns(2), flags):  # at most two switches per engine
-        with column:
-            _widget(page, name)
+    for i in range(0, len(flags), 2):
+        for column, name in zip(st.columns(2), flags[i:i + 2]):
+            with column:
+                _widget(page, name)
 
 
 def _widget(page: str, name: str) -> None:
@@ -95,7 +98,7 @@ def _widget(page: str, name: str) -> None:
     elif spec.text is not None:
         widget_key, now = state.bind(page, name)
         state.page_state(page)[name] = st.text_input(spec.label, value=now, help=spec.help, key=widget_key,
-                                                     placeholder="newest modelled")
+                                                     placeholder=PLACEHOLDERS.get(field, ""))
     else:
         step = STEPS.get(field, 1)
         form.number(page, name, step=step, fmt="%.2f" if spec.kind is float else None)

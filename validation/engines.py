@@ -117,6 +117,8 @@ def _vllm_scenario(record: dict) -> tuple[ServeScenario | None, str]:
                 else bool(settings[key])
     if str(settings.get("kv_cache_dtype", "")).startswith("fp8"):
         fields["kv_dtype"] = "fp8"
+    if settings.get("rope_scaling"):
+        fields["rope_scaling"] = json.dumps(settings["rope_scaling"])
     speculative = re.search(r"mtp.*num_speculative_tokens\D*(\d+)", str(settings.get("speculative", "")))
     if speculative:
         fields["speculative_tokens"] = int(speculative.group(1))
@@ -266,6 +268,8 @@ def _sglang_scenario(record: dict) -> tuple[ServeScenario | None, str, bool]:
         fields["expert_parallel"] = True
     if str(settings.get("kv_cache_dtype", "")).startswith("fp8"):
         fields["kv_dtype"] = "fp8"
+    if settings.get("rope_scaling"):
+        fields["rope_scaling"] = json.dumps(settings["rope_scaling"])
     speculative = re.search(r"mtp.*num_speculative_tokens\D*(\d+)", str(settings.get("speculative", "")))
     if speculative:
         fields["speculative_tokens"] = int(speculative.group(1))

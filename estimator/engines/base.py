@@ -10,6 +10,7 @@ the engine would log, and the engine's own error text when it would refuse to st
 from __future__ import annotations
 
 import functools
+import json
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,6 +74,56 @@ def canonical_split(text: str) -> str:
         raise ValueError(f"Tensor split must be 1 to {MAX_GPUS_PER_STAGE} shares of at least 0, one of them above 0; "
                          f"got {text[:40]!r}")
     return ",".join(f"{x:g}" for x in shares)
+
+
+MAX_ROPE_CHARS = 1000
+MAX_ROPE_FACTOR = 1024.0
+ROPE_WRAPPERS = ("rope_scaling", "rope_parameters")  # the key of --hf-overrides / --json-model-override-args
+
+
+def canonical_rope_scaling(text: str) -> str:
+    """A RoPE-scaling override as the engines take it (vLLM --hf-overrides / --rope-scaling, SGLang
+    --json-model-override-args): the JSON object '{"rope_type": "yarn", "factor": 4.0,
+    "original_max_position_embeddings": 32768}', also inside {"rope_scaling": ...} or {"rope_parameters": ...}; kept as
+    compact JSON with sorted keys, "type" read as "rope_type" as vLLM's patch_rope_parameters and transformers' configs
+    do ('' stays '': the config's own). ValueError unless it names a rope_type, its factor is a number in (0, 1024]
+    and its original_max_position_embeddings a whole number of positions."""
+    text = str(text).strip()
+    if not text:
+        return ""
+    if len(text) > MAX_ROPE_CHARS:
+        raise ValueError(f"RoPE scaling must be at most {MAX_ROPE_CHARS} characters of JSON")
+    try:
+        rope = json.loads(text)
+    except ValueError:
+        raise ValueError('RoPE scaling must be JSON, e.g. {"rope_type": "yarn", "factor": 4.0, '
+                         f'"original_max_position_embeddings": 32768}}; got {text[:40]!r}') from None
+    if isinstance(rope, dict) and len(rope) == 1 and next(iter(rope)) in ROPE_WRAPPERS:
+        rope = next(iter(rope.values()))
+    if not isinstance(rope, dict) or not all(isinstance(v, (str, int, float, bool)) or v is None
+                                             for v in rope.values()):
+        raise ValueError("RoPE scaling must be one JSON object of plain values (rope_type, factor, "
+                         "original_max_position_embeddings...)")
+    if "type" in rope:
+        rope.setdefault("rope_type", rope.pop("type"))
+    kind, factor = rope.get("rope_type"), rope.get("factor", 1.0)
+    positions = rope.get("original_max_position_embeddings", 1)
+    if not isinstance(kind, str) or not kind or len(kind) > 40:
+        raise ValueError('RoPE scaling must name its "rope_type" (yarn, linear, dynamic, llama3, longrope...)')
+    if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float))
+                               or not 0 < factor <= MAX_ROPE_FACTOR):
+        raise ValueError(f"RoPE scaling factor must be a number above 0 and at most {MAX_ROPE_FACTOR:g}, "
+                         f"got {factor!r}")
+    if isinstance(positions, bool) or not isinstance(positions, int) or not 1 <= positions <= MAX_SEQ_LEN:
+        raise ValueError(f"original_max_position_embeddings must be a whole number from 1 to {MAX_SEQ_LEN:,}, "
+                         f"got {positions!r}")
+    return json.dumps(rope, sort_keys=True, separators=(",", ":"))
+
+
+@functools.lru_cache(maxsize=64)
+def rope_override(text: str) -> tuple[tuple[str, object], ...]:
+    """The items of a canonical RoPE-scaling override (() when none): read by each engine's length rule."""
+    return tuple(json.loads(text).items()) if text else ()
 
 
 def split_shares(s: ServeScenario) -> tuple[float, ...]:
@@ -170,6 +221,15 @@ class ServeScenario:
         help="vLLM: the model runner (VLLM_USE_V2_MODEL_RUNNER=1 / 0; the start-up log's 'Model loading took' line "
              "comes from model_runner.py on V2, gpu_model_runner.py on V1); V2 neither sorts the profiling run's "
              "logits nor budgets the CUDA graphs; auto = the release's usual one (V2 for dense models from 0.25)."))
+    rope_scaling: str = declare(Input(
+        "RoPE scaling override", "", link="rope", flag="--rope-scaling", text=canonical_rope_scaling,
+        help='vLLM / SGLang: a context extension the command sets, as JSON: {"rope_type": "yarn", "factor": 4.0, '
+             '"original_max_position_embeddings": 32768} (vLLM --hf-overrides, SGLang --json-model-override-args); '
+             "vLLM then accepts a max model length up to 32768 x 4; empty = the config's own."))
+    allow_long_context: bool = declare(Input(
+        "Allow a longer context", False, link="long", flag="--allow-long-context",
+        help="VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 / SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1: a max model length above "
+             "the one the engine derives from the config starts, with a warning, instead of being refused."))
     engine_version: str = declare(Input(
         "Engine version", "", link="ver", flag="--engine-version", text=canonical_version,
         help="The release whose accounting and defaults apply (e.g. 0.11.0); empty = the newest modelled."))
@@ -186,6 +246,7 @@ class ServeScenario:
         if ranks > 4096:
             raise ValueError(f"tp x pp x dp must be at most 4,096 GPUs, got {ranks:,}")
         object.__setattr__(self, "tensor_split", canonical_split(self.tensor_split))  # '24/8' -> '24,8'
+        object.__setattr__(self, "rope_scaling", canonical_rope_scaling(self.rope_scaling))
         if self.tensor_split and len(self.tensor_split.split(",")) != self.tensor_parallel:
             raise ValueError(f"Tensor split names {len(self.tensor_split.split(','))} devices ({self.tensor_split}); "
                              f"Tensor parallel (the devices) must be the same, got {self.tensor_parallel}")

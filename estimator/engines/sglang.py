@@ -39,9 +39,10 @@ from ..activations import inference_layer_peak
 from ..architecture import Architecture
 from ..kv_cache import indexer_bytes_per_token, kv_dtype_bytes, layer_elements, state_bytes
 from ..units import GiB
-from .base import REFUSAL, ServeReport, ServeScenario, at_least, gib, make_report, model_ref, weight_split
+from .base import (REFUSAL, ServeReport, ServeScenario, at_least, gib, make_report, model_ref, rope_override,
+                   weight_split)
 from .command import choice_of, human_int
-from .vllm import CUDA_CONTEXT_BYTES
+from .vllm import CUDA_CONTEXT_BYTES, rope_of_overrides, rope_overrides
 
 MiB = 2**20
 
@@ -201,13 +202,26 @@ def cells(a: Architecture, s: ServeScenario) -> Cells:
                  mamba_per_request=mamba)
 
 
+def derived_context_len(s: ServeScenario) -> int:
+    """The longest --context-length SGLang accepts (get_context_length, sglang/srt/utils/hf_transformers/common.py in
+    the v0.5.23 wheel; ModelConfig._derive_context_length refuses more unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN
+    is set): max_position_embeddings x the RoPE override's factor, except that a factor stated with
+    original_max_position_embeddings (YaRN's usual form) or of rope_type llama3 counts as 1: unlike vLLM's, Qwen3's
+    documented YaRN override leaves it at the config's 40,960 positions."""
+    rope = dict(rope_override(s.rope_scaling))
+    if not rope or "original_max_position_embeddings" in rope or rope.get("rope_type") == "llama3":
+        return s.context_length
+    return int((rope.get("factor") or 1) * s.context_length)
+
+
 def estimate(s: ServeScenario) -> ServeReport:
     a: Architecture = s.model
     g = catalog.gpu(s.gpu)
     tp = s.tensor_parallel
     d = resolve_defaults(s)
     mfs, page = d.mem_fraction_static, d.page_size
-    length = s.max_model_len or s.context_length
+    derived = derived_context_len(s)
+    length = s.max_model_len or derived
     warnings, notes = [], []
     if s.kv_dtype not in KV_DTYPES:
         warnings.append(f"{REFUSAL}--kv-cache-dtype {s.kv_dtype} is not an SGLang choice (auto, bf16, bfloat16, "
@@ -215,12 +229,13 @@ def estimate(s: ServeScenario) -> ServeReport:
     if a.num_heads % tp:
         warnings.append(f"{REFUSAL}the attention layers assert that the {a.num_heads} attention heads divide by "
                         f"--tp {tp} (AssertionError while building the model)")
-    if length > s.context_length:
-        warnings.append(
-            f"{REFUSAL}User-specified context_length ({length}) is greater than the derived context_length "
-            f"({s.context_length}). This may lead to incorrect model outputs or CUDA errors. Note that the derived "
-            "context_length may differ from max_position_embeddings in the model's config. To allow overriding this "
-            "maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
+    if length > derived:
+        too_long = (f"User-specified context_length ({length}) is greater than the derived context_length "
+                    f"({derived}). This may lead to incorrect model outputs or CUDA errors. Note that the derived "
+                    "context_length may differ from max_position_embeddings in the model's config.")
+        warnings.append(f"Warning: {too_long}" if s.allow_long_context else
+                        f"{REFUSAL}{too_long} To allow overriding this maximum, set the env var "
+                        "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
 
     # Free memory before the weights: the catalog's CUDA-visible total less the CUDA context (vllm.py's constant)
     # and, with tensor or pipeline parallelism, NCCL's buffers.
@@ -256,7 +271,7 @@ def estimate(s: ServeScenario) -> ServeReport:
     kv = ((full_tokens + page) * c.full + (swa_tokens + page) * c.swa + mamba_slots * c.mamba_per_request) \
         if starts else 0
     max_running = min(tokens // 2 if not s.max_num_seqs else s.max_num_seqs, max_reqs_pool) if starts else 0
-    longest = max(0, min(s.context_length - 1, tokens - 1))
+    longest = max(0, min((max(derived, length) if s.allow_long_context else derived) - 1, tokens - 1))
     by_pool = tokens / length if length else 0.0
     concurrency = min(by_pool, max_running) if starts else 0.0
 
@@ -346,7 +361,8 @@ def estimate(s: ServeScenario) -> ServeReport:
 
 def command(s: ServeScenario) -> str:
     """The `python -m sglang.launch_server` command line of the scenario (options at SGLang's defaults omitted)."""
-    parts = ["python -m sglang.launch_server --model-path", model_ref(s)]
+    parts = ["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"] if s.allow_long_context else []
+    parts += ["python -m sglang.launch_server --model-path", model_ref(s)]
     mfs = s.mem_fraction_static or resolve_defaults(s).mem_fraction_static
     options = (("--tp", s.tensor_parallel, 1), ("--pp-size", s.pipeline_parallel, 1), ("--dp", s.data_parallel, 1),
                ("--mem-fraction-static", mfs, None), ("--context-length", s.max_model_len, 0),
@@ -362,6 +378,8 @@ def command(s: ServeScenario) -> str:
         parts.append("--disable-cuda-graph")
     if s.weights in QUANTIZATION_FLAGS:
         parts.append(f"--quantization {QUANTIZATION_FLAGS[s.weights]}")
+    if s.rope_scaling:
+        parts.append(f"--json-model-override-args {rope_overrides(s.rope_scaling)}")
     return " ".join(parts)
 
 
@@ -403,5 +421,11 @@ FLAGS = {
     "--cuda-graph-max-bs": ("cuda_graph_max_bs", int),
     "--kv-cache-dtype": ("kv_dtype", choice_of(KV_DTYPES_READ, "--kv-cache-dtype")),
     "--quantization": ("weights", choice_of(QUANTIZATION_READ, "--quantization")),
+    "--json-model-override-args": ("rope_scaling", rope_of_overrides),
 }
+# sglang/srt/environ.py (v0.5.23 wheel): SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN = EnvBool(False), which reads
+# true / 1 / yes / y and false / 0 / no / n in any case (anything else is an error)
+ENV_TRUTH = {"true": True, "1": True, "yes": True, "y": True, "false": False, "0": False, "no": False, "n": False}
+ENV = {"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": ("allow_long_context",
+                                                     choice_of(ENV_TRUTH, "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"))}
 SWITCHES = {"--disable-cuda-graph": ("enforce_eager", True), "--enable-ep-moe": ("expert_parallel", True)}

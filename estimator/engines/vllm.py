@@ -36,8 +36,8 @@ from ..activations import inference_layer_peak
 from ..architecture import Architecture, tensors
 from ..kv_cache import indexer_bytes_per_token, kv_dtype_bytes, layer_elements, state_bytes
 from ..units import BF16_BYTES, GiB
-from .base import (REFUSAL, ServeReport, ServeScenario, at_least, gib, make_report, model_ref, parse_version,
-                   tensor_size, weight_split)
+from .base import (REFUSAL, ROPE_WRAPPERS, ServeReport, ServeScenario, at_least, canonical_rope_scaling, gib,
+                   make_report, model_ref, parse_version, rope_override, tensor_size, weight_split)
 from .command import choice_of, human_int
 
 # EngineArgs.get_batch_defaults (vllm/engine/arg_utils.py), `vllm serve` (UsageContext.OPENAI_API_SERVER): GPUs
@@ -413,6 +413,26 @@ MARLIN_MXFP4_GPUS = frozenset({"rtx-3090", "rtx-4090", "rtx-a6000", "l4", "l40s"
                                "a100-40gb-sxm", "a100-80gb-sxm", "a100-80gb-pcie"})
 
 
+# The longest max_model_len vLLM accepts (_get_and_verify_max_len, vllm/config/model.py in the v0.22.0 wheel; the same
+# rule in vllm/config.py of v0.10): the config's max_position_embeddings, scaled by its RoPE parameters when their
+# rope_type is not one of these (whose configs already state the scaled length): by `factor`, from
+# original_max_position_embeddings for YaRN. Qwen3's documented 131,072-token YaRN setting: 32,768 x 4. A longer
+# max_model_len raises "User-specified max_model_len ... is greater than the derived max_model_len" unless
+# VLLM_ALLOW_LONG_MAX_MODEL_LEN is set (then a warning). Gemma 3's configs state the scaled length already, so its
+# model types are never scaled. Not modelled: the tokenizer's model_max_length, which can only lower the length.
+UNSCALED_ROPE_TYPES = ("su", "longrope", "llama3")
+
+
+def derived_max_len(s: ServeScenario) -> int:
+    """The longest max_model_len vLLM derives from the model's config and the scenario's RoPE-scaling override."""
+    rope = dict(rope_override(s.rope_scaling))
+    kind = rope.get("rope_type")
+    if not rope or kind in UNSCALED_ROPE_TYPES or "gemma3" in s.model.model_type:
+        return s.context_length
+    base = rope.get("original_max_position_embeddings", s.context_length) if kind == "yarn" else s.context_length
+    return int(base * (rope.get("factor") or 1.0))  # a null factor falls back to 1.0
+
+
 def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
     """The start-up report; `total_bytes` replaces the GPU's memory as cudaMemGetInfo reports it (a logged
     total_gpu_memory, for validation)."""
@@ -422,15 +442,19 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
         g = replace(g, memory_bytes=total_bytes)
     tp = s.tensor_parallel
     max_seqs, batched, large = resolved_defaults(s)
-    length = s.max_model_len or s.context_length
+    derived = derived_max_len(s)
+    length = s.max_model_len or derived
     warnings, notes = [], []
     if a.num_heads % tp:
         warnings.append(f"{REFUSAL}Total number of attention heads ({a.num_heads}) must be divisible by tensor "
                         f"parallel size ({tp}).")
-    if length > s.context_length:
-        warnings.append(f"{REFUSAL}User-specified max_model_len ({length}) is greater than the derived max_model_len "
-                        f"(max_position_embeddings={s.context_length} in model's config.json). Set "
-                        "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to allow it.")
+    if length > derived:
+        too_long = (f"User-specified max_model_len ({length}) is greater than the derived max_model_len "
+                    f"(max_position_embeddings={derived} in model's config.json"
+                    + (f", with the RoPE scaling {s.rope_scaling}" if s.rope_scaling else "") + ").")
+        warnings.append(f"{too_long} VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution: positions past "
+                        "the derived length are untrained." if s.allow_long_context else
+                        f"{REFUSAL}{too_long} Set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to allow it.")
     if s.kv_dtype not in KV_CACHE_DTYPE_FLAGS and s.kv_dtype != "bf16":
         warnings.append(f"{REFUSAL}argument --kv-cache-dtype: invalid choice: '{s.kv_dtype}' (vLLM caches "
                         "auto (the model dtype), fp8 (fp8_e4m3, fp8_e5m2) or float32; q8_0 / q4_0 are llama.cpp's)")
@@ -467,7 +491,8 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
         tokens = int(concurrency * length)
     else:  # num_blocks // len(kv_cache_groups) * min block size
         tokens = num_blocks // max(1, len(groups)) * min((g.block for g in groups if g.block), default=0)
-    longest = _longest_that_fits(groups, num_blocks, s.context_length, batched)
+    longest = _longest_that_fits(groups, num_blocks, max(derived, length) if s.allow_long_context else derived,
+                                 batched)
     log = [f"Model loading took {weights / GiB:.4f} GiB", f"Available KV cache memory: {gib(available)} GiB"]
     if weights + vision > g.memory_bytes - CUDA_CONTEXT_BYTES:
         log = []
@@ -610,6 +635,8 @@ def command(s: ServeScenario) -> str:
     """The `vllm serve` command line of the scenario (options left at vLLM's defaults are omitted)."""
     parts = [f"{name}={value}" for name, (field, values) in ENV_CHOICES.items()
              for value, chosen in values.items() if getattr(s, field) == chosen]
+    if s.allow_long_context:
+        parts.append("VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")
     parts += ["vllm serve", model_ref(s)]
     options = (("--tensor-parallel-size", s.tensor_parallel, 1), ("--pipeline-parallel-size", s.pipeline_parallel, 1),
                ("--data-parallel-size", s.data_parallel, 1),
@@ -630,7 +657,26 @@ def command(s: ServeScenario) -> str:
         parts.append("--enforce-eager")
     if s.weights in QUANTIZATION_FLAGS:
         parts.append(f"--quantization {QUANTIZATION_FLAGS[s.weights]}")
+    if s.rope_scaling:
+        parts.append(f"--hf-overrides {rope_overrides(s.rope_scaling)}")
     return " ".join(parts)
+
+
+def rope_overrides(rope: str) -> str:
+    """A canonical RoPE-scaling override as the JSON argument vLLM's --hf-overrides (all V1 releases) and SGLang's
+    --json-model-override-args take, quoted for a shell."""
+    return shlex.quote(json.dumps({"rope_scaling": json.loads(rope)}))
+
+
+def rope_of_overrides(text: str) -> dict:
+    """The RoPE-scaling override inside an --hf-overrides / --json-model-override-args JSON object ({} when it sets
+    none: its other keys are not modelled)."""
+    try:
+        overrides = json.loads(text)
+    except ValueError:
+        raise ValueError(f"must be JSON, got {text[:60]!r}") from None
+    rope = next((overrides[k] for k in ROPE_WRAPPERS if k in overrides), None) if isinstance(overrides, dict) else None
+    return {"rope_scaling": canonical_rope_scaling(json.dumps(rope))} if isinstance(rope, dict) else {}
 
 
 KV_CACHE_DTYPE_FLAGS = {"fp8": "fp8", "fp32": "float32"}
@@ -674,6 +720,7 @@ FLAGS = {
     "-q": ("weights", choice_of(QUANTIZATION_READ, "--quantization")),
     "--speculative-config": ("speculative_tokens", _speculative),
     "--max-cudagraph-capture-size": ("cuda_graph_max_bs", int),
+    "--rope-scaling": ("rope_scaling", canonical_rope_scaling), "--hf-overrides": ("rope_scaling", rope_of_overrides),
 }
 SWITCHES = {"--enforce-eager": ("enforce_eager", True), "--enable-expert-parallel": ("expert_parallel", True),
             "-ep": ("expert_parallel", True)}
@@ -683,3 +730,7 @@ SWITCHES = {"--enforce-eager": ("enforce_eager", True), "--enable-expert-paralle
 ENV_CHOICES = {"VLLM_USE_FLASHINFER_SAMPLER": ("sampler", {"1": "flashinfer", "0": "pytorch"}),
                "VLLM_USE_V2_MODEL_RUNNER": ("model_runner", {"1": "v2", "0": "v1"})}
 ENV = {name: (field, choice_of(values, name)) for name, (field, values) in ENV_CHOICES.items()}
+# vllm/envs.py (v0.22.0 wheel): VLLM_ALLOW_LONG_MAX_MODEL_LEN is on when its value, stripped and lowered, is "1" or
+# "true" (off for any other; here the usual spellings of off)
+TRUTH = {"1": True, "true": True, "0": False, "false": False, "": False}
+ENV["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = ("allow_long_context", choice_of(TRUTH, "VLLM_ALLOW_LONG_MAX_MODEL_LEN"))

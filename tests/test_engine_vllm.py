@@ -544,3 +544,25 @@ def test_a_bad_rope_scaling_is_refused_by_name(bad):
     out = subprocess.run([sys.executable, "-m", "estimator", "serve", "--model", "meta-llama/Llama-3.1-8B", "--gpu",
                           "h100-sxm", "--rope-scaling", bad], capture_output=True, text=True)
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "--rope-scaling" in out.stderr
+
+
+def test_max_model_len_auto_fits_the_longest_request_the_pool_holds():
+    """--max-model-len auto / -1 (vllm-project/vllm#29431, v0.14+): kv_cache_utils._auto_fit_max_model_len lowers
+    max_model_len to the longest request the KV memory holds. Llama 3.1 8B on an RTX 4090: one group of 32 full-
+    attention layers, a block of 16 tokens x 8 KV heads x 128 x (K, V) x 2 bytes = 65,536 bytes per layer, so the
+    pool's N blocks hold one request of 16 N tokens, below the config's 131,072; Qwen3-0.6B's 40,960 fit whole."""
+    r = serve(ServeScenario(LLAMA, gpu="rtx-4090", max_model_len=-1, model_id="meta-llama/Llama-3.1-8B"))
+    blocks = r.component("kv_cache") // (65_536 * 32)
+    assert r.starts and r.max_model_len == 16 * blocks < 131_072 and r.max_concurrency == pytest.approx(1.0)
+    assert f"Auto-fit max_model_len: reduced from 131072 to {16 * blocks} to fit in available GPU memory" in r.log[2]
+    assert r.command == "vllm serve meta-llama/Llama-3.1-8B --max-model-len auto"
+    small = serve(ServeScenario(est.model("Qwen/Qwen3-0.6B").architecture, gpu="rtx-4090", max_model_len=-1))
+    assert small.max_model_len == 40_960 and "full model context length 40960 fits" in small.log[2]
+    starved = serve(ServeScenario(LLAMA, gpu="rtx-4090", max_model_len=-1, gpu_memory_utilization=0.6))
+    assert not starved.starts and "Cannot auto-fit max_model_len" in starved.warnings[0]
+    old = serve(ServeScenario(LLAMA, gpu="rtx-4090", max_model_len=-1, engine_version="0.13.0"))
+    assert not old.starts and "invalid human_readable_int value: 'auto'" in old.warnings[0]
+    for text in ("auto", "AUTO", "-1"):
+        assert dict(import_command(f"vllm serve m --max-model-len {text}").fields) == {"max_model_len": -1}
+    with pytest.raises(ValueError, match="-1 \\(auto-fit\\) is vLLM's"):
+        ServeScenario(LLAMA, engine="sglang", max_model_len=-1)

@@ -76,6 +76,7 @@ def canonical_split(text: str) -> str:
     return ",".join(f"{x:g}" for x in shares)
 
 
+AUTO_FIT = -1  # max_model_len: vLLM's `--max-model-len auto` (or -1), the longest length the KV cache holds
 MAX_ROPE_CHARS = 1000
 MAX_ROPE_FACTOR = 1024.0
 ROPE_WRAPPERS = ("rope_scaling", "rope_parameters")  # the key of --hf-overrides / --json-model-override-args
@@ -172,9 +173,10 @@ class ServeScenario:
         "GPU memory utilization", 0.9, link="util", flag="--gpu-memory-utilization", low=0.01, high=1.0,
         help="vLLM: the fraction of each GPU's memory the engine may use (weights, activations and KV cache)."))
     max_model_len: int = declare(Input(
-        "Max model length", 0, link="mml", flag="--max-model-len", unit="tokens", low=0, high=MAX_SEQ_LEN,
-        help="Longest request (prompt + output); 0 = the model's own context length. SGLang --context-length, "
-             "llama.cpp -c (per server), Ollama num_ctx."))
+        "Max model length", 0, link="mml", flag="--max-model-len", unit="tokens", low=AUTO_FIT, high=MAX_SEQ_LEN,
+        help="Longest request (prompt + output); 0 = the model's own context length; -1 = vLLM's --max-model-len "
+             "auto (the longest the KV cache holds, v0.14+). SGLang --context-length, llama.cpp -c (per server), "
+             "Ollama num_ctx."))
     max_num_seqs: int = declare(Input(
         "Max running requests", 0, link="mns", flag="--max-num-seqs", low=0, high=MAX_SEQS,
         help="vLLM --max-num-seqs / SGLang --max-running-requests; llama.cpp -np / Ollama OLLAMA_NUM_PARALLEL "
@@ -250,6 +252,9 @@ class ServeScenario:
         if self.tensor_split and len(self.tensor_split.split(",")) != self.tensor_parallel:
             raise ValueError(f"Tensor split names {len(self.tensor_split.split(','))} devices ({self.tensor_split}); "
                              f"Tensor parallel (the devices) must be the same, got {self.tensor_parallel}")
+        if self.max_model_len == AUTO_FIT and self.engine != "vllm":
+            raise ValueError(f"Max model length must be from 0 to {MAX_SEQ_LEN:,} tokens for {self.engine} (0 = the "
+                             "model's own context length); -1 (auto-fit) is vLLM's")
         if self.pipeline_parallel > self.model.num_layers:
             raise ValueError(f"pipeline_parallel must be between 1 and {self.model.num_layers} (the model's "
                              f"layers), got {self.pipeline_parallel}")

@@ -36,7 +36,7 @@ from ..activations import inference_layer_peak
 from ..architecture import Architecture, tensors
 from ..kv_cache import indexer_bytes_per_token, kv_dtype_bytes, layer_elements, state_bytes
 from ..units import BF16_BYTES, GiB
-from .base import (REFUSAL, ROPE_WRAPPERS, ServeReport, ServeScenario, at_least, canonical_rope_scaling, gib,
+from .base import (AUTO_FIT, REFUSAL, ROPE_WRAPPERS, ServeReport, ServeScenario, at_least, canonical_rope_scaling, gib,
                    make_report, model_ref, parse_version, rope_override, tensor_size, weight_split)
 from .command import choice_of, human_int
 
@@ -421,6 +421,11 @@ MARLIN_MXFP4_GPUS = frozenset({"rtx-3090", "rtx-4090", "rtx-a6000", "l4", "l40s"
 # VLLM_ALLOW_LONG_MAX_MODEL_LEN is set (then a warning). Gemma 3's configs state the scaled length already, so its
 # model types are never scaled. Not modelled: the tokenizer's model_max_length, which can only lower the length.
 UNSCALED_ROPE_TYPES = ("su", "longrope", "llama3")
+# `--max-model-len auto` (or -1, vllm-project/vllm#29431; first released in v0.14.0, absent from the v0.13.0 wheel):
+# after profiling, kv_cache_utils._auto_fit_max_model_len lowers max_model_len to the longest one request can hold in
+# the KV memory (the binary search of _estimate_max_model_len_from_groups, the same as the refusal's estimate), or
+# keeps the derived length when it fits; with no room for one token it raises "Cannot auto-fit max_model_len".
+AUTO_FIT_SINCE = (0, 14)
 
 
 def derived_max_len(s: ServeScenario) -> int:
@@ -443,8 +448,12 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
     tp = s.tensor_parallel
     max_seqs, batched, large = resolved_defaults(s)
     derived = derived_max_len(s)
-    length = s.max_model_len or derived
+    auto = s.max_model_len == AUTO_FIT
+    length = s.max_model_len if s.max_model_len > 0 else derived  # auto-fit lowers it once the pool is known
     warnings, notes = [], []
+    if auto and not at_least(s, *AUTO_FIT_SINCE):
+        warnings.append(f"{REFUSAL}argument --max-model-len: invalid human_readable_int value: 'auto' (auto-fit "
+                        "came with v0.14.0, vllm-project/vllm#29431)")
     if a.num_heads % tp:
         warnings.append(f"{REFUSAL}Total number of attention heads ({a.num_heads}) must be divisible by tensor "
                         f"parallel size ({tp}).")
@@ -485,20 +494,25 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
     drafts = a.mtp_layers if s.speculative_tokens else 0
     page, groups, group_size = _page_layout(a, s.kv_dtype, s.block_size, tp, drafts, s.pipeline_parallel)
     num_blocks = max(0, available) // (page * group_size) if page else 0
+    longest = _longest_that_fits(groups, num_blocks, max(derived, length) if s.allow_long_context else derived,
+                                 batched)
+    if auto and 0 < longest < length:
+        length = longest
     need = blocks_per_request(groups, length, batched)
     concurrency = num_blocks / need if need else 0.0
     if at_least(s, *CAPACITY_TOKENS_SINCE):  # kv_cache_utils: the tokens the pool holds at that concurrency
         tokens = int(concurrency * length)
     else:  # num_blocks // len(kv_cache_groups) * min block size
         tokens = num_blocks // max(1, len(groups)) * min((g.block for g in groups if g.block), default=0)
-    longest = _longest_that_fits(groups, num_blocks, max(derived, length) if s.allow_long_context else derived,
-                                 batched)
     log = [f"Model loading took {weights / GiB:.4f} GiB", f"Available KV cache memory: {gib(available)} GiB"]
     if weights + vision > g.memory_bytes - CUDA_CONTEXT_BYTES:
         log = []
         warnings.append(f"{REFUSAL}torch.OutOfMemoryError: CUDA out of memory while loading the weights: "
                         f"{gib(weights + vision)} GiB per GPU on a {gib(g.memory_bytes)} GiB GPU. Use more GPUs "
                         "(--tensor-parallel-size) or a quantized checkpoint.")
+    elif auto and longest <= 0:
+        warnings.append(f"{REFUSAL}Cannot auto-fit max_model_len: not enough GPU memory available to serve even a "
+                        "single token. Try increasing `gpu_memory_utilization`.")
     elif available <= 0:
         warnings.append(f"{REFUSAL}No available memory for the cache blocks. Try increasing "
                         "`gpu_memory_utilization` when initializing the engine.")
@@ -510,6 +524,10 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
             f"{longest}. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing "
             "the engine.")
     else:
+        if auto:  # kv_cache_utils._auto_fit_max_model_len
+            log.append(f"Auto-fit max_model_len: reduced from {derived} to {length} to fit in available GPU memory "
+                       f"({gib(available)} GiB available for KV cache)" if length < derived else
+                       f"Auto-fit max_model_len: full model context length {derived} fits in available GPU memory")
         log += [f"GPU KV cache size: {tokens:,} tokens",
                 f"Maximum concurrency for {length:,} tokens per request: {concurrency:.2f}x"]
     if graphs and budgeted:  # gpu_worker.py L465-480 at 1c5887661
@@ -640,7 +658,8 @@ def command(s: ServeScenario) -> str:
     parts += ["vllm serve", model_ref(s)]
     options = (("--tensor-parallel-size", s.tensor_parallel, 1), ("--pipeline-parallel-size", s.pipeline_parallel, 1),
                ("--data-parallel-size", s.data_parallel, 1),
-               ("--gpu-memory-utilization", s.gpu_memory_utilization, 0.9), ("--max-model-len", s.max_model_len, 0),
+               ("--gpu-memory-utilization", s.gpu_memory_utilization, 0.9),
+               ("--max-model-len", "auto" if s.max_model_len == AUTO_FIT else s.max_model_len, 0),
                ("--max-num-seqs", s.max_num_seqs, 0), ("--max-num-batched-tokens", s.max_num_batched_tokens, 0),
                ("--block-size", s.block_size, 0), ("--kv-cache-memory", s.kv_cache_memory, 0),
                ("--max-cudagraph-capture-size", s.cuda_graph_max_bs, 0))
@@ -707,12 +726,17 @@ def _speculative(text: str) -> int:
     return tokens
 
 
+def _max_model_len(text: str) -> int:
+    """--max-model-len as human_readable_int_or_auto reads it: 'auto' or -1 = auto-fit, else 32768, 32k, 1M..."""
+    return AUTO_FIT if text.strip().lower() in ("auto", "-1") else human_int(text)
+
+
 FLAGS = {
     "--tensor-parallel-size": ("tensor_parallel", int), "-tp": ("tensor_parallel", int),
     "--pipeline-parallel-size": ("pipeline_parallel", int), "-pp": ("pipeline_parallel", int),
     "--data-parallel-size": ("data_parallel", int), "-dp": ("data_parallel", int),
     "--gpu-memory-utilization": ("gpu_memory_utilization", float),
-    "--max-model-len": ("max_model_len", human_int), "--max-num-seqs": ("max_num_seqs", int),
+    "--max-model-len": ("max_model_len", _max_model_len), "--max-num-seqs": ("max_num_seqs", int),
     "--max-num-batched-tokens": ("max_num_batched_tokens", human_int), "--block-size": ("block_size", int),
     "--kv-cache-memory": ("kv_cache_memory", human_int), "--kv-cache-memory-bytes": ("kv_cache_memory", human_int),
     "--kv-cache-dtype": ("kv_dtype", choice_of(KV_DTYPES_READ, "--kv-cache-dtype")),

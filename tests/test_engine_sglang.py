@@ -257,3 +257,47 @@ def test_sglang_derives_its_context_length_from_the_rope_override_by_its_own_rul
     linear = replace(s, rope_scaling='{"rope_type": "linear", "factor": 4}', allow_long_context=False)
     assert sglang.derived_context_len(linear) == 4 * 40_960 == 163_840 and serve(linear).starts
     assert dict(import_command(launch_command(s)).fields).items() >= fields.items()  # + the resolved fraction
+
+
+@pytest.mark.parametrize("gpu, tp, version, custom, quick", [
+    # aiter CustomAllreduce since v0.1.12 (SGLang v0.5.10+ images): uncached meta = sizeof(Signal) 5,504 + 2 x 1 GiB,
+    # input 1 GiB, rank_data 8 MiB. Quick reduce: 2 x 2 GiB data + 2 x tp x 1,216 blocks x 4-byte flags + tp pointers.
+    ("mi355x", 2, "0.5.12", 5_504 + 3 * GiB + 8 * 2**20, 4 * GiB + 2 * 2 * 1_216 * 4 + 2 * 8),
+    ("mi300x", 8, "", 3_229_619_584, 4_294_967_296 + 77_824 + 64),
+    ("mi355x", 6, "0.5.10", 3_229_619_584, 0),  # quick reduce: world sizes 2, 4, 8 only
+    # aiter v0.1.10.post2-v0.1.11: 128 MiB meta + input + output, 8 MiB rank_data; v0.5.9 has quick reduce
+    ("mi355x", 8, "0.5.9", 5_504 + 392 * 2**20, 4_295_045_184),
+    ("mi355x", 8, "0.5.8", 411_047_296, 0),  # the v0.5.8.post1 image's quick reduce fails (no amdsmi module)
+    ("mi355x", 8, "0.5.7", 0, 0),  # not traced before v0.5.8
+    ("mi355x", 1, "", 0, 0),
+    ("h100-sxm", 8, "", 0, 0),
+    ("mi250x-gcd", 8, "", 0, 0),  # gfx90a: neither SGLang's ROCm images nor quick reduce's gfx94 / gfx95
+])
+def test_rocm_allreduce_buffers(gpu, tp, version, custom, quick):
+    s = ServeScenario(QWEN_32B, engine="sglang", gpu=gpu, tensor_parallel=tp, engine_version=version)
+    assert sglang.rocm_allreduce_bytes(s) == (custom, quick)
+
+
+def test_rocm_allreduce_buffers_leave_the_free_memory_before_loading():
+    """GLM-5.1 at TP 2 on MI355X, v0.5.12, --mem-fraction-static 0.85 (sglang-jacob-glm51-1): 'Init torch distributed
+    ends. mem usage=8.18 GB' there; the estimate takes NCCL's 520 MiB + 3,229,619,584 + 4,294,986,768 bytes = 7.52 GiB
+    of it, and the KV budget is measured from what is left."""
+    glm = est.model("zai-org/GLM-5.1").architecture
+    s = ServeScenario(glm, engine="sglang", gpu="mi355x", tensor_parallel=2, mem_fraction_static=0.85,
+                      engine_version="0.5.12", weights="mxfp4", kv_dtype="fp8")
+    r = serve(s)
+    allreduce = 3_229_619_584 + 4_294_986_768
+    before = 288 * GiB - 500 * 2**20 - 520 * 2**20 - allreduce
+    assert before / GiB == pytest.approx(280.00, abs=0.005)  # logged 279.13
+    assert r.component("allreduce_buffers") == allreduce
+    assert r.component("non_torch") == (500 + 520) * 2**20
+    assert r.budget_bytes == int(before * 0.85)
+    assert r.total == sum(size for _, size in r.per_gpu)
+    weights = r.component("weights")
+    rest = before - weights - int(before * (1 - 0.85))
+    cell = 78 * (576 + 132)  # fp8 latent + rope per layer, plus the DSA indexer's 128 + 4 bytes: 55,224 bytes
+    assert sglang.cells(glm, s).full == cell
+    assert r.kv_cache_tokens == rest // cell == 794_795  # logged 733,696 (+8.3%; +24.1% without the buffers)
+    one = serve(ServeScenario(glm, engine="sglang", gpu="h200", tensor_parallel=2, mem_fraction_static=0.85,
+                              engine_version="0.5.12", weights="mxfp4", kv_dtype="fp8"))
+    assert one.component("allreduce_buffers") == 0  # CUDA: not counted

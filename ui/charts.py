@@ -378,11 +378,13 @@ ENGINE_STYLE = {  # the serving engines' components (estimator.engines.ENGINE_CO
     "vision": ("Vision tower", COMPONENT_STYLE["vision"][1]),
     "activations": ("Activations", COMPONENT_STYLE["activations"][1]),
     "non_torch": ("Non-torch", COMPONENT_STYLE["overhead"][1]),
+    "allreduce_buffers": ("All-reduce buffers", COMPONENT_STYLE["reference_model"][1]),
     "cuda_graphs": ("CUDA graphs", COMPONENT_STYLE["optimizer_states"][1]),
     "kv_cache": ("KV cache", COMPONENT_STYLE["kv_cache"][1]),
     "unused": ("Unused", "#EEEEEE"),
 }
 ENGINE_HOVER = {"activations": "profiling peak", "non_torch": "NCCL, CUDA libraries, outside PyTorch",
+                "allreduce_buffers": "custom / quick all-reduce IPC buffers (ROCm)",
                 "unused": "headroom up to the engine's budget"}
 ENGINE_BAR_HEIGHT = 270
 

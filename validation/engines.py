@@ -290,7 +290,8 @@ def _sglang_scenario(record: dict) -> tuple[ServeScenario | None, str, bool]:
 
 
 def compare_sglang(record: dict) -> list[dict]:
-    """SGLang: weights ("Load weight end ... mem usage"), the free memory before the weights, KV tokens
+    """SGLang: weights ("Load weight end ... mem usage"), the free memory before the weights, the memory taken at
+    distributed init ("Init torch distributed ends. mem usage", less the CUDA context, which comes before), KV tokens
     (#tokens / max_total_num_tokens), K and V sizes from the logged #tokens (the cell alone, no GPU needed), CUDA
     graph memory, max_running_requests, refusal (a negative profiled token budget)."""
     era = _sglang_era(record)
@@ -325,6 +326,10 @@ def compare_sglang(record: dict) -> list[dict]:
     before = r.budget_bytes / dict(r.settings)["mem_fraction_static"]
     if "avail_mem_before_load_gb" in logged:
         rows.append(row("free_before_load", logged["avail_mem_before_load_gb"], before / GiB))
+    if "init_distributed_mem_usage_gb" in logged:  # NCCL and the ROCm all-reduce buffers, without the CUDA context
+        taken = r.component("non_torch") - vllm_engine.CUDA_CONTEXT_BYTES + r.component("allreduce_buffers")
+        rows.append(row("init_distributed", logged["init_distributed_mem_usage_gb"], taken / GiB,
+                        "'Init torch distributed ends. mem usage'"))
     if tokens:
         rows.append(row("kv_tokens", tokens, r.kv_cache_tokens))
     if "cuda_graph_gb" in logged:

@@ -35,6 +35,8 @@ ENGINE_COMPONENTS = {
                    "(llama.cpp)",
     "non_torch": "Memory outside PyTorch's allocator that grew during start-up: NCCL and custom all-reduce "
                  "buffers, CUDA libraries' workspaces",
+    "allreduce_buffers": "IPC all-reduce buffers allocated at distributed init (SGLang on ROCm: aiter's custom "
+                         "all-reduce and quick reduce), before the engine measures its free memory",
     "cuda_graphs": "CUDA graphs' memory pool (vLLM 0.21+ budgets it before the KV cache; earlier releases capture "
                    "it on top of the budget)",
     "kv_cache": "The KV cache pool (and the recurrent state of linear-attention / Mamba layers)",

@@ -86,6 +86,56 @@ KV_DTYPES = ("bf16", "fp8", "fp32")  # auto / bfloat16, fp8_e4m3 / fp8_e5m2, flo
 # up to 32 channels (NCCL docs, NCCL_BUFFSIZE / NCCL_MAX_NCHANNELS), plus the custom all-reduce buffer (8 MiB).
 # PCIe GPUs open fewer channels, so this is an upper figure there.
 NCCL_START_BYTES = 4 * MiB * 2 * 2 * 32 + 8 * MiB
+# On ROCm the TP group also builds two IPC all-reduces inside the same "Init torch distributed" step
+# (python/sglang/srt/distributed/parallel_state.py at 0005973a84f7a02787e270b6be5970d3022d07fe, GroupCoordinator:
+# when use_custom_allreduce and world_size > 1, ca_comm = dispatch_custom_allreduce(...)(group, device), then on HIP
+# qr_comm = QuickAllReduce(group, device)); the logs read print one "[AR] Using AiterCustomAllreduce" line per rank,
+# so the TP group is the only group that builds them. Both are uncached hipMalloc / torch allocations held for the
+# server's life, so they leave the "Load weight begin" free memory, and SGLang's
+# (1 - mem_fraction_static) share shrinks with it. Only the Instinct MI300 / MI350 parts (gfx942, gfx950: SGLang's
+# ROCm images and qr_rocm_arch_available's "gfx94" / "gfx95") and SGLang v0.5.8+ (the releases traced) are counted.
+ROCM_IPC_ALLREDUCE_GPUS = frozenset({"mi300x", "mi325x", "mi350x", "mi355x"})
+# 1. aiter's CustomAllreduce, SGLang's AMD default (device_communicators/custom_all_reduce.py,
+#    dispatch_custom_allreduce, logging "[AR] Using AiterCustomAllreduce (AMD default)" once per rank in the logs
+#    read; the stored copies of that function carry no commit), constructed without max_size, for world sizes
+#    2, 4, 6, 8. ROCm/aiter aiter/dist/device_communicators/custom_all_reduce.py at v0.1.12.post1
+#    (7b570738c85c0b5033a615004cbf12624a0e6fe2; the layout since #2607, 2026-04-05): max_size = 1 GiB, an uncached
+#    "meta" buffer of meta_size() + 2 x max_size, a torch "input" buffer of max_size and an 8 MiB rank_data tensor.
+#    meta_size() is sizeof(aiter::Signal) (csrc/include/custom_all_reduce.cuh: start and end [80][8] uint32 and
+#    _flag[80] uint32, each 128-byte aligned = 5,504 bytes). SGLang's v0.5.10+ ROCm images carry these aiter
+#    releases (amd-aiter 0.1.12.post1 in the 2026-04-30 image, per the bisect in Jacob0226/SGLang-benchmarks
+#    results/_pr25742_matrix/README.md). At v0.1.10.post3 (6a0e7b26ccf33164785531212cc2ec2cde0b9243, 2026-02-12;
+#    v0.1.10.post2 to v0.1.11 alike), the aiter of the v0.5.8 / v0.5.9 images' weeks (their pins were not read),
+#    max_size was 128 MiB, with a meta_size() + max_size meta buffer, an input and an output buffer.
+AITER_CA_WORLD_SIZES = (2, 4, 6, 8)
+AITER_SIGNAL_BYTES = 5504
+AITER_CA_BYTES = AITER_SIGNAL_BYTES + 2 * 2**30 + 2**30 + 8 * MiB  # v0.5.10+: meta, input, rank_data
+AITER_CA_BYTES_V058 = AITER_SIGNAL_BYTES + 128 * MiB + 128 * MiB + 128 * MiB + 8 * MiB  # meta, input, output, rank_data
+# 2. Quick reduce (device_communicators/quick_all_reduce.py at 054be181dbb611d6f60d142bb606bbb5fe9f04cd): world
+#    sizes 2, 4, 8 on gfx94x / gfx95x, enabled when ROCM_QUICK_REDUCE_QUANTIZATION is not NONE, which SGLang's ROCm
+#    image sets (docker/rocm.Dockerfile at 004ae46fa39b5524a7f96575ec3c3f52e9c4aee0: ENV
+#    ROCM_QUICK_REDUCE_QUANTIZATION=INT8). Without ROCM_QUICK_REDUCE_MAX_SIZE_BYTES_MB, sgl-kernel's
+#    DeviceComms::init (sgl-kernel/csrc/allreduce/quick_all_reduce.h at fb334d3bf3a79b4f2bbb074661ee0ba3c97184ab)
+#    allocates 2 x kMaxProblemSize (2 GiB) of data plus 2 x world_size x kMaxNumBlocks (304 x 4, quick_all_reduce_base.h
+#    at 4775f3f03b23ed4493a9329a4dbc54ee17677476) uint32 flags, and a world_size-pointer list. Counted from v0.5.9:
+#    the v0.5.8.post1 ROCm image has no amdsmi module and every start-up read logs "Failed to initialize
+#    QuickAllReduce: name 'amdsmi_shut_down' is not defined" (ajith-sirra-amd/Issues at 561754ca and c40b7809; its
+#    v0.5.9 image's logs have no such line and 4.00 GiB more taken at init on every rank).
+QUICK_REDUCE_WORLD_SIZES = (2, 4, 8)
+QUICK_REDUCE_MAX_PROBLEM_BYTES = 2**31
+QUICK_REDUCE_MAX_BLOCKS = 304 * 4
+
+
+def rocm_allreduce_bytes(s: ServeScenario) -> tuple[int, int]:
+    """(aiter custom all-reduce, quick reduce) bytes each rank of the TP group allocates at distributed init on an
+    Instinct MI300 / MI350 GPU (0, 0 elsewhere, on one GPU, or before SGLang v0.5.8; no quick reduce in v0.5.8)."""
+    tp = s.tensor_parallel
+    if catalog.gpu(s.gpu).id not in ROCM_IPC_ALLREDUCE_GPUS or not at_least(s, 0, 5, 8):
+        return 0, 0
+    custom = (AITER_CA_BYTES if at_least(s, 0, 5, 10) else AITER_CA_BYTES_V058) if tp in AITER_CA_WORLD_SIZES else 0
+    quick = 2 * QUICK_REDUCE_MAX_PROBLEM_BYTES + 2 * tp * QUICK_REDUCE_MAX_BLOCKS * 4 + tp * 8 \
+        if tp in QUICK_REDUCE_WORLD_SIZES and at_least(s, 0, 5, 9) else 0
+    return custom, quick
 
 
 @dataclass(frozen=True)
@@ -238,9 +288,10 @@ def estimate(s: ServeScenario) -> ServeReport:
                         "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
 
     # Free memory before the weights: the catalog's CUDA-visible total less the CUDA context (vllm.py's constant)
-    # and, with tensor or pipeline parallelism, NCCL's buffers.
+    # and, with tensor or pipeline parallelism, NCCL's buffers and (ROCm) the IPC all-reduce buffers.
     pre_load = CUDA_CONTEXT_BYTES + (NCCL_START_BYTES if tp * s.pipeline_parallel > 1 else 0)
-    before = g.memory_bytes - pre_load
+    custom_ar, quick_ar = rocm_allreduce_bytes(s)
+    before = g.memory_bytes - pre_load - custom_ar - quick_ar
     weights, vision = _weights_per_gpu(s)
     after = before - weights - vision
     reserve = int(before * (1 - mfs))
@@ -323,7 +374,10 @@ def estimate(s: ServeScenario) -> ServeReport:
     notes += [
         f"Free before the weights: {gib(g.memory_bytes)} GiB less the CUDA context ({gib(CUDA_CONTEXT_BYTES)} GiB)"
         + (f" and torch.distributed's NCCL / all-reduce buffers ({gib(NCCL_START_BYTES)} GiB)"
-           if pre_load > CUDA_CONTEXT_BYTES else "") + f" = {gib(before)} GiB; the static pool is {mfs:g} x that = "
+           if pre_load > CUDA_CONTEXT_BYTES else "")
+        + (f", aiter's custom all-reduce buffers ({gib(custom_ar)} GiB)" if custom_ar else "")
+        + (f", quick reduce's buffer ({gib(quick_ar)} GiB: ROCM_QUICK_REDUCE_QUANTIZATION=INT8 as SGLang's ROCm image "
+           "sets it; 0 without it)" if quick_ar else "") + f" = {gib(before)} GiB; the static pool is {mfs:g} x that = "
         f"{gib(before * mfs)} GiB (weights + KV pool), the rest ({gib(reserve)} GiB) is left for activations and "
         "CUDA graphs",
         f"Defaults: chunked_prefill_size {d.chunked_prefill_size}, cuda_graph_max_bs {d.cuda_graph_max_bs} (an "
@@ -347,8 +401,10 @@ def estimate(s: ServeScenario) -> ServeReport:
     ]
     if c.mamba_per_request:
         notes.append("Mamba state counted in the config's SSM dtype; SGLang's --mamba-ssm-dtype defaults to float32")
+    allreduce = custom_ar + quick_ar
     components = {"weights": weights, **({"vision": vision} if vision else {}), "activations": activations,
-                  "non_torch": pre_load, "cuda_graphs": graphs, "kv_cache": kv}
+                  "non_torch": pre_load, **({"allreduce_buffers": allreduce} if allreduce else {}),
+                  "cuda_graphs": graphs, "kv_cache": kv}
     return make_report(
         "sglang", components, gpus=s.gpus, gpu_bytes=g.memory_bytes, budget_bytes=int(before * mfs),
         kv_cache_tokens=max(0, tokens), max_concurrency=concurrency, max_model_len=length,

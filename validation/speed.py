@@ -72,11 +72,12 @@ MIN_STEP_RECORDS = 3  # a line through the records needs more than two of them t
 MIN_SHARED_ENGINES = 2  # a GPU-class key shared by every engine stands for more than one engine's records
 MIN_REQUEST_RECORDS = 3  # an engine's cost per request is a median over at least three runs, as a decode line is
 HOLDOUT_MODULUS = 4
-# A TTFT is timed by a serving benchmark's client (every ttft_ms source here: vllm bench serve, AIPerf,
-# sglang.bench_serving): it holds the request's fixed cost (HTTP, chat template, tokenisation, scheduling, the first
-# decode step) beside the prompt's forward, a cost the prefill roofline has no term for and that is not fitted away.
-# Below this prompt length such a record is compared apart ("prefill, short TTFT") and enters neither an
-# efficiency nor the prefill bar; from it on the forward is most of the time (issue 17's threshold: TTFT at
+# A TTFT is timed by a serving benchmark's client (vllm bench serve, AIPerf, sglang.bench_serving; only AccelMark's
+# long-prompt rows, SPEED_SOURCES.md section 24, are timed in process): it holds the request's fixed cost (HTTP, chat
+# template, tokenisation, scheduling, streaming the first token) beside the prompt's forward, a cost the prefill
+# roofline has no term for. Below this prompt length such a record is compared apart ("prefill, short TTFT") and
+# enters neither an efficiency nor the prefill bar: at one request on one GPU it sets its engine's fixed cost per
+# request instead (`request_costs`); from it on the forward is most of the time (issue 17's threshold: TTFT at
 # concurrency 1 with prompts of 2,000 tokens or more).
 CLIENT_TTFT_MIN_PROMPT = 2000
 SHORT_TTFT = "prefill, short TTFT"

@@ -18,6 +18,9 @@ Inference", arXiv:2211.05102, section 2):
         flops  = 2 x active matmul parameters / tp x P  +  4 x q_width / tp x sum over positions of the tokens seen
         bytes  = the weights once (every expert the P x k picks touch)
         time   = max(...) + all-reduce time;  TTFT = that time;  prefill throughput = P / time
+        (a request timed by a serving client: TTFT = that time + t_request, the engine's fixed cost per request,
+        HTTP, tokenising, scheduling, streaming, derived from the engine's published client-timed TTFTs of short
+        prompts at one request: `RequestCost`)
     all-reduce (tensor parallel, Megatron-LM, Shoeybi et al. 2019, arXiv:1909.08053, section 3: two per layer):
         2 x layers x (latency of one all-reduce on the link  +  2 (tp - 1) / tp x tokens x hidden x 2 bytes / link
         bandwidth (ring all-reduce)); a decode step's all-reduce is a few KB, so its latency is most of it
@@ -258,9 +261,49 @@ def efficiency_table(data: dict) -> dict[tuple[str, ...], Efficiency]:
 
 
 @functools.lru_cache(maxsize=1)
+def _speed_data() -> dict:
+    return json.loads(resources.files("estimator").joinpath("data", "speed.json").read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=1)
 def _efficiency_table() -> dict[tuple[str, ...], Efficiency]:
-    return efficiency_table(json.loads(resources.files("estimator").joinpath("data", "speed.json")
-                                       .read_text(encoding="utf-8")))
+    return efficiency_table(_speed_data())
+
+
+@dataclass(frozen=True)
+class RequestCost:
+    """The server's fixed cost of one request in a TTFT timed by a serving client (vllm bench serve,
+    sglang.bench_serving, AIPerf): the HTTP request, chat template and tokenisation, the hand-over to the engine's
+    scheduler (vLLM: from the API-server process to the engine-core process), detokenising and streaming the first
+    token back; none of it is the prompt's forward. Derived per engine by `python -m validation speed --derive`
+    (speed.json's "request_costs": the median of measured TTFT - the estimated forward over the engine's published
+    client-timed TTFTs of short prompts at concurrency 1)."""
+
+    seconds: float
+    engine: str
+    records: tuple[str, ...]  # ids of validation/published/speed.csv it is the median over
+
+    @property
+    def text(self) -> str:
+        return (f"TTFT includes the server's fixed cost per request, {self.seconds * 1e3:.1f} ms (median of "
+                f"{len(self.records)} published client-timed TTFTs of {self.engine}: {', '.join(self.records)})")
+
+
+def request_cost_table(data: dict) -> dict[str, RequestCost]:
+    """speed.json's request costs by engine key (`engine_key`)."""
+    return {e["engine"]: RequestCost(e["request_ms"] / 1e3, e["engine"], tuple(e["records"]))
+            for e in data.get("request_costs", ())}
+
+
+@functools.lru_cache(maxsize=1)
+def _request_costs() -> dict[str, RequestCost]:
+    return request_cost_table(_speed_data())
+
+
+def request_cost(engine: str) -> RequestCost | None:
+    """The engine's fixed cost per client-timed request, or None where speed.json has none for it (no engine
+    chosen, or fewer published records than the rule needs)."""
+    return _request_costs().get(ENGINE_FAMILY.get(engine, engine))
 
 
 def lookup_efficiency(table: dict[tuple[str, ...], Efficiency], engine: str, klass: str, phase: str,
@@ -518,6 +561,18 @@ class Basis:
     peaks: Peaks
     e_bw: Efficiency
     e_flops: Efficiency
+    client: bool = False  # the TTFT as a serving client times it (`inference_speed`)
+    request: RequestCost | None = None  # the server's fixed cost per request in that TTFT
+
+    def ttft_note(self) -> str:
+        """What the TTFT holds, in words."""
+        if self.request is not None:
+            return f"{self.request.text}, added to that forward"
+        why = ("validation/published/speed.csv has too few client-timed TTFTs of short prompts at one request for "
+               "this engine to derive it") if self.client else "no serving engine chosen"
+        return ("TTFT is that forward; a request timed by a serving client also pays the server's fixed cost per "
+                "request (HTTP, tokenizing, scheduling), most of a short prompt's TTFT in the vLLM and SGLang records "
+                f"(validation/FINDINGS.md), not included ({why})")
 
     def notes(self) -> tuple[str, ...]:
         a, step, fill, tp = self.model, self.step, self.fill, self.tp
@@ -527,9 +582,7 @@ class Basis:
             f"and does {step.flops / 1e9:.3g} GFLOPs; {step.bound}-bound",
             f"Prefill of a {self.prompt:,}-token prompt: {fill.flops / 1e12:.3g} TFLOPs per GPU (2 x "
             f"{matmul_parameters(a):,} active matmul parameters per token + causal attention); {fill.bound}-bound. "
-            "TTFT is that forward; a request timed by a serving client also pays the server's fixed cost per request "
-            "(HTTP, tokenizing, scheduling), most of a short prompt's TTFT in the vLLM and SGLang records "
-            "(validation/FINDINGS.md), not included",
+            f"{self.ttft_note()}",
             *((f"Sparse attention (index_topk {a.index_topk:,}): each token attends to at most {a.index_topk:,} keys "
                f"its indexer selects; the indexer ({a.index_heads} heads x {a.index_head_dim}) scores every cached key "
                "on every GPU, at the FP8 peak where there is one",) if a.index_topk else ()),
@@ -550,7 +603,7 @@ class Speed:
     """Inference speed of one scenario row on one GPU type."""
 
     prefill_tokens_per_s: float  # prompt tokens per second while prefilling one prompt
-    ttft_s: float  # time to first token of one prompt (its prefill)
+    ttft_s: float  # time to first token of one prompt: its prefill (+ the server's cost per request, `RequestCost`)
     decode_tokens_per_s: float  # generated tokens per second of one sequence
     throughput_tokens_per_s: float  # generated tokens per second over all concurrent sequences
     bound: str  # what limits decode: "memory" or "compute"
@@ -571,10 +624,12 @@ class Speed:
 
 def inference_speed(a: Architecture, g: Gpu, format_id: str, kv_dtype: str = "bf16", tp: int = 1,
                     sequences: int = 1, prompt: int = 512, context: int = 512, engine: str = "",
-                    mla_latent: bool = True, scope: tuple[str, ...] = ()) -> Speed:
+                    mla_latent: bool = True, scope: tuple[str, ...] = (), client: bool = False) -> Speed:
     """Prefill of one `prompt`-token prompt, and a decode step of `sequences` sequences at `context` cached
     tokens each, on `tp` GPUs of type `g` running `engine` ('' = no engine chosen: the GPU class's efficiencies
-    over every engine); `scope` says in words what scenario that is (the first assumptions)."""
+    over every engine); `scope` says in words what scenario that is (the first assumptions). `client`: the TTFT as
+    a serving client times it, the forward + the engine's fixed cost per request (`request_cost`) where speed.json
+    has one; the prefill throughput stays the forward's."""
     own = (a.checkpoint.format_id if _quantized_checkpoint(a) else "bf16") if format_id == CHECKPOINT else format_id
     p, klass = peaks(g, own), gpu_class(g)
     e_bw = efficiency(engine, klass, "decode", kernel_kind(own, g), g.id)
@@ -582,8 +637,11 @@ def inference_speed(a: Architecture, g: Gpu, format_id: str, kv_dtype: str = "bf
     step = decode_phase(a, format_id, kv_dtype, tp, sequences, context, p, e_bw.value, e_flops.value, mla_latent,
                         e_bw.fixed_s(a.num_layers))
     fill = prefill_phase(a, format_id, tp, prompt, p, e_bw.value, e_flops.value)
-    basis = Basis(a, g, format_id, kv_dtype, tp, sequences, prompt, context, step, fill, p, e_bw, e_flops)
-    return Speed(prefill_tokens_per_s=prompt / fill.seconds, ttft_s=fill.seconds,
+    request = request_cost(engine) if client else None
+    basis = Basis(a, g, format_id, kv_dtype, tp, sequences, prompt, context, step, fill, p, e_bw, e_flops, client,
+                  request)
+    return Speed(prefill_tokens_per_s=prompt / fill.seconds,
+                 ttft_s=fill.seconds + (request.seconds if request is not None else 0.0),
                  decode_tokens_per_s=1 / step.seconds, throughput_tokens_per_s=sequences / step.seconds,
                  bound=step.bound, basis=basis, scope=scope)
 
@@ -611,7 +669,8 @@ def _quantized_checkpoint(a: Architecture) -> bool:
 def llama_bench(a: Architecture, g: Gpu, format_id: str, kv_dtype: str = "bf16", pp: int = 512,
                 tg: int = 128, tp: int = 1) -> Speed:
     """llama.cpp's `llama-bench` conventions: ppN = prefill throughput of an N-token prompt; tgN = decode speed
-    of N tokens generated from an empty context at batch 1 (the cache grows 0..N: on average N / 2 tokens)."""
+    of N tokens generated from an empty context at batch 1 (the cache grows 0..N: on average N / 2 tokens).
+    llama-bench times the forward in process, with no server: its TTFT holds no cost per request."""
     return inference_speed(a, g, format_id, kv_dtype, tp, sequences=1, prompt=pp, context=tg // 2,
                            engine="llama.cpp")
 
@@ -739,7 +798,9 @@ def quick_speed(s: InferenceScenario, row: str, g: Gpu) -> Speed:
 def serve_speed(s: ServeScenario, report: ServeReport) -> Speed:
     """An engine's speed by llama-bench's conventions: pp512 (prefill throughput and TTFT of a 512-token prompt)
     and tg128 (decode at batch 1 from an empty context); the throughput over as many 640-token requests as the
-    engine runs at once (its running-request limit, capped by what its KV cache holds)."""
+    engine runs at once (its running-request limit, capped by what its KV cache holds). The engine serves requests,
+    so the TTFT is one request's as a serving client times it: the forward + the engine's fixed cost per request
+    where speed.json derives one (`request_cost`)."""
     settings = dict(report.settings)
     limit = next((int(settings[k]) for k in ("max_num_seqs", "n_parallel", "num_parallel", "batch") if k in settings),
                  s.max_num_seqs or 1)
@@ -748,10 +809,12 @@ def serve_speed(s: ServeScenario, report: ServeReport) -> Speed:
     g = catalog_gpu(s.gpu)
     engine = engine_key(s.engine, s.engine_version)
     one = inference_speed(s.model, g, s.weights, s.kv_dtype, s.tensor_parallel, 1, SERVE_PROMPT,
-                          SERVE_GENERATED // 2, engine)
+                          SERVE_GENERATED // 2, engine, client=True)
     many = inference_speed(s.model, g, s.weights, s.kv_dtype, s.tensor_parallel, sequences, SERVE_PROMPT,
                            SERVE_PROMPT + SERVE_GENERATED // 2, engine)
-    scope = (f"Speed by llama-bench's conventions: pp{SERVE_PROMPT} and tg{SERVE_GENERATED} at batch 1; throughput "
+    scope = (f"Speed by llama-bench's conventions: pp{SERVE_PROMPT} and tg{SERVE_GENERATED} at batch 1 (TTFT of one "
+             f"{SERVE_PROMPT}-token request: the forward, + the server's cost per request where one is derived for "
+             "the engine); throughput "
              f"over {sequences} concurrent {request}-token request(s) (the engine's running-request limit {limit}, "
              "capped by its KV-cache tokens)",
              *(("Pipeline parallel: a token passes the stages one after another, so a step takes the sum of the "

@@ -404,7 +404,10 @@ engine generation (vLLM before v0.8.0, the V0 engine) set only that generation's
 engines run today. A key whose records all ran on one GPU is that GPU's (SGLang's on the H20, vLLM V0's on the
 A100 80GB), not its class's, and a class key shared by every engine needs records of two engines. A TTFT timed by a
 serving client for a prompt under 2,000 tokens is compared apart ("prefill, short TTFT"): the request's fixed cost
-(HTTP, chat template, tokenisation, scheduling) is most of it, and no efficiency is fitted to it. Fine-tuning: $6N$
+(HTTP, chat template, tokenisation, scheduling) is most of it, and no efficiency is fitted to it; such TTFTs of one
+request at a time on one GPU set the engine's fixed cost per request instead (the median of measured TTFT - the
+estimated forward, three records or more: `request_costs` in speed.json), which `serve`'s TTFT adds to the forward.
+Fine-tuning: $6N$
 FLOPs per token ($4N$ for LoRA's frozen base, $+2N$ with gradient checkpointing) at the median achieved fraction of
 the peak of published training runs of the framework on the GPU class (torchtitan, torchtune, llm.q; by the same
 rule, falling back to the GPU class, then to every run; Llama 3's 38-43% MFU, arXiv:2407.21783, only if no run set

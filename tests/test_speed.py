@@ -411,3 +411,31 @@ def test_more_sequences_or_longer_contexts_never_speed_a_sequence_up_and_more_se
     assert contexts == sorted(contexts, reverse=True)
     prompts = [speed.inference_speed(a, g, "bf16", tp=8, prompt=p).ttft_s for p in (1, 512, 32768)]
     assert prompts == sorted(prompts)
+
+
+def test_serve_ttft_is_the_forward_plus_vllms_request_cost_and_llama_bench_pp512_excludes_it():
+    """vLLM serves over HTTP, so serve's TTFT of a 512-token request is the forward + speed.json's vLLM cost per
+    request, 26.7376 ms (the median of 3 published client-timed TTFTs less their forwards: validation/speed.py
+    request_costs); the prefill throughput stays the forward's, 512 / forward. llama-bench's pp512 is timed in
+    process (no server): its TTFT is the forward alone, and llama.cpp has no request cost in speed.json."""
+    from estimator.engines import ServeScenario, serve
+
+    s = ServeScenario(LLAMA2_7B, engine="vllm", gpu="h100-sxm", model_id="meta-llama/Llama-2-7b-hf")
+    rate = speed.serve_speed(s, serve(s))
+    forward = rate.basis.fill.seconds
+    assert rate.ttft_s == pytest.approx(forward + 26.7376e-3, abs=1e-9)
+    assert rate.prefill_tokens_per_s == pytest.approx(512 / forward)
+    prefill = next(n for n in rate.assumptions if n.startswith("Prefill of a 512-token prompt"))
+    assert ("TTFT includes the server's fixed cost per request, 26.7 ms (median of 3 published client-timed TTFTs "
+            "of vllm: gpustack-h100-qwen3-8b-vllm-c1-ttft, v1pf-bench3-h200-llama3-8b-c1-ttft, "
+            "v1pf-wmx-l4-qwen25-0.5b-c1-ttft)") in prefill
+    # the same model and GPU with no serving engine (the inference page's row): the forward alone
+    assert speed.inference_speed(LLAMA2_7B, catalog.gpu("h100-sxm"), "bf16", engine="vllm").ttft_s == forward
+
+    bench = speed.llama_bench(LLAMA2_7B, RTX_4090, "q4_0")
+    assert bench.ttft_s == bench.basis.fill.seconds == pytest.approx(512 / bench.prefill_tokens_per_s)
+    assert speed.request_cost("llama.cpp") is None and speed.request_cost("ollama") is None
+    assert any("fixed cost per request" in n and "not included" in n for n in bench.assumptions)
+    served = ServeScenario(LLAMA2_7B, engine="llama.cpp", gpu="rtx-4090", weights="q4_0",
+                           model_id="meta-llama/Llama-2-7b-hf")
+    assert speed.serve_speed(served, serve(served)).ttft_s == bench.ttft_s

@@ -193,7 +193,9 @@ def _speed(inputs: dict, gpu_id: str) -> None:
     rate = speed(inputs, gpu_id)
     cells = [("Prefill (pp512)", f"{rate.prefill_tokens_per_s:,.0f} tok/s",
               "Prompt tokens per second while prefilling a 512-token prompt"),
-             ("TTFT (512 tokens)", f"{rate.ttft_s * 1000:,.0f} ms", "Time to the first token of a 512-token prompt"),
+             ("TTFT (512 tokens)", f"{rate.ttft_s * 1000:,.0f} ms",
+              "Time to the first token of a 512-token request: the prompt's forward, plus the server's fixed cost per "
+              "request where one is derived for the engine (see the assumptions)"),
              ("Decode (tg128)", f"{rate.decode_tokens_per_s:,.1f} tok/s",
               "Tokens per second of one sequence generating 128 tokens from an empty context (batch 1)"),
              ("All requests", f"{rate.throughput_tokens_per_s:,.0f} tok/s",

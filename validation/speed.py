@@ -23,12 +23,22 @@ Held-out records (crc32 of the id % HOLDOUT_MODULUS == 0) never enter a median; 
 records of one sequence on one GPU whose roofline at 100% is bound as its phase enter a median (`derivable`);
 batches, tensor parallelism and serving throughput (output_throughput, total_throughput) are compared but set no
 efficiency, as is a client-timed TTFT of a prompt under CLIENT_TTFT_MIN_PROMPT tokens (compared apart as "prefill,
-short TTFT": the request's fixed cost is most of it). An offline run of every request at once whose requests generate
-at most OFFLINE_PREFILL_MAX_OUTPUT of their prompt tokens is a prefill record (`offline_prefill`): its prompts'
-forwards, compute-bound, are its time. Training records (train_tokens_per_s against the fine-tuning
-speed, train_mfu against the MFU the estimate implies) set the training efficiency by the same rule, keyed by
-(framework, GPU class): the achieved fraction of the peak FLOPs counting the FLOPs the estimate counts (6N / 4N per
-token, + 2N with recomputation).
+short TTFT": the request's fixed cost is most of it). Those short TTFTs set instead the engine's fixed cost per
+request (`request_costs`, speed.RequestCost): for an engine with at least MIN_REQUEST_RECORDS of them at
+concurrency 1 on one GPU (tp 1), not held out, the median of (measured TTFT - the record's forward at the derived
+prefill efficiency). A median of differences, not a Theil-Sen line TTFT = t_request + forward / e over every
+client-timed TTFT: the short prompts' forwards span a few milliseconds (no leverage on a slope), and the long
+prompts' TTFTs set the prefill efficiency itself (some timed in process, AccelMark, with no server to pay for), so a
+line through both would fit one term twice; the median leaves the efficiency to the long prompts and is robust to
+one run's outlier, as the other medians are. The short-TTFT rows are compared against the forward + that cost (what
+serve gives a user); the long-prompt TTFT rows (the prefill bar) against the forward alone, as before: they set the
+prefill efficiency whole, so it already holds their share of the cost (vLLM's client-timed ones take 3.3 s at
+16,000 tokens, the in-process AccelMark ones 0.6-3.5 s: 26.7 ms is at most 4.5% of them). An offline run of every
+request at once whose requests generate at most OFFLINE_PREFILL_MAX_OUTPUT of their prompt tokens is a prefill record
+(`offline_prefill`): its prompts' forwards, compute-bound, are its time. Training records (train_tokens_per_s
+against the fine-tuning speed, train_mfu against the MFU the estimate implies) set the training efficiency by the
+same rule, keyed by (framework, GPU class): the achieved fraction of the peak FLOPs counting the FLOPs the estimate
+counts (6N / 4N per token, + 2N with recomputation).
 
 Published names reach the catalog through tables with a reason per entry (MODEL_NAMES, GPU_NAMES, WEIGHT_WORDS,
 TRAINING_SETUPS); a record that stays ambiguous, or whose metric needs a field the source does not state, is
@@ -60,12 +70,14 @@ PREFILL_METRICS = ("llama_bench_pp", "prefill_tokens_per_s", "ttft_ms")
 MIN_RECORDS = 2
 MIN_STEP_RECORDS = 3  # a line through the records needs more than two of them to have a median slope
 MIN_SHARED_ENGINES = 2  # a GPU-class key shared by every engine stands for more than one engine's records
+MIN_REQUEST_RECORDS = 3  # an engine's cost per request is a median over at least three runs, as a decode line is
 HOLDOUT_MODULUS = 4
-# A TTFT is timed by a serving benchmark's client (every ttft_ms source here: vllm bench serve, AIPerf,
-# sglang.bench_serving): it holds the request's fixed cost (HTTP, chat template, tokenisation, scheduling, the first
-# decode step) beside the prompt's forward, a cost the prefill roofline has no term for and that is not fitted away.
-# Below this prompt length such a record is compared apart ("prefill, short TTFT") and enters neither an
-# efficiency nor the prefill bar; from it on the forward is most of the time (issue 17's threshold: TTFT at
+# A TTFT is timed by a serving benchmark's client (vllm bench serve, AIPerf, sglang.bench_serving; only AccelMark's
+# long-prompt rows, SPEED_SOURCES.md section 24, are timed in process): it holds the request's fixed cost (HTTP, chat
+# template, tokenisation, scheduling, streaming the first token) beside the prompt's forward, a cost the prefill
+# roofline has no term for. Below this prompt length such a record is compared apart ("prefill, short TTFT") and
+# enters neither an efficiency nor the prefill bar: at one request on one GPU it sets its engine's fixed cost per
+# request instead (`request_costs`); from it on the forward is most of the time (issue 17's threshold: TTFT at
 # concurrency 1 with prompts of 2,000 tokens or more).
 CLIENT_TTFT_MIN_PROMPT = 2000
 SHORT_TTFT = "prefill, short TTFT"
@@ -285,7 +297,10 @@ RULE = ("An efficiency is the median, over the published records of its key, of 
         "sequence on one GPU (concurrency 1, tp 1) whose roofline at 100% is bound as its phase (decode: memory; "
         "prefill: compute) enter one: batches, tensor parallelism and serving throughput are compared only, and so is "
         f"a client-timed TTFT of a prompt under {CLIENT_TTFT_MIN_PROMPT:,} tokens (mostly the request's fixed cost: "
-        "HTTP, chat template, tokenisation, scheduling). An offline run of every request at once whose requests "
+        "HTTP, chat template, tokenisation, scheduling). Those short TTFTs set an engine's request_ms instead (the "
+        "server's fixed cost per request, added to the forward in a TTFT a serving client times): with at least "
+        f"{MIN_REQUEST_RECORDS} of them at concurrency 1 on one GPU, not held out, the median of measured TTFT - "
+        "the record's forward at the efficiencies above. An offline run of every request at once whose requests "
         f"generate at most {OFFLINE_PREFILL_MAX_OUTPUT:.0%} of their prompt tokens is a prefill record (its total "
         "throughput: one request's prompt + generated tokens at the prefill's rate, the compute-bound prompts served "
         "one after another) and, on one GPU, enters the prefill median like a single prompt. Training "
@@ -357,6 +372,14 @@ def prefill_tokens(record: dict) -> int:
 def short_ttft(c: Case) -> bool:
     """A client-timed TTFT of a prompt shorter than CLIENT_TTFT_MIN_PROMPT: mostly the request's fixed cost."""
     return c.record["metric"] == "ttft_ms" and int(c.record["input_tokens"] or 0) < CLIENT_TTFT_MIN_PROMPT
+
+
+def request_record(c: Case) -> bool:
+    """Whether a record sets its engine's cost per request: a short client-timed TTFT (`short_ttft`) of one request
+    at a time (concurrency 1) on one GPU, not held out."""
+    r = c.record
+    return (not c.skip and short_ttft(c) and r["concurrency"] == "1" and int(r["tp"] or 1) == 1
+            and not held_out(r["id"]))
 
 
 def roofline_bound(c: Case) -> str:
@@ -537,9 +560,12 @@ def training_estimate(c: Case, e: speed.Efficiency) -> float:
                                 e=e).tokens_per_s
 
 
-def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, table: dict | None = None) -> float:
+def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, table: dict | None = None,
+             costs: dict | None = None) -> float:
     """The record's metric as the model estimates it; with e_bw / e_flops given, at those efficiencies (the
-    roofline at 100% is e = 1), else at those of `table` (default: the derived ones of speed.json)."""
+    roofline at 100% is e = 1), else at those of `table` (default: the derived ones of speed.json). A short
+    client-timed TTFT (`short_ttft`) adds its engine's cost per request from `costs` (default: speed.json's; none
+    at given efficiencies)."""
     r = c.record
     if c.phase == "training":
         if e_flops is not None:
@@ -550,9 +576,12 @@ def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, t
     inp, out = int(r["input_tokens"] or 0), int(r["output_tokens"] or 0)
     p = speed.peaks(c.gpu, c.weights)
     step_s = 0.0  # the engine's fixed cost per decode step: none at the roofline (e_bw given)
+    request_s = 0.0  # the server's fixed cost per request, in a short client-timed TTFT: none at the roofline
     if e_bw is None:
         table = speed._efficiency_table() if table is None else table
         engine = speed.engine_key(r["engine"], r["engine_version"])
+        cost = (speed._request_costs() if costs is None else costs).get(engine)
+        request_s = cost.seconds if cost is not None and short_ttft(c) else 0.0
         decode = speed.lookup_efficiency(table, engine, c.klass, "decode", speed.kernel_kind(c.weights, c.gpu),
                                          c.gpu.id)
         e_bw, step_s = decode.value, decode.fixed_s(c.model.num_layers)
@@ -560,7 +589,7 @@ def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, t
     if c.phase == "prefill":  # an offline prefill-bound run: its prompt + generated tokens (prefill_tokens)
         tokens = prefill_tokens(r)
         fill = speed.prefill_phase(c.model, c.weights, tp, tokens, p, e_bw, e_flops)
-        return fill.seconds * 1000 if r["metric"] == "ttft_ms" else tokens / fill.seconds
+        return (fill.seconds + request_s) * 1000 if r["metric"] == "ttft_ms" else tokens / fill.seconds
     context = out // 2 if r["metric"] == "llama_bench_tg" else inp + out // 2
     step = speed.decode_phase(c.model, c.weights, c.kv_dtype, tp, conc, context, p, e_bw, e_flops, step_s=step_s)
     if c.phase == "throughput":  # each of `conc` requests: its prefill, then `out` steps of the batch
@@ -646,13 +675,27 @@ def derive(cases: list[Case]) -> dict:
     entries.sort(key=lambda e: e["key"])
     return {"rule": RULE,
             "source": "validation/published/speed.csv (each record with its URL, quote and settings)",
-            "efficiencies": entries}
+            "efficiencies": entries, "request_costs": request_costs(cases, speed.efficiency_table(
+                {"efficiencies": entries}))}
+
+
+def request_costs(cases: list[Case], table: dict) -> list[dict]:
+    """Each engine's fixed cost per request (`request_record`s, at least MIN_REQUEST_RECORDS): the median of the
+    measured TTFT - the record's forward at the efficiencies of `table`, in ms, with its record ids."""
+    engines: dict[str, list[Case]] = {}
+    for c in cases:
+        if request_record(c):
+            engines.setdefault(speed.engine_key(c.record["engine"], c.record["engine_version"]), []).append(c)
+    return [{"engine": engine, "request_ms": round(statistics.median(
+                float(c.record["value"]) - estimate(c, table=table, costs={}) for c in members), 4),
+             "records": sorted(c.record["id"] for c in members)}
+            for engine, members in sorted(engines.items()) if len(members) >= MIN_REQUEST_RECORDS]
 
 
 def leave_one_out(c: Case, cases: list[Case]) -> float:
     """The record's estimate with efficiencies derived from every other record (the record held out)."""
-    others = [o for o in cases if o is not c]
-    return estimate(c, table=speed.efficiency_table(derive(others)))
+    data = derive([o for o in cases if o is not c])
+    return estimate(c, table=speed.efficiency_table(data), costs=speed.request_cost_table(data))
 
 
 def results(cases: list[Case]) -> list[dict]:
@@ -743,8 +786,8 @@ def run(derive_first: bool = False, write: bool = True) -> list[dict]:
     cases = cases_of(load_records())
     if derive_first:
         SPEED_JSON.write_text(json.dumps(derive(cases), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        speed._efficiency_table.cache_clear()
-        speed.efficiency.cache_clear()
+        for cached in (speed._speed_data, speed._efficiency_table, speed._request_costs, speed.efficiency):
+            cached.cache_clear()
     rows = results(cases)
     if write:
         write_results(rows)

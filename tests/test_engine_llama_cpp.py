@@ -327,3 +327,50 @@ def test_validation_rows_for_the_llama_cpp_ci_pythia_runs():
             assert abs(rows[quantity]["estimate"] - rows[quantity]["logged"]) < 0.01, (record["id"], quantity)
         if record["weights"] in ("Q8_0", "Q6_K", "Q5_0", "Q4_0"):
             assert abs(rows["model_buffer CUDA0"]["estimate"] - rows["model_buffer CUDA0"]["logged"]) < 0.01
+
+
+def test_override_tensor_places_the_tensors_its_patterns_match():
+    r"""-ot / --override-tensor (common/arg.cpp parse_tensor_buffer_overrides: pattern=BUFFER items, several -ot
+    appending): llama_model::load_tensors searches each pattern in the GGUF tensor name and the first match sets the
+    buffer. '\.ffn_.*_exps\.=CPU' keeps every expert in host RAM, as --cpu-moe does; 'blk\.(1[0-9])\.ffn_.*_exps=CPU'
+    the experts of layers 10-19; on two GPUs 'blk\.1[0-9]\.=CUDA1' first, then 'exps=CPU', puts layers 10-19 whole
+    on the second GPU (its experts too: the first match wins) and every other expert in host RAM."""
+    from estimator.architecture import tensors
+    from estimator.formats import tensor_bytes, weight_format
+
+    a = est.model("Qwen/Qwen3-30B-A3B").architecture  # 48 layers of 128 experts
+    base = ServeScenario(a, engine="llama.cpp", gpu="h100-sxm", weights="q4_k_m", max_model_len=8192,
+                         max_num_seqs=1, n_gpu_layers=99, model_id="Qwen3-30B-A3B-Q4_K_M.gguf")
+    fmt = weight_format("q4_k_m")
+
+    def experts(layers) -> int:
+        return sum(tensor_bytes(fmt, t, a) for t in tensors(a) if t.is_expert and t.layer in layers)
+
+    every = serve(replace(base, override_tensor=r"\.ffn_.*_exps\.=CPU"))
+    assert every.host_bytes == serve(replace(base, n_cpu_moe=10_000)).host_bytes
+    assert every.host_bytes - serve(base).host_bytes == experts(range(48))
+    ten = serve(replace(base, override_tensor=r"blk\.(1[0-9])\.ffn_.*_exps=CPU"))
+    assert ten.host_bytes - serve(base).host_bytes == experts(range(10, 20))
+    assert llama_cpp.gguf_name(next(t for t in tensors(a) if t.role == "expert_up" and t.layer == 3)) == \
+        "blk.3.ffn_up_exps.weight"
+    two = serve(replace(base, tensor_parallel=2, override_tensor=r"blk\.1[0-9]\.=CUDA1,exps=CPU"))
+    assert two.host_bytes - serve(replace(base, tensor_parallel=2)).host_bytes == \
+        experts(set(range(48)) - set(range(10, 20)))
+    assert "--cpu-moe" in serve(replace(base, n_cpu_moe=10_000)).command  # written back as llama.cpp's switch
+
+    line = (r"llama-server -m Qwen3-30B-A3B-Q4_K_M.gguf -ngl 99 -c 8192 -np 1 -ot 'blk\.(1[0-9])\.ffn_.*_exps=CPU' "
+            r"--override-tensor 'blk\.2[0-9]\.ffn_.*_exps=CPU'")
+    fields = dict(import_command(line).fields)
+    assert fields["override_tensor"] == r"blk\.(1[0-9])\.ffn_.*_exps=CPU,blk\.2[0-9]\.ffn_.*_exps=CPU"
+    s = replace(base, override_tensor=fields["override_tensor"])
+    assert serve(s).host_bytes - serve(base).host_bytes == experts(range(10, 30))
+    assert dict(import_command(llama_cpp.command(s)).fields)["override_tensor"] == fields["override_tensor"]
+    assert dict(import_command("llama-server -m m.gguf -cmoe").fields) == {"n_cpu_moe": 10_000}
+
+
+@pytest.mark.parametrize("bad, words", [("exps", "pattern=BUFFER"), ("exps=GPU", "not CPU or a device"),
+                                        ("(exps=CPU", "not a regular expression"), ("(.*)*x=CPU", "exponential"),
+                                        ("exps=CUDA1", "Tensor parallel")])
+def test_a_bad_override_is_refused_by_name(bad, words):
+    with pytest.raises(ValueError, match=words):
+        ServeScenario(LLAMA_8B, engine="llama.cpp", override_tensor=bad)

@@ -31,7 +31,8 @@ OPTIONS = {
                "max_num_seqs", "max_num_batched_tokens", "block_size", "cuda_graph_max_bs", "enforce_eager",
                "kv_dtype", "weights", "rope_scaling", "allow_long_context", "engine_version"),
     "llama.cpp": ("n_gpu_layers", "n_cpu_moe", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
-                  "kv_dtype", "flash_attention", "weights", "tensor_parallel", "tensor_split", "engine_version"),
+                  "kv_dtype", "flash_attention", "weights", "tensor_parallel", "tensor_split", "override_tensor",
+                  "engine_version"),
     "ollama": ("n_gpu_layers", "n_cpu_moe", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_dtype",
                "flash_attention", "weights", "tensor_parallel", "engine_version"),
     "transformers": ("max_model_len", "max_num_seqs", "tensor_parallel", "kv_dtype", "weights"),
@@ -42,8 +43,8 @@ LABELS = {"weights": {CHECKPOINT: "The checkpoint's own", **{k: f.label for k, f
           "kv_dtype": KV_DTYPE_LABELS,
           "sampler": {"auto": "The release's usual", "flashinfer": "FlashInfer", "pytorch": "PyTorch (sorts)"},
           "model_runner": {"auto": "The release's usual", "v1": "V1", "v2": "V2"}}
-PLACEHOLDERS = {"engine_version": "newest modelled", "tensor_split": "equal shares, e.g. 3,1",
-                "rope_scaling": "the config's own"}  # what an empty text option means
+PLACEHOLDERS = {"engine_version": "newest modelled", "tensor_split": "equal shares, e.g. 3,1",  # what "" means
+                "rope_scaling": "the config's own", "override_tensor": "none, e.g. \\.ffn_.*_exps\\.=CPU"}
 NO_ENGINE = "None (the memory estimate)"
 EXAMPLES = {"vllm": "vllm serve Qwen/Qwen3-8B --tensor-parallel-size 2 --max-model-len 32768",
             "sglang": "python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 2 --context-length 32768",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -78,6 +79,88 @@ def canonical_split(text: str) -> str:
     return ",".join(f"{x:g}" for x in shares)
 
 
+MAX_OVERRIDE_CHARS = 4000
+# A buffer type of llama.cpp's -ot: "CPU", or a GPU backend's device buffer as ggml_backend_buft_name prints it
+# (CUDA0, ROCm1, Vulkan0, SYCL0, MTL0...; the index is the device's)
+BUFFER_DEVICE = re.compile(r"(?:CUDA|ROCm|Vulkan|SYCL|MTL|Metal|CANN|MUSA)(\d+)")
+
+
+def canonical_overrides(text: str) -> str:
+    r"""llama.cpp's -ot / --override-tensor as typed: `pattern=BUFFER` items separated by commas, each pattern a
+    regular expression searched in the GGUF tensor names ('\.ffn_.*_exps\.=CPU'); several -ot options join with
+    commas, as common/arg.cpp parse_tensor_buffer_overrides appends them ('' stays ''). ValueError unless every item
+    has a pattern that compiles and a buffer CPU or a device's (CUDA0...)."""
+    text = str(text).strip()
+    if not text:
+        return ""
+    if len(text) > MAX_OVERRIDE_CHARS:
+        raise ValueError(f"Tensor overrides must be at most {MAX_OVERRIDE_CHARS} characters")
+    items = []
+    for item in text.split(","):  # split on every comma, as string_split does (a pattern cannot hold one)
+        pattern, eq, buffer = item.strip().partition("=")  # llama.cpp splits at the first '='
+        if not eq or not pattern:
+            raise ValueError(f"Tensor overrides must be pattern=BUFFER items (e.g. '\\.ffn_.*_exps\\.=CPU'), got "
+                             f"{item.strip()[:40]!r}")
+        if buffer != "CPU" and not BUFFER_DEVICE.fullmatch(buffer):
+            raise ValueError(f"Tensor overrides: buffer type {buffer[:20]!r} is not CPU or a device's (CUDA0, "
+                             "CUDA1...)")
+        try:
+            re.compile(pattern)
+        except re.error as err:
+            raise ValueError(f"Tensor overrides: {pattern[:40]!r} is not a regular expression ({err})") from None
+        if _nested_repeat(pattern):
+            raise ValueError(f"Tensor overrides: {pattern[:40]!r} repeats a group that repeats (e.g. '(a+)+'), which "
+                             "can take exponential time to match; write it without the nesting")
+        items.append(f"{pattern}={buffer}")
+    return ",".join(items)
+
+
+def _nested_repeat(pattern: str) -> bool:
+    """Whether a regular expression repeats (*, +, {m,n}) a group that itself holds a repetition: the shape whose
+    backtracking can grow exponentially with the name's length. Escapes and character classes are skipped."""
+    repeats = "*+{"
+    open_groups: list[bool] = []  # per open group: whether it holds a repetition so far
+    i, closed = 0, False  # closed: the previous token closed a group holding a repetition
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i, closed = i + 2, False
+            continue
+        if ch == "[":  # a character class: skip to its closing bracket
+            j = i + 2 if pattern[i + 1:i + 2] == "]" else i + 1
+            while j < len(pattern) and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            i, closed = j + 1, False
+            continue
+        if ch in repeats:
+            if closed:
+                return True
+            if open_groups:
+                open_groups[-1] = True
+        elif ch == "(":
+            open_groups.append(False)
+        elif ch == ")" and open_groups:
+            held = open_groups.pop()
+            if held and open_groups:
+                open_groups[-1] = True
+            i, closed = i + 1, held
+            continue
+        closed = False
+        i += 1
+    return False
+
+
+@functools.lru_cache(maxsize=64)
+def override_rules(text: str) -> tuple[tuple[re.Pattern, int], ...]:
+    """The overrides of a canonical -ot text: (compiled pattern, device index or -1 for host memory), in order."""
+    rules = []
+    for item in text.split(",") if text else ():
+        pattern, _, buffer = item.partition("=")
+        rules.append((re.compile(pattern), -1 if buffer == "CPU" else int(BUFFER_DEVICE.fullmatch(buffer)[1])))
+    return tuple(rules)
+
+
+CPU_MOE_ALL = 10_000  # n_cpu_moe: llama.cpp's --cpu-moe (every layer's experts in host RAM)
 AUTO_FIT = -1  # max_model_len: vLLM's `--max-model-len auto` (or -1), the longest length the KV cache holds
 MAX_ROPE_CHARS = 1000
 MAX_ROPE_FACTOR = 1024.0
@@ -206,8 +289,14 @@ class ServeScenario:
         help="llama.cpp -ngl / Ollama num_gpu: the last N repeating layers go to the GPU, the output layer too "
              "when N exceeds them; -1 = all (llama.cpp's --fit: as many as fit)."))
     n_cpu_moe: int = declare(Input(
-        "MoE layers on CPU", 0, link="ncmoe", flag="--n-cpu-moe", low=0, high=10_000,
-        help="llama.cpp --n-cpu-moe: the experts of the first N layers stay in host RAM."))
+        "MoE layers on CPU", 0, link="ncmoe", flag="--n-cpu-moe", low=0, high=CPU_MOE_ALL,
+        help=f"llama.cpp --n-cpu-moe: the experts of the first N layers stay in host RAM ({CPU_MOE_ALL:,} = "
+             "--cpu-moe, every layer's)."))
+    override_tensor: str = declare(Input(
+        "Tensor overrides", "", link="ot", flag="--override-tensor", text=canonical_overrides,
+        help="llama.cpp -ot: pattern=BUFFER items, each regular expression searched in the GGUF tensor names, the "
+             "first match placing the tensor: '\\.ffn_.*_exps\\.=CPU' keeps every expert in host RAM, "
+             "'blk\\.(4[0-9])\\.=CUDA1' puts layers 40-49 on the second GPU; empty = none."))
     flash_attention: bool = declare(Input(
         "Flash attention", True, link="fa", flag="--flash-attn",
         help="llama.cpp -fa (its compute buffer is smaller with it); the GPU engines always use it."))
@@ -251,6 +340,11 @@ class ServeScenario:
             raise ValueError(f"tp x pp x dp must be at most 4,096 GPUs, got {ranks:,}")
         object.__setattr__(self, "tensor_split", canonical_split(self.tensor_split))  # '24/8' -> '24,8'
         object.__setattr__(self, "rope_scaling", canonical_rope_scaling(self.rope_scaling))
+        object.__setattr__(self, "override_tensor", canonical_overrides(self.override_tensor))
+        named = max((device for _, device in override_rules(self.override_tensor)), default=-1)
+        if named >= self.tensor_parallel:
+            raise ValueError(f"Tensor overrides name device {named} (CUDA{named}); Tensor parallel (the devices) must "
+                             f"be at least {named + 1}, got {self.tensor_parallel}")
         if self.tensor_split and len(self.tensor_split.split(",")) != self.tensor_parallel:
             raise ValueError(f"Tensor split names {len(self.tensor_split.split(','))} devices ({self.tensor_split}); "
                              f"Tensor parallel (the devices) must be the same, got {self.tensor_parallel}")

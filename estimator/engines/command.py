@@ -3,8 +3,9 @@
 Each engine module declares how its command is recognised (`PROGRAMS`, the words it starts with), which options
 carry the model (`MODEL_FLAGS`), and which options map to which `ServeScenario` field (`FLAGS`: option -> (field,
 parser of its value; a parser may return a dict of several fields); `SWITCHES`: option without a value -> (field,
-value)). `ENV` maps the environment variables an engine reads (`OLLAMA_NUM_PARALLEL=4 ollama run ...`). Options no
-engine table knows are kept in `ignored` and reported, never an error: users paste whole production commands.
+value); `REPEATABLE`: text fields a repeated option adds to, comma-separated). `ENV` maps the environment variables
+an engine reads (`OLLAMA_NUM_PARALLEL=4 ollama run ...`). Options no engine table knows are kept in `ignored` and
+reported, never an error: users paste whole production commands.
 """
 
 from __future__ import annotations
@@ -153,6 +154,8 @@ def parse_command(text: str, modules: dict) -> ImportedCommand:
                 parsed = parse(value)
             except ValueError as err:
                 raise ValueError(f"{flag}: {err}") from None
+            if name in getattr(module, "REPEATABLE", ()) and fields.get(name):
+                parsed = f"{fields[name]},{parsed}"  # a repeated option adds to the values before it
             fields.update(parsed if isinstance(parsed, dict) else {name: parsed})  # a dict sets several fields
         else:
             ignored.append(word if eq else flag)

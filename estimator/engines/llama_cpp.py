@@ -41,15 +41,18 @@ with "cudaMalloc failed: out of memory".
 
 from __future__ import annotations
 
+import functools
 import math
 import shlex
 from dataclasses import dataclass
 
 from .. import catalog
-from ..architecture import Architecture, tensors
+from ..architecture import Architecture, Tensor, tensors
 from ..formats import CHECKPOINT, tensor_bytes, weight_format
+from ..gguf import ROLE_OF
 from ..kv_cache import KV_DTYPE_BYTES, layer_elements
-from .base import REFUSAL, ServeReport, ServeScenario, canonical_split, make_report, split_shares
+from .base import (CPU_MOE_ALL, REFUSAL, ServeReport, ServeScenario, canonical_overrides, canonical_split,
+                   make_report, override_rules, split_shares)
 
 MiB = 2**20
 CTX_PAD = 256  # src/llama-context.cpp: cparams.n_ctx = GGML_PAD(cparams.n_ctx, 256) (ggml-org/llama.cpp#17046)
@@ -197,16 +200,44 @@ def _compute_peaks(a: Architecture, s: ServeScenario, ctx: Context, layers: list
     return peak
 
 
+GGUF_BASE = {role: base for base, role in ROLE_OF.items()}  # the estimator's roles -> GGUF tensor base names
+
+
+def gguf_name(t: Tensor, output_norm: bool = False) -> str:
+    """The GGUF name of a tensor group as -ot patterns see it (llama-arch.cpp LLM_TENSOR_NAMES): 'blk.3.attn_q.weight',
+    'blk.3.ffn_up_exps.weight', 'token_embd.weight', 'output.weight', 'output_norm.weight'. A layer's norms and
+    biases are named by their role ('blk.3.norm.weight'): only the 'blk.N.' prefix of them matters to a pattern."""
+    if t.layer < 0:
+        return "output_norm.weight" if output_norm else "output.bias" if t.role == "bias" else f"{t.role}.weight"
+    return f"blk.{t.layer}.{GGUF_BASE.get(t.role, t.role)}.{'bias' if t.role == 'bias' else 'weight'}"
+
+
+@functools.lru_cache(maxsize=256)
+def _overridden(a: Architecture, text: str) -> tuple[int | None, ...]:
+    """Per tensor group of `a` (tensors' order), the device the first matching -ot pattern gives it (-1: host
+    memory; None: no pattern matches). llama_model::load_tensors' create_tensor searches each override's pattern in
+    the tensor's name (std::regex_search) and takes the first that matches."""
+    rules, every = override_rules(text), tensors(a)
+    output_norm = max((i for i, t in enumerate(every) if t.layer < 0 and t.role == "norm"), default=-1)
+    return tuple(next((device for pattern, device in rules if pattern.search(gguf_name(t, i == output_norm))), None)
+                 for i, t in enumerate(every))
+
+
 def _placed(a: Architecture, s: ServeScenario, lay: Layout):
-    """(tensor, bytes, device or -1 for host memory) for every weight tensor, as load_tensors places them."""
+    r"""(tensor, bytes, device or -1 for host memory) for every weight tensor, as load_tensors places them: by layer
+    (-ngl, --tensor-split), then the -ot overrides, then --n-cpu-moe's (common/arg.cpp appends its per-layer
+    `blk\.N\.ffn_(up|down|gate|gate_up)_(ch|)exps` = CPU overrides; an -ot pattern given first matches first)."""
     checkpoint = a.checkpoint if s.weights == CHECKPOINT and a.checkpoint is not None \
         and a.checkpoint.format_id is not None else None
     fmt = weight_format(gguf_type(s))
     every = tensors(a)
+    overridden = _overridden(a, s.override_tensor) if s.override_tensor else (None,) * len(every)
     output_norm = max((i for i, t in enumerate(every) if t.layer < 0 and t.role == "norm"), default=-1)
     for i, t in enumerate(every):
         size = checkpoint.tensor_bytes(a, t) if checkpoint else tensor_bytes(fmt, t, a)
-        if t.layer >= 0:
+        if overridden[i] is not None:
+            place = overridden[i]
+        elif t.layer >= 0:
             place = lay.layer_device[t.layer]
             if t.is_expert and t.layer < s.n_cpu_moe:
                 place = -1
@@ -440,8 +471,10 @@ def command(s: ServeScenario) -> str:
         name = CACHE_TYPE_NAMES.get(s.kv_dtype, s.kv_dtype)
         parts.append(f"-ctk {name} -ctv {name}")
     parts.append(f"-fa {'on' if s.flash_attention else 'off'}")
+    if s.override_tensor:
+        parts.append(f"-ot {shlex.quote(s.override_tensor)}")
     if s.n_cpu_moe:
-        parts.append(f"--n-cpu-moe {s.n_cpu_moe}")
+        parts.append("--cpu-moe" if s.n_cpu_moe == CPU_MOE_ALL else f"--n-cpu-moe {s.n_cpu_moe}")
     if s.tensor_parallel > 1 or s.tensor_split:
         parts.append("--tensor-split " + (s.tensor_split or ",".join("1" for _ in range(s.tensor_parallel))))
     return " ".join(parts)
@@ -488,5 +521,7 @@ FLAGS = {
     "-ctk": ("kv_dtype", _cache_type), "--cache-type-k": ("kv_dtype", _cache_type),
     "-fa": ("flash_attention", _flash), "--flash-attn": ("flash_attention", _flash),
     "-ts": ("tensor_split", _split), "--tensor-split": ("tensor_split", _split),
+    "-ot": ("override_tensor", canonical_overrides), "--override-tensor": ("override_tensor", canonical_overrides),
 }
-SWITCHES = {}
+SWITCHES = {"--cpu-moe": ("n_cpu_moe", CPU_MOE_ALL), "-cmoe": ("n_cpu_moe", CPU_MOE_ALL)}
+REPEATABLE = ("override_tensor",)  # each -ot appends its overrides to the ones before (parse_tensor_buffer_overrides)

@@ -301,3 +301,17 @@ def test_rocm_allreduce_buffers_leave_the_free_memory_before_loading():
     one = serve(ServeScenario(glm, engine="sglang", gpu="h200", tensor_parallel=2, mem_fraction_static=0.85,
                               engine_version="0.5.12", weights="mxfp4", kv_dtype="fp8"))
     assert one.component("allreduce_buffers") == 0  # CUDA: not counted
+
+
+def test_cpu_offload_keeps_only_the_embeddings_on_the_gpu_as_logged():
+    """sglang-tianyangchen-1: Qwen3-14B at TP 2 with --cpu-offload-gb 48 (sglang/srt/utils/offloader.py OffloaderV1:
+    the decoder layers' parameters move to pinned host memory until 48 GiB are offloaded, more than a rank's 12.3 GiB
+    of layers). What stays on each GPU is the vocabulary-parallel embedding and lm_head, 2 x 151,936 x 5,120 x 2 / 2
+    = 1,555,824,640 B, and the final norm, 10,240 B: 1.449 GiB against the logged 'mem usage=1.50 GB'."""
+    qwen = est.model("Qwen/Qwen3-14B").architecture
+    s = ServeScenario(qwen, engine="sglang", gpu="rtx-4090", tensor_parallel=2, mem_fraction_static=0.65,
+                      cpu_offload_gb=48, model_id="Qwen/Qwen3-14B")
+    r, plain = serve(s), serve(replace(s, cpu_offload_gb=0))
+    assert r.component("weights") == 1_555_824_640 + 10_240
+    assert r.host_bytes == 2 * (plain.component("weights") - r.component("weights"))
+    assert "--cpu-offload-gb 48" in r.command and r.kv_cache_tokens > plain.kv_cache_tokens

@@ -566,3 +566,19 @@ def test_max_model_len_auto_fits_the_longest_request_the_pool_holds():
         assert dict(import_command(f"vllm serve m --max-model-len {text}").fields) == {"max_model_len": -1}
     with pytest.raises(ValueError, match="-1 \\(auto-fit\\) is vLLM's"):
         ServeScenario(LLAMA, engine="sglang", max_model_len=-1)
+
+
+def test_cpu_offload_moves_whole_parameters_of_the_first_layers_to_host_memory():
+    """--cpu-offload-gb (vllm/model_executor/offloader/uva.py, v0.22.0): the decoder layers' parameters move to pinned
+    host memory one at a time, in order, while fewer than cpu_offload_gb x 2^30 bytes are offloaded. Llama 3.1 8B
+    layer: qkv_proj (4,096 + 2 x 1,024) x 4,096 x 2 = 50,331,648 B, o_proj 33,554,432, gate_up_proj 2 x 14,336 x
+    4,096 x 2 = 234,881,024, down_proj 117,440,512, norms 16,384: 436,224,000 B. With 1 GiB: layers 0 and 1
+    (872,448,000), then qkv and o of layer 2 (956,334,080 < 1,073,741,824), then gate_up (1,191,215,104), then stop."""
+    s = ServeScenario(LLAMA, gpu="rtx-4090", max_model_len=8192, cpu_offload_gb=1, model_id="meta-llama/Llama-3.1-8B")
+    r, plain = serve(s), serve(replace(s, cpu_offload_gb=0))
+    offloaded = 2 * 436_224_000 + 50_331_648 + 33_554_432 + 234_881_024
+    assert offloaded == 1_191_215_104 and r.host_bytes == offloaded
+    assert plain.component("weights") - r.component("weights") == offloaded
+    assert r.log[0] == "Total CPU offloaded parameters: 1.11 GiB"
+    assert r.component("kv_cache") - plain.component("kv_cache") == offloaded  # the budget's room goes to the KV cache
+    assert dict(import_command(launch_command(s)).fields) == {"max_model_len": 8192, "cpu_offload_gb": 1.0}

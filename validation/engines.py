@@ -111,7 +111,7 @@ def _vllm_scenario(record: dict) -> tuple[ServeScenario | None, str]:
                        ("max_model_len", "max_model_len"), ("max_num_seqs", "max_num_seqs"),
                        ("max_num_batched_tokens", "max_num_batched_tokens"), ("block_size", "block_size"),
                        ("enforce_eager", "enforce_eager"), ("enable_expert_parallel", "expert_parallel"),
-                       ("max_cudagraph_capture_size", "cuda_graph_max_bs")):
+                       ("max_cudagraph_capture_size", "cuda_graph_max_bs"), ("cpu_offload_gb", "cpu_offload_gb")):
         if settings.get(key) is not None:
             fields[field] = type(getattr(ServeScenario, field, 0))(settings[key]) if field != "enforce_eager" \
                 else bool(settings[key])
@@ -261,7 +261,8 @@ def _sglang_scenario(record: dict) -> tuple[ServeScenario | None, str, bool]:
                                                                       float),
                              ("chunked_prefill_size", "max_num_batched_tokens", int),
                              ("context_length", "max_model_len", int), ("max_running_requests", "max_num_seqs", int),
-                             ("page_size", "block_size", int), ("cuda_graph_max_bs", "cuda_graph_max_bs", int)):
+                             ("page_size", "block_size", int), ("cuda_graph_max_bs", "cuda_graph_max_bs", int),
+                             ("cpu_offload_gb", "cpu_offload_gb", float)):
         if settings.get(key) is not None:
             fields[field] = kind(settings[key])
     if settings.get("ep_size") and int(settings["ep_size"]) > 1:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 import shlex
 from collections.abc import Callable
@@ -278,6 +279,10 @@ class ServeScenario:
              "--cuda-graph-max-bs; 0 = the engine's default."))
     enforce_eager: bool = declare(Input("Enforce eager", False, link="eager", flag="--enforce-eager",
                                         help="No CUDA graphs (vLLM --enforce-eager, SGLang --disable-cuda-graph)."))
+    cpu_offload_gb: float = declare(Input(
+        "CPU offload (GiB)", 0.0, link="cpuoff", flag="--cpu-offload-gb", unit="GiB", low=0.0, high=1_000_000.0,
+        help="vLLM / SGLang --cpu-offload-gb: GiB of each GPU's layer weights kept in pinned host memory and read "
+             "over PCIe at every forward; 0 = none."))
     kv_cache_memory: int = declare(Input(
         "KV cache memory (bytes)", 0, link="kvmem", flag="--kv-cache-memory", unit="bytes", low=0, high=2**50,
         help="vLLM: KV-cache bytes per GPU, replacing the utilization budget; 0 = not set."))
@@ -465,6 +470,36 @@ def _weight_split(a: Architecture, weights: str) -> WeightSplit:
             layers += size
     return WeightSplit(experts=experts, embeddings=embeddings, layers=layers, vectors=vectors,
                        towers=a.tower_parameters * BF16_BYTES)
+
+
+FUSED_PARAMETERS = {"attn_k": "attn_q", "attn_v": "attn_q", "ffn_up": "ffn_gate", "expert_up": "expert_gate",
+                    "shared_up": "shared_gate"}  # roles the engines store in the parameter of another (qkv, gate_up)
+
+
+def offloaded_bytes(s: ServeScenario, first_layer: int, end_layer: int, expert_ranks: int) -> int:
+    """Bytes of one GPU's layer weights --cpu-offload-gb moves to pinned host memory: vLLM's UVAOffloader
+    (vllm/model_executor/offloader/uva.py in the v0.22.0 wheel) and SGLang's OffloaderV1 (sglang/srt/utils/
+    offloader.py, v0.5.23 wheel) wrap the decoder layers of the GPU's stage in order and move their parameters one
+    at a time until cpu_offload_gb x 2^30 bytes are offloaded ("we use per-parameter offloading": the last one may
+    overshoot). Parameters in the order the estimator lists a layer's tensors, q / k / v and gate / up fused as the
+    engines store them, each sliced over TP (experts over `expert_ranks`), vectors whole."""
+    budget = int(s.cpu_offload_gb * 2**30)
+    if budget <= 0:
+        return 0
+    a: Architecture = s.model
+    size_of, tp = tensor_size(a, s.weights), s.tensor_parallel
+    offloaded, previous = 0, None
+    for t in tensors(a):
+        if not first_layer <= t.layer < end_layer:
+            continue
+        size = size_of(t) / (expert_ranks if t.is_expert else tp) if t.is_matrix else size_of(t)
+        fused = previous is not None and previous.layer == t.layer and FUSED_PARAMETERS.get(t.role) in (
+            previous.role, FUSED_PARAMETERS.get(previous.role))
+        if offloaded >= budget and not fused:
+            break
+        offloaded += math.ceil(size)
+        previous = t
+    return offloaded
 
 
 def model_ref(s: ServeScenario) -> str:

@@ -39,8 +39,8 @@ from ..activations import inference_layer_peak
 from ..architecture import Architecture
 from ..kv_cache import indexer_bytes_per_token, kv_dtype_bytes, layer_elements, state_bytes
 from ..units import GiB
-from .base import (REFUSAL, ServeReport, ServeScenario, at_least, gib, make_report, model_ref, rope_override,
-                   weight_split)
+from .base import (REFUSAL, ServeReport, ServeScenario, at_least, gib, make_report, model_ref, offloaded_bytes,
+                   rope_override, weight_split)
 from .command import choice_of, human_int
 from .vllm import CUDA_CONTEXT_BYTES, rope_of_overrides, rope_overrides
 
@@ -293,6 +293,8 @@ def estimate(s: ServeScenario) -> ServeReport:
     custom_ar, quick_ar = rocm_allreduce_bytes(s)
     before = g.memory_bytes - pre_load - custom_ar - quick_ar
     weights, vision = _weights_per_gpu(s)
+    offloaded = min(weights, offloaded_bytes(s, 0, -(-a.num_layers // s.pipeline_parallel), tp))
+    weights -= offloaded  # --cpu-offload-gb: pinned host memory, outside "Load weight end ... mem usage"
     after = before - weights - vision
     reserve = int(before * (1 - mfs))
     rest = after - reserve
@@ -401,6 +403,11 @@ def estimate(s: ServeScenario) -> ServeReport:
     ]
     if c.mamba_per_request:
         notes.append("Mamba state counted in the config's SSM dtype; SGLang's --mamba-ssm-dtype defaults to float32")
+    if offloaded:
+        notes.append(f"--cpu-offload-gb {s.cpu_offload_gb:g}: {gib(offloaded)} GiB of each GPU's layer weights in "
+                     "pinned "
+                     "host memory (sglang/srt/utils/offloader.py OffloaderV1: whole parameters of the first layers, "
+                     "until the budget is reached); every forward reads them over the host link")
     allreduce = custom_ar + quick_ar
     components = {"weights": weights, **({"vision": vision} if vision else {}), "activations": activations,
                   "non_torch": pre_load, **({"allreduce_buffers": allreduce} if allreduce else {}),
@@ -408,6 +415,7 @@ def estimate(s: ServeScenario) -> ServeReport:
     return make_report(
         "sglang", components, gpus=s.gpus, gpu_bytes=g.memory_bytes, budget_bytes=int(before * mfs),
         kv_cache_tokens=max(0, tokens), max_concurrency=concurrency, max_model_len=length,
+        host_bytes=offloaded * s.gpus,
         max_model_len_that_fits=longest if starts else 0,
         settings=(("mem_fraction_static", mfs), ("chunked_prefill_size", d.chunked_prefill_size),
                   ("cuda_graph_max_bs", d.cuda_graph_max_bs), ("max_running_requests", max_running),
@@ -423,7 +431,8 @@ def command(s: ServeScenario) -> str:
     options = (("--tp", s.tensor_parallel, 1), ("--pp-size", s.pipeline_parallel, 1), ("--dp", s.data_parallel, 1),
                ("--mem-fraction-static", mfs, None), ("--context-length", s.max_model_len, 0),
                ("--max-running-requests", s.max_num_seqs, 0), ("--chunked-prefill-size", s.max_num_batched_tokens, 0),
-               ("--page-size", s.block_size, 0), ("--cuda-graph-max-bs", s.cuda_graph_max_bs, 0))
+               ("--page-size", s.block_size, 0), ("--cuda-graph-max-bs", s.cuda_graph_max_bs, 0),
+               ("--cpu-offload-gb", s.cpu_offload_gb, 0))
     parts += [f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}"
               for flag, value, default in options if value != default]
     if s.kv_dtype != "bf16":
@@ -474,7 +483,7 @@ FLAGS = {
     "--mem-fraction-static": ("mem_fraction_static", float),
     "--context-length": ("max_model_len", human_int), "--max-running-requests": ("max_num_seqs", int),
     "--chunked-prefill-size": ("max_num_batched_tokens", human_int), "--page-size": ("block_size", int),
-    "--cuda-graph-max-bs": ("cuda_graph_max_bs", int),
+    "--cuda-graph-max-bs": ("cuda_graph_max_bs", int), "--cpu-offload-gb": ("cpu_offload_gb", float),
     "--kv-cache-dtype": ("kv_dtype", choice_of(KV_DTYPES_READ, "--kv-cache-dtype")),
     "--quantization": ("weights", choice_of(QUANTIZATION_READ, "--quantization")),
     "--json-model-override-args": ("rope_scaling", rope_of_overrides),

@@ -37,7 +37,7 @@ from ..architecture import Architecture, tensors
 from ..kv_cache import indexer_bytes_per_token, kv_dtype_bytes, layer_elements, state_bytes
 from ..units import BF16_BYTES, GiB
 from .base import (AUTO_FIT, REFUSAL, ROPE_WRAPPERS, ServeReport, ServeScenario, at_least, canonical_rope_scaling, gib,
-                   make_report, model_ref, parse_version, rope_override, tensor_size, weight_split)
+                   make_report, model_ref, offloaded_bytes, parse_version, rope_override, tensor_size, weight_split)
 from .command import choice_of, human_int
 
 # EngineArgs.get_batch_defaults (vllm/engine/arg_utils.py), `vllm serve` (UsageContext.OPENAI_API_SERVER): GPUs
@@ -476,6 +476,9 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
                         f"max_num_seqs ({max_seqs}).")
 
     weights, vision = _weights_per_gpu(s)
+    start, end = max(pp_stages(a.num_layers, s.pipeline_parallel), key=lambda stage: stage[1] - stage[0])
+    offloaded = min(weights, offloaded_bytes(s, start, end, tp * s.data_parallel if s.expert_parallel else tp))
+    weights -= offloaded  # pinned host memory, outside the GPU's "Model loading took"
     forward = _forward_peak(a, batched, tp)
     requests = min(max_seqs, batched)
     v2 = v2_runner(s)
@@ -505,6 +508,12 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
     else:  # num_blocks // len(kv_cache_groups) * min block size
         tokens = num_blocks // max(1, len(groups)) * min((g.block for g in groups if g.block), default=0)
     log = [f"Model loading took {weights / GiB:.4f} GiB", f"Available KV cache memory: {gib(available)} GiB"]
+    if offloaded:
+        log.insert(0, f"Total CPU offloaded parameters: {gib(offloaded)} GiB")
+        notes.append(f"--cpu-offload-gb {s.cpu_offload_gb:g}: {gib(offloaded)} GiB of each GPU's layer weights in "
+                     "pinned "
+                     "host memory (vllm/model_executor/offloader/uva.py: whole parameters of the first layers, until "
+                     "the budget is reached); every forward reads them over the host link")
     if weights + vision > g.memory_bytes - CUDA_CONTEXT_BYTES:
         log = []
         warnings.append(f"{REFUSAL}torch.OutOfMemoryError: CUDA out of memory while loading the weights: "
@@ -561,7 +570,7 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
                   "non_torch": non_torch, "cuda_graphs": graphs, "kv_cache": kv}
     return make_report(
         "vllm", components, gpus=s.gpus, gpu_bytes=g.memory_bytes, budget_bytes=requested,
-        kv_cache_tokens=tokens, max_concurrency=concurrency, max_model_len=length,
+        kv_cache_tokens=tokens, max_concurrency=concurrency, max_model_len=length, host_bytes=offloaded * s.gpus,
         max_model_len_that_fits=longest, settings=(("max_num_seqs", max_seqs), ("max_num_batched_tokens", batched),
                                                    ("block_size", groups[0].block if groups else 0)),
         log=tuple(log), warnings=tuple(warnings), assumptions=tuple(notes + list(a.notes)), command=command(s))
@@ -662,7 +671,7 @@ def command(s: ServeScenario) -> str:
                ("--max-model-len", "auto" if s.max_model_len == AUTO_FIT else s.max_model_len, 0),
                ("--max-num-seqs", s.max_num_seqs, 0), ("--max-num-batched-tokens", s.max_num_batched_tokens, 0),
                ("--block-size", s.block_size, 0), ("--kv-cache-memory", s.kv_cache_memory, 0),
-               ("--max-cudagraph-capture-size", s.cuda_graph_max_bs, 0))
+               ("--max-cudagraph-capture-size", s.cuda_graph_max_bs, 0), ("--cpu-offload-gb", s.cpu_offload_gb, 0))
     parts += [f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}"
               for flag, value, default in options if value != default]
     if s.kv_dtype != "bf16":
@@ -743,7 +752,7 @@ FLAGS = {
     "--quantization": ("weights", choice_of(QUANTIZATION_READ, "--quantization")),
     "-q": ("weights", choice_of(QUANTIZATION_READ, "--quantization")),
     "--speculative-config": ("speculative_tokens", _speculative),
-    "--max-cudagraph-capture-size": ("cuda_graph_max_bs", int),
+    "--max-cudagraph-capture-size": ("cuda_graph_max_bs", int), "--cpu-offload-gb": ("cpu_offload_gb", float),
     "--rope-scaling": ("rope_scaling", canonical_rope_scaling), "--hf-overrides": ("rope_scaling", rope_of_overrides),
 }
 SWITCHES = {"--enforce-eager": ("enforce_eager", True), "--enable-expert-parallel": ("expert_parallel", True),

@@ -819,5 +819,9 @@ def serve_speed(s: ServeScenario, report: ServeReport) -> Speed:
              "capped by its KV-cache tokens)",
              *(("Pipeline parallel: a token passes the stages one after another, so a step takes the sum of the "
                 "stages' times, as one GPU reading every layer's share would (transfers between stages not "
-                "modelled)",) if s.pipeline_parallel > 1 else ()))
+                "modelled)",) if s.pipeline_parallel > 1 else ()),
+             *((f"CPU weight offload (--cpu-offload-gb {s.cpu_offload_gb:g}): every forward also reads "
+                f"{report.host_bytes / s.gpus / 2**30:.2f} GiB per GPU from host memory over the host link, which "
+                "these speeds leave out (the catalog records no host-link bandwidth): decode is slower, by that "
+                "transfer's time per step",) if report.host_bytes and s.cpu_offload_gb else ()))
     return dataclasses.replace(one, throughput_tokens_per_s=many.throughput_tokens_per_s, scope=scope)

@@ -89,7 +89,9 @@ V2_RUNNER_SINCE = (0, 25)
 # the first forward (0.13-0.14 GiB in the five llm-d H100 profiles of validation/engine_logs/vllm.json); with
 # tensor parallelism NCCL's channel buffers, allocated at the first collective: NCCL_BUFFSIZE (4 MiB) per channel,
 # send and receive, to both ring neighbours, over up to 32 channels (NCCL docs, "NCCL_BUFFSIZE" and
-# "NCCL_MAX_NCHANNELS"), plus vLLM's custom all-reduce buffer (custom_all_reduce.py max_size 8 MiB).
+# "NCCL_MAX_NCHANNELS"), plus vLLM's custom all-reduce buffer (custom_all_reduce.py max_size 8 MiB). Not held: the
+# ~1.7 GiB a GPU more that v0.10.0 logs at TP 4 / 8 on NVSwitch H100s, of which NCCL's NVLS buffers are 32 MiB x the
+# TP size (NVIDIA/nccl v2.26.2-1 src/transport/nvls.cc); the rest is not traced (FINDINGS_engines.md E3a).
 NON_TORCH_ONE_GPU = 128 * 2**20
 NON_TORCH_TENSOR_PARALLEL = 4 * 2**20 * 2 * 2 * 32 + 8 * 2**20
 

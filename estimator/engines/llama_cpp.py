@@ -32,7 +32,8 @@ Compute buffers (ggml-alloc's reservation of the worst-case graph: n_ubatch toke
     FFN: the gate and up outputs; output layer: logits n_vocab x n_ubatch f32.
     Op offload (ggml-cuda.cu ggml_backend_cuda_device_offload_op, batch >= 32): a mat-mul of a host weight (CPU
     layers, a CPU output layer, --n-cpu-moe experts) runs on the first GPU, its weight copied into that GPU's compute
-    buffer: the largest copy with its f32 input and output is a floor of CUDA0's buffer.
+    buffer: the largest copy with its f32 input and output is a floor of CUDA0's buffer, -ngl 0 included (every
+    GPU is a device of the model whatever -ngl says: llama_prepare_model_devices, src/llama.cpp).
     The host keeps the graph inputs (the token embeddings, n_embd x n_ubatch f32, and the KQ mask) and the output
     buffer (n_vocab x n_seq_max f32 logits).
 A device allocates its model buffer, then its KV buffer, then its compute buffer; the first that does not fit fails
@@ -253,8 +254,10 @@ def _offload_copy(a: Architecture, s: ServeScenario, lay: Layout, ub: int) -> in
     get_op_batch_size(op) >= 32, GET_ROWS excluded): a mat-mul whose weight sits in host memory runs on the first
     GPU when the ubatch has at least 32 tokens, and the weight is copied into that GPU's compute buffer as an input
     of the split. The largest copy with the op's f32 input and output is a floor of CUDA0's compute buffer. The token
-    embedding (GET_ROWS) stays on the CPU."""
-    if ub < OFFLOAD_MIN_BATCH or not any(d >= 0 for d in lay.layer_device + (lay.output_device,)):
+    embedding (GET_ROWS) stays on the CPU. This holds with no layer offloaded too (-ngl 0): llama_prepare_model_devices
+    (src/llama.cpp) gives the model every GPU whatever -ngl says, so the scheduler has CUDA0 to offload to
+    (llama_cpp-ik357-3: 'offloaded 0/95 layers', 'CUDA0 compute buffer size = 742.00 MiB')."""
+    if ub < OFFLOAD_MIN_BATCH:
         return 0
     peak = 0
     for t, size, place in _placed(a, s, lay):

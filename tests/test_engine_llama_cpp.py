@@ -388,3 +388,11 @@ def test_op_offload_reaches_cuda0_with_no_layer_offloaded():
     st, _ = llama_cpp.plan(s)
     assert st.layout.offloaded == 0 and not st.model.get(0)
     assert st.compute[0] == 151936 * 4096 // 256 * 210 + 4 * 512 * (151936 + 4096)  # 791.6 MiB
+
+
+def test_the_bare_flash_attention_switch_of_older_releases_imports():
+    """llama.cpp took -fa without a value until its on / off / auto form (2025); commands pasted from older threads
+    (llama_cpp-ik357-*: '-fa -ctk q8_0') read as flash attention on, whatever follows."""
+    for line in ("llama-server -m Qwen3-8B-Q4_K_M.gguf -fa -c 4096", "llama-server -m m.gguf -c 4096 -fa"):
+        assert dict(import_command(line).fields) == {"flash_attention": True, "max_model_len": 4096}
+    assert dict(import_command("llama-server -m m.gguf --flash-attn off").fields) == {"flash_attention": False}

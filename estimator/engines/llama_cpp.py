@@ -527,4 +527,5 @@ FLAGS = {
     "-ot": ("override_tensor", canonical_overrides), "--override-tensor": ("override_tensor", canonical_overrides),
 }
 SWITCHES = {"--cpu-moe": ("n_cpu_moe", CPU_MOE_ALL), "-cmoe": ("n_cpu_moe", CPU_MOE_ALL)}
+BARE_VALUES = {"-fa": ("flash_attention", True), "--flash-attn": ("flash_attention", True)}  # a switch until 2025
 REPEATABLE = ("override_tensor",)  # each -ot appends its overrides to the ones before (parse_tensor_buffer_overrides)

@@ -609,3 +609,16 @@ def test_lora_slots_are_sized_per_wrapped_linear_shard():
     assert new.component("lora") - old.component("lora") == 48 * 128 * 3 * (2_048 + 768) * 16 * 2
     with pytest.raises(ValueError, match="Max LoRA rank|max_lora_rank"):
         ServeScenario(LLAMA, enable_lora=True, max_lora_rank=24)
+
+
+def test_quantization_methods_read_as_the_formats_they_store():
+    """--quantization takes vLLM's QuantizationMethods (v0.22.0): online FP8 per block and weight-only int8 become
+    those formats and are written back; the methods that name how a checkpoint is stored keep its own format."""
+    qwen = est.model("Qwen/Qwen3-8B").architecture
+    for method, weights in (("fp8_per_block", "fp8-block"), ("int8_per_channel_weight_only", "int8"),
+                            ("fbgemm_fp8", "fp8-channel"), ("compressed-tensors", "checkpoint"),
+                            ("auto_gptq", "gptq-4bit")):
+        assert dict(import_command(f"vllm serve Qwen/Qwen3-8B --quantization {method}").fields) == {"weights": weights}
+    s = ServeScenario(qwen, weights="fp8-block", model_id="Qwen/Qwen3-8B")
+    assert launch_command(s) == "vllm serve Qwen/Qwen3-8B --quantization fp8_per_block"
+    assert dict(import_command(launch_command(s)).fields) == {"weights": "fp8-block"}

@@ -765,7 +765,8 @@ def rope_of_overrides(text: str) -> dict:
 
 
 KV_CACHE_DTYPE_FLAGS = {"fp8": "fp8", "fp32": "float32"}
-QUANTIZATION_FLAGS = {"fp8": "fp8", "bnb-nf4": "bitsandbytes", "bnb-int8": "bitsandbytes"}
+QUANTIZATION_FLAGS = {"fp8": "fp8", "bnb-nf4": "bitsandbytes", "bnb-int8": "bitsandbytes", "fp8-block": "fp8_per_block",
+                      "int8": "int8_per_channel_weight_only"}
 
 # Command-line import (estimator/engines/command.py): `vllm serve MODEL ...` and the older API-server module.
 PROGRAMS = ("vllm serve", "vllm-openai", "python -m vllm.entrypoints.openai.api_server",
@@ -773,8 +774,15 @@ PROGRAMS = ("vllm serve", "vllm-openai", "python -m vllm.entrypoints.openai.api_
 MODEL_FLAGS = ("--model",)
 KV_DTYPES_READ = {"auto": "bf16", "bfloat16": "bf16", "float16": "bf16", "half": "bf16", "fp8": "fp8",
                   "fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "fp8_inc": "fp8", "float32": "fp32"}
-QUANTIZATION_READ = {"fp8": "fp8", "awq": "awq-4bit", "awq_marlin": "awq-4bit", "gptq": "gptq-4bit",
-                     "gptq_marlin": "gptq-4bit", "bitsandbytes": "nf4", "mxfp4": "mxfp4", "modelopt_fp4": "nvfp4"}
+# --quantization (QuantizationMethods, vllm/model_executor/layers/quantization/__init__.py in the v0.22.0 wheel): the
+# online ones and the checkpoint formats the catalog has; the methods that only name how a checkpoint is stored
+# (compressed-tensors, quark, gguf, moe_wna16, torchao, inc) read as the checkpoint's own format.
+QUANTIZATION_READ = {"fp8": "fp8", "fp8_per_tensor": "fp8", "fp8_per_block": "fp8-block", "fbgemm_fp8": "fp8-channel",
+                     "modelopt": "fp8", "int8_per_channel_weight_only": "int8", "awq": "awq-4bit",
+                     "awq_marlin": "awq-4bit", "gptq": "gptq-4bit", "gptq_marlin": "gptq-4bit",
+                     "auto_gptq": "gptq-4bit", "bitsandbytes": "nf4", "mxfp4": "mxfp4", "gpt_oss_mxfp4": "mxfp4",
+                     "modelopt_fp4": "nvfp4", **dict.fromkeys(("compressed-tensors", "quark", "gguf", "moe_wna16",
+                                                               "torchao", "inc"), "checkpoint")}
 
 
 def _speculative(text: str) -> int:

@@ -622,3 +622,20 @@ def test_quantization_methods_read_as_the_formats_they_store():
     s = ServeScenario(qwen, weights="fp8-block", model_id="Qwen/Qwen3-8B")
     assert launch_command(s) == "vllm serve Qwen/Qwen3-8B --quantization fp8_per_block"
     assert dict(import_command(launch_command(s)).fields) == {"weights": "fp8-block"}
+
+
+def test_lora_captures_every_cuda_graph_twice_from_v0_12():
+    """vllm/v1/cudagraph_dispatcher.py _get_lora_cases (v0.12+, cudagraph_specialize_lora on): each capture size
+    once without adapters and once with them, one pool; v0.11's dispatcher has no LoRA case. Llama 3.1 8B on an H100
+    at v0.20 (graphs captured after the KV cache, so the captured size is compared): the LoRA run adds one graph's own
+    memory per captured graph, 32 layers x LAYER_GRAPH_BYTES each."""
+    base = dict(gpu="h100-sxm", engine_version="0.20.0")
+    plain = ServeScenario(LLAMA, **base)
+    fixed, modes, layers = vllm.cuda_graph_terms(plain, 1024, 8192)
+    lora = ServeScenario(LLAMA, enable_lora=True, **base)
+    assert vllm.cuda_graph_terms(lora, 1024, 8192) == (fixed, tuple(2 * n for n in modes), layers)
+    extra = serve(lora).component("cuda_graphs") - serve(plain).component("cuda_graphs")
+    assert extra == sum(modes) * 32 * vllm.LAYER_GRAPH_BYTES
+    old = dict(gpu="h100-sxm", engine_version="0.11.0")
+    assert vllm.cuda_graph_terms(ServeScenario(LLAMA, enable_lora=True, **old), 1024, 8192) == \
+        vllm.cuda_graph_terms(ServeScenario(LLAMA, **old), 1024, 8192)

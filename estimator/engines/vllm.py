@@ -390,8 +390,7 @@ def _weights_per_gpu(s: ServeScenario) -> tuple[int, int]:
 # FusedMoEWithLoRA) stacks them per local expert: w13 A r x hidden and B intermediate_per_partition x r, twice
 # (gate, up), w2 A r x intermediate_per_partition and B hidden x r; that file is first in the v0.12.0 wheel (not in
 # v0.11.0's): before it the experts carry no LoRA. Not modelled: LoRA on the embedding and
-# lm_head (only when targeted), the punica buffers of the profiling run, and the second set of CUDA graphs
-# (compilation_config.cudagraph_specialize_lora).
+# lm_head (only when targeted) and the punica buffers of the profiling run. The graphs: LORA_GRAPHS_SINCE.
 ROW_PARALLEL = frozenset({"attn_output", "ffn_down", "shared_down", "expert_down", "linear_out", "ssm_out",
                           "latent_out"})
 MOE_LORA_SINCE = (0, 12)
@@ -618,8 +617,9 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
     ]
     if lora:
         notes.append(f"LoRA: {s.max_loras} adapter slot(s) of rank {s.max_lora_rank} on every decoder linear, "
-                     f"{gib(lora)} GiB per GPU (vllm/lora/layers create_lora_weights); its second set of CUDA graphs "
-                     "is not counted")
+                     f"{gib(lora)} GiB per GPU (vllm/lora/layers create_lora_weights)"
+                     + ("; every CUDA graph is captured twice, without and with adapters" if at_least(
+                         s, *LORA_GRAPHS_SINCE) and graphs else ""))
     components = {"weights": weights, **({"vision": vision} if vision else {}), **({"lora": lora} if lora else {}),
                   "activations": activations, "non_torch": non_torch, "cuda_graphs": graphs, "kv_cache": kv}
     return make_report(
@@ -673,20 +673,29 @@ def cuda_graph_terms(s: ServeScenario, max_num_seqs: int, batched: int) -> tuple
 def _graph_key(s: ServeScenario, max_num_seqs: int, batched: int) -> tuple:
     full, step_16, speculative, profiled = _graph_rules(s.engine_version or "")
     q = 1 + s.speculative_tokens if speculative else 1
+    lora_cases = 2 if s.enable_lora and at_least(s, *LORA_GRAPHS_SINCE) else 1
     return (s.model, max_num_seqs, batched, s.tensor_parallel, s.pipeline_parallel, q, full, step_16, profiled,
-            s.cuda_graph_max_bs or capture_ceiling(s.model, s.engine_version or ""))
+            s.cuda_graph_max_bs or capture_ceiling(s.model, s.engine_version or ""), lora_cases)
+
+
+# With LoRA, vllm/v1/cudagraph_dispatcher.py captures every size once per LoRA case (_get_lora_cases): without
+# adapters and with them (compilation_config.cudagraph_specialize_lora, on by default; one "with" case unless
+# LoRAConfig.specialize_active_lora): twice the graphs, sharing one pool. In the v0.12.0 wheel first (v0.11.0's
+# dispatcher has no LoRA case).
+LORA_GRAPHS_SINCE = (0, 12)
 
 
 @functools.lru_cache(maxsize=1024)
 def _graph_terms(a: Architecture, max_num_seqs: int, batched: int, tp: int, pp: int, q: int, full: bool,
-                 step_16: bool, profiled: bool, ceiling: int = 0) -> tuple[int, tuple[int, ...], int]:
+                 step_16: bool, profiled: bool, ceiling: int = 0,
+                 lora_cases: int = 1) -> tuple[int, tuple[int, ...], int]:
     sizes, piecewise, decode = _graph_counts(max_num_seqs, batched, q, full, step_16, ceiling)
     pool = _forward_peak(a, sizes[-1], tp)
     # Each size is first run eagerly (_warmup_and_capture, cudagraph_num_of_warmups = 1); since the releases that
     # empty PyTorch's cache before measuring (capture_model L6151-6153 and profile_cudagraph_memory at 1c5887661,
     # #30515), the blocks of that eager run stay cached inside the measured fall of free memory.
     warmup = pool if profiled else 0
-    return warmup + pool, tuple(n for n in (piecewise, decode) if n), -(-a.num_layers // pp)
+    return warmup + pool, tuple(n * lora_cases for n in (piecewise, decode) if n), -(-a.num_layers // pp)
 
 
 def graph_bytes_each(layers: int, tp: int, layer_bytes: int = LAYER_GRAPH_BYTES,
@@ -698,8 +707,9 @@ def graph_bytes_each(layers: int, tp: int, layer_bytes: int = LAYER_GRAPH_BYTES,
 
 @functools.lru_cache(maxsize=1024)
 def _graph_bytes(a: Architecture, max_num_seqs: int, batched: int, tp: int, pp: int, q: int, full: bool,
-                 step_16: bool, profiled: bool, ceiling: int = 0) -> tuple[int, int]:
-    fixed, modes, layers = _graph_terms(a, max_num_seqs, batched, tp, pp, q, full, step_16, profiled, ceiling)
+                 step_16: bool, profiled: bool, ceiling: int = 0, lora_cases: int = 1) -> tuple[int, int]:
+    fixed, modes, layers = _graph_terms(a, max_num_seqs, batched, tp, pp, q, full, step_16, profiled, ceiling,
+                                        lora_cases)
     captured = fixed + graph_bytes_each(layers, tp) * sum(modes)
     return captured, profiled_estimate(fixed, modes, layers)
 

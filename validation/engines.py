@@ -586,6 +586,10 @@ def compare_ollama(record: dict) -> list[dict]:
     rows = _legacy_rows(record, s, known, rows_for(LEGACY)) if legacy else []
     if not (runner or engine):
         return rows
+    from_cells = not s.max_model_len and "n_ctx" in logged  # the runner's cells: num_ctx x slots, whatever the split
+    if from_cells:
+        slots = int(logged.get("n_seq_max") or 1)
+        s = replace(s, max_model_len=int(logged["n_ctx"]) // slots, max_num_seqs=slots)
     if not s.max_model_len:
         return rows + [first("skipped", 0, 0, "num_ctx not in the excerpt: buffers not compared")]
     layers = _logged_layers(record)
@@ -608,7 +612,7 @@ def compare_ollama(record: dict) -> list[dict]:
             done, total = (int(x) for x in str(logged["layers_offloaded"]).split("/"))
             rows.append(row("layers_offloaded", done, st.layout.offloaded,
                             f"of {total} logged, {s.model.num_layers + 1} estimated"))
-        if "n_ctx" in logged:
+        if "n_ctx" in logged and not from_cells:
             rows.append(row("n_ctx", logged["n_ctx"], st.ctx.n_ctx, f"num_ctx x {s.max_num_seqs or 1} slots"))
     if engine:
         row = rows_for(ENGINE)

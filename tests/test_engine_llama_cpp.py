@@ -377,11 +377,11 @@ def test_a_bad_override_is_refused_by_name(bad, words):
 
 
 def test_op_offload_copies_a_tied_embedding_used_as_lm_head():
-    """A tied embedding is also the lm_head (src/llama-model.cpp creates `output` as a TENSOR_DUPLICATED copy of
-    token_embd in the output layer's buffer): with the output layer on the CPU (-ngl 48 of Gemma 3 12B's 48 blocks +
-    output) the lm_head mat-mul of a 512-token ubatch is offloaded like an untied output matrix. The tied embedding
-    is Q6_K under Q4_K_M (210 bytes per 256): 262,208 x 3840 / 256 x 210 = 825,955,200 bytes, plus the f32 input
-    (3840 wide) and logits (262,208 wide) of 512 tokens: 4 x 512 x 266,048 = 544,866,304."""
+    """A tied embedding is also the lm_head (src/llama-model.cpp creates `output` from token_embd with
+    TENSOR_DUPLICATED: the same tensor when both sit in host memory): with the output layer on the CPU (-ngl 48 of
+    Gemma 3 12B's 48 blocks + output) the lm_head mat-mul of a 512-token ubatch is offloaded like an untied output.
+    The tied embedding is Q6_K under Q4_K_M (210 bytes per 256): 262,208 x 3840 / 256 x 210 = 825,955,200 bytes,
+    plus the f32 input (3840 wide) and logits (262,208 wide) of 512 tokens: 4 x 512 x 266,048 = 544,866,304."""
     import estimator as est
     from estimator.engines import ServeScenario, llama_cpp
 

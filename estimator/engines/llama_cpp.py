@@ -253,9 +253,10 @@ def _offload_copy(a: Architecture, s: ServeScenario, lay: Layout, ub: int) -> in
     get_op_batch_size(op) >= 32, GET_ROWS excluded): a mat-mul whose weight sits in host memory runs on the first
     GPU when the ubatch has at least 32 tokens, and the weight is copied into that GPU's compute buffer as an input
     of the split. The largest copy with the op's f32 input and output is a floor of CUDA0's compute buffer. The token
-    embedding (GET_ROWS) stays on the CPU; a tied embedding is also the lm_head: llama_model::load_tensors creates
-    `output` as a TENSOR_DUPLICATED copy of token_embd in the output layer's buffer (src/llama-model.cpp), so with the
-    output layer on the host its mat-mul is copied like an untied output matrix."""
+    embedding's GET_ROWS stays on the CPU, but a tied embedding is also the lm_head: llama_model::load_tensors creates
+    `output` from token_embd with TENSOR_DUPLICATED (src/llama-model.cpp; in the output layer's buffer type, and the
+    same tensor when that is token_embd's), so with the output layer on the host its mat-mul is offloaded and copied
+    like an untied output matrix."""
     if ub < OFFLOAD_MIN_BATCH or not any(d >= 0 for d in lay.layer_device + (lay.output_device,)):
         return 0
     peak = 0

@@ -616,6 +616,13 @@ def compare_ollama(record: dict) -> list[dict]:
             rows.append(row("n_ctx", logged["n_ctx"], st.ctx.n_ctx, f"num_ctx x {s.max_num_seqs or 1} slots"))
     if engine:
         row = rows_for(ENGINE)
+        if layers is None:  # the split is not logged: the totals over the devices do not depend on it
+            for key, estimate in (("model_weights", st.model), ("kv_cache", st.kv)):
+                values = logged.get(key)
+                if isinstance(values, dict) and (known or key == "kv_cache"):
+                    rows.append(row(f"{key} total", sum(_bytes(v) for v in values.values()) / GiB,
+                                    sum(estimate.values()) / GiB, "every device (layer split not logged)"))
+            return rows
         if known and isinstance(logged.get("model_weights"), dict):
             rows += _ollama_devices(record, row, "model_weights", "model_weights", st.model, 1, at)
         if isinstance(logged.get("kv_cache"), dict):

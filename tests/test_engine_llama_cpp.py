@@ -394,3 +394,25 @@ def test_op_offload_copies_a_tied_embedding_used_as_lm_head():
     from dataclasses import replace
     full, _ = llama_cpp.plan(replace(s, n_gpu_layers=49))
     assert full.compute[0] < 1_370_821_504  # the output layer on the GPU: nothing to copy
+
+
+def test_op_offload_reaches_cuda0_with_no_layer_offloaded():
+    """-ngl 0 on a CUDA build still reserves a CUDA0 compute buffer (llama_cpp-ik357-3: Qwen3-235B-A22B Q6_K,
+    'offloaded 0/95 layers', 'CUDA0 compute buffer size = 742.00 MiB'): llama_prepare_model_devices (src/llama.cpp)
+    gives the model every GPU whatever -ngl says, and the scheduler offloads the host mat-muls of a 512-token ubatch
+    to CUDA0. The largest copy here is the Q6_K lm_head (151936 x 4096, 210 bytes per 256 weights) with its f32
+    input (4096 wide) and logits (151936 wide)."""
+    a = est.model("Qwen/Qwen3-235B-A22B").architecture
+    s = ServeScenario(a, engine="llama.cpp", gpu="rtx-3090", weights="q6_k", n_gpu_layers=0, max_model_len=16384,
+                      max_num_seqs=1, kv_dtype="q8_0", flash_attention=True)
+    st, _ = llama_cpp.plan(s)
+    assert st.layout.offloaded == 0 and not st.model.get(0)
+    assert st.compute[0] == 151936 * 4096 // 256 * 210 + 4 * 512 * (151936 + 4096)  # 791.6 MiB
+
+
+def test_the_bare_flash_attention_switch_of_older_releases_imports():
+    """llama.cpp took -fa without a value until its on / off / auto form (2025); commands pasted from older threads
+    (llama_cpp-ik357-*: '-fa -ctk q8_0') read as flash attention on, whatever follows."""
+    for line in ("llama-server -m Qwen3-8B-Q4_K_M.gguf -fa -c 4096", "llama-server -m m.gguf -c 4096 -fa"):
+        assert dict(import_command(line).fields) == {"flash_attention": True, "max_model_len": 4096}
+    assert dict(import_command("llama-server -m m.gguf --flash-attn off").fields) == {"flash_attention": False}

@@ -584,3 +584,41 @@ def test_cpu_offload_moves_whole_parameters_of_the_first_layers_to_host_memory()
     assert dict(import_command(launch_command(s)).fields) == {"max_model_len": 8192, "cpu_offload_gb": 1.0}
     from estimator.speed import serve_speed
     assert any("reads 1.11 GiB per GPU from host memory" in note for note in serve_speed(s, r).assumptions)
+
+
+def test_lora_slots_are_sized_per_wrapped_linear_shard():
+    """--enable-lora --max-loras 4 --max-lora-rank 64 (vllm/lora/layers create_lora_weights, v0.22.0): each decoder
+    linear holds per slot an A of rank x input and a B of output x rank (this rank's shard), in bf16. Llama 3.1 8B
+    at TP 1, per layer: q 4,096 + 4,096, k 4,096 + 1,024, v 4,096 + 1,024, o 4,096 + 4,096, gate and up 4,096 + 14,336
+    each, down 14,336 + 4,096 = 81,920 rank-rows; x 64 x 32 layers x 4 slots x 2 bytes = 1,342,177,280 bytes, inside
+    'Model loading took'. At TP 2 the column-parallel outputs and row-parallel inputs halve: 55,296 rank-rows.
+    Qwen3-30B-A3B's experts (fused_moe.py, v0.12+) add 128 x 3 x (2,048 + 768) per layer; v0.11 wraps no expert."""
+    s = ServeScenario(LLAMA, gpu="h100-sxm", enable_lora=True, max_loras=4, max_lora_rank=64,
+                      model_id="meta-llama/Llama-3.1-8B")
+    r, plain = serve(s), serve(replace(s, enable_lora=False))
+    assert r.component("lora") == 81_920 * 64 * 32 * 4 * 2 == 1_342_177_280
+    assert plain.component("kv_cache") - r.component("kv_cache") == 1_342_177_280
+    assert r.log[0] == f"Model loading took {(r.component('weights') + 1_342_177_280) / GiB:.4f} GiB"
+    half = 4_096 + 2_048 + 4_096 + 512 + 4_096 + 512 + 2_048 + 4_096 + 2 * (4_096 + 7_168) + 7_168 + 4_096
+    assert half == 55_296 and serve(replace(s, tensor_parallel=2)).component("lora") == 55_296 * 64 * 32 * 4 * 2
+    assert launch_command(s) == "vllm serve meta-llama/Llama-3.1-8B --enable-lora --max-loras 4 --max-lora-rank 64"
+    assert dict(import_command(launch_command(s) + " --max-cpu-loras 8").fields) == \
+        {"enable_lora": True, "max_loras": 4, "max_lora_rank": 64}
+    moe = est.model("Qwen/Qwen3-30B-A3B").architecture
+    new, old = (serve(ServeScenario(moe, gpu="h100-sxm", enable_lora=True, engine_version=v)) for v in ("", "0.11.0"))
+    assert new.component("lora") - old.component("lora") == 48 * 128 * 3 * (2_048 + 768) * 16 * 2
+    with pytest.raises(ValueError, match="Max LoRA rank|max_lora_rank"):
+        ServeScenario(LLAMA, enable_lora=True, max_lora_rank=24)
+
+
+def test_quantization_methods_read_as_the_formats_they_store():
+    """--quantization takes vLLM's QuantizationMethods (v0.22.0): online FP8 per block and weight-only int8 become
+    those formats and are written back; the methods that name how a checkpoint is stored keep its own format."""
+    qwen = est.model("Qwen/Qwen3-8B").architecture
+    for method, weights in (("fp8_per_block", "fp8-block"), ("int8_per_channel_weight_only", "int8"),
+                            ("fbgemm_fp8", "fp8-channel"), ("compressed-tensors", "checkpoint"),
+                            ("auto_gptq", "gptq-4bit")):
+        assert dict(import_command(f"vllm serve Qwen/Qwen3-8B --quantization {method}").fields) == {"weights": weights}
+    s = ServeScenario(qwen, weights="fp8-block", model_id="Qwen/Qwen3-8B")
+    assert launch_command(s) == "vllm serve Qwen/Qwen3-8B --quantization fp8_per_block"
+    assert dict(import_command(launch_command(s)).fields) == {"weights": "fp8-block"}

@@ -363,42 +363,52 @@ def test_sglang_cookbook_rows_at_one_request_are_batch_1_records_of_their_printe
 
 
 VLLM_REQUEST_RECORDS = ["gpustack-h100-qwen3-8b-vllm-c1-ttft", "v1pf-bench3-h200-llama3-8b-c1-ttft",
-                        "v1pf-wmx-l4-qwen25-0.5b-c1-ttft"]
+                        "v1pf-vsx-4090-qwen25-7b-sweep-c1-ttft", "v1pf-wmx-l4-qwen25-0.5b-c1-ttft"]
 
 
 def test_vllms_request_cost_is_the_median_of_its_short_client_ttfts_less_their_forwards():
-    """speed.json's vLLM cost per request, by hand from the three records that set it (client-timed TTFTs of
+    """speed.json's vLLM cost per request, by hand from the four records that set it (client-timed TTFTs of
     prompts under 2,000 tokens, one request at a time, one GPU, not held out): measured - forward at the derived
     prefill efficiency = 59.01 - 6.7668 = 52.2432 (GPUStack, Qwen3-8B, H100), 30.5079 - 3.7703 = 26.7376 (bench3,
-    Llama 3 8B, H200), 27.0 - 3.9929 = 23.0071 (wmx, Qwen2.5-0.5B, L4); the median is bench3's, 26.7376 ms."""
+    Llama 3 8B, H200), 29.9918 - 29.8969 = 0.0949 (vsx's sweep run, Qwen2.5-7B, RTX 4090), 27.0 - 3.9929 = 23.0071
+    (wmx, Qwen2.5-0.5B, L4); the median of four is the mean of the middle two, (23.0071 + 26.7376) / 2 = 24.8724 ms."""
     data = json.loads(vs.SPEED_JSON.read_text(encoding="utf-8"))
     cost = {e["engine"]: e for e in data["request_costs"]}["vllm"]
     assert cost["records"] == VLLM_REQUEST_RECORDS
     cases = {c.record["id"]: c for c in vs.cases_of(vs.load_records())}
     measured = [float(cases[i].record["value"]) for i in VLLM_REQUEST_RECORDS]
-    assert measured == [59.01, 30.507872998714447, 27.0]
+    assert measured == [59.01, 30.507872998714447, 29.991763029247522, 27.0]
     forward = [vs.estimate(cases[i], costs={}) for i in VLLM_REQUEST_RECORDS]
-    assert forward == pytest.approx([6.7668, 3.7703, 3.9929], abs=1e-4)
-    assert sorted(m - f for m, f in zip(measured, forward)) == pytest.approx([23.0071, 26.7376, 52.2432], abs=1e-4)
-    assert cost["request_ms"] == pytest.approx(30.507873 - 3.770258, abs=1e-4) == 26.7376
+    assert forward == pytest.approx([6.7668, 3.7703, 29.8969, 3.9929], abs=1e-4)
+    assert sorted(m - f for m, f in zip(measured, forward)) == pytest.approx([0.0949, 23.0071, 26.7376, 52.2432],
+                                                                             abs=1e-4)
+    assert cost["request_ms"] == pytest.approx(((27.0 - 3.992893) + (30.507873 - 3.770258)) / 2, abs=1e-4) == 24.8724
     # the short-TTFT comparison adds it to the forward; the roofline (e = 1) and a long prompt's TTFT do not
-    assert vs.estimate(cases["v1pf-wmx-l4-qwen25-0.5b-c1-ttft"]) == pytest.approx(3.9929 + 26.7376, abs=1e-4)
+    assert vs.estimate(cases["v1pf-wmx-l4-qwen25-0.5b-c1-ttft"]) == pytest.approx(3.9929 + 24.8724, abs=1e-4)
     long = cases["accelmark-b200-llama31-8b-vllm020-c1-ttft"]
     assert vs.estimate(long) == vs.estimate(long, costs={})
-    # held out (the RTX 4090 and TP 4 rows), several requests at once (GPUStack's c2-c8), TP 4: not in the median
+    # held out (the notes run on the RTX 4090 and the TP 4 row), several requests at once (GPUStack's c2-c8), TP 4:
+    # not in the median
     for other in ("v1pf-vsx-4090-qwen25-7b-c1-ttft", "v1pf-kubesimplify-rtxpro6000-qwen3-235b-fp8-tp4-c1-ttft",
                   "gpustack-h100-qwen3-8b-vllm-c2-ttft", "gpustack-h100-qwen3-8b-vllm-c8-ttft"):
         assert vs.short_ttft(cases[other]) and not vs.request_record(cases[other])
-    # SGLang has one such record (the Gemma 4 cookbook run), too few: no key, its TTFT estimate is the forward
+    # SGLang has two such records (the Gemma 4 cookbook run, GPUStack's EAGLE3 run), too few: no key, its TTFT
+    # estimate is the forward
     assert "sglang" not in {e["engine"] for e in data["request_costs"]}
     assert [i for i, c in cases.items() if vs.request_record(c) and c.record["engine"] == "sglang"] == [
-        "sglcb-h200-gemma-4-26b-a4b-it-c1-ttft"]
+        "sglcb-h200-gemma-4-26b-a4b-it-c1-ttft", "gpustack-h100-qwen3-8b-sglang-fp8-eagle3-c1-ttft"]
 
 
 def test_an_engine_needs_three_short_client_ttfts_for_a_request_cost():
-    """Without one of vLLM's three records the rule sets no vLLM cost per request (a median needs three runs); a
-    record's leave-one-out estimate is derived that way, so a short TTFT of a key's own record is not its own fit."""
-    cases = [c for c in vs.cases_of(vs.load_records()) if c.record["id"] != VLLM_REQUEST_RECORDS[0]]
+    """Without two of vLLM's four records the rule sets no vLLM cost per request (a median needs three runs); with
+    one left out (a record's leave-one-out estimate is derived that way) the other three set it, their median: a
+    short TTFT of a key's own record is not its own fit."""
+    every_case = vs.cases_of(vs.load_records())
+    cases = [c for c in every_case if c.record["id"] not in VLLM_REQUEST_RECORDS[:2]]
     assert vs.request_costs(cases, vs.speed._efficiency_table()) == []
+    without_bench3 = vs.request_costs([c for c in every_case if c.record["id"] != VLLM_REQUEST_RECORDS[1]],
+                                      vs.speed._efficiency_table())
+    # the median of the other three's differences (0.0949, 23.0071, 52.2432): wmx's
+    assert [(e["engine"], e["request_ms"]) for e in without_bench3] == [("vllm", 23.0071)]
     every = vs.request_costs(vs.cases_of(vs.load_records()), vs.speed._efficiency_table())
-    assert [(e["engine"], e["request_ms"], e["records"]) for e in every] == [("vllm", 26.7376, VLLM_REQUEST_RECORDS)]
+    assert [(e["engine"], e["request_ms"], e["records"]) for e in every] == [("vllm", 24.8724, VLLM_REQUEST_RECORDS)]

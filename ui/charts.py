@@ -376,6 +376,7 @@ ENGINE_STYLE = {  # the serving engines' components (estimator.engines.ENGINE_CO
     # short names, so that the legend packs three to a row on a phone (the hover says more)
     "weights": ("Weights", COMPONENT_STYLE["weights"][1]),
     "vision": ("Vision tower", COMPONENT_STYLE["vision"][1]),
+    "lora": ("LoRA slots", COMPONENT_STYLE["master_weights"][1]),
     "activations": ("Activations", COMPONENT_STYLE["activations"][1]),
     "non_torch": ("Non-torch", COMPONENT_STYLE["overhead"][1]),
     "allreduce_buffers": ("All-reduce buffers", COMPONENT_STYLE["reference_model"][1]),
@@ -383,7 +384,8 @@ ENGINE_STYLE = {  # the serving engines' components (estimator.engines.ENGINE_CO
     "kv_cache": ("KV cache", COMPONENT_STYLE["kv_cache"][1]),
     "unused": ("Unused", "#EEEEEE"),
 }
-ENGINE_HOVER = {"activations": "profiling peak", "non_torch": "NCCL, CUDA libraries, outside PyTorch",
+ENGINE_HOVER = {"lora": "A and B buffers for Max LoRAs adapters of Max LoRA rank",
+                "activations": "profiling peak", "non_torch": "NCCL, CUDA libraries, outside PyTorch",
                 "allreduce_buffers": "custom / quick all-reduce IPC buffers (ROCm)",
                 "unused": "headroom up to the engine's budget"}
 ENGINE_BAR_HEIGHT = 270

@@ -386,6 +386,12 @@ def _llama_scenario(record: dict, engine: str = "llama.cpp") -> tuple[ServeScena
         fields.setdefault("max_num_seqs", 1)  # 2024 llama-server: n_parallel 1, no unified cache
     if settings.get("cache_type_k"):
         fields["kv_dtype"] = llama_engine.CACHE_TYPES_READ.get(str(settings["cache_type_k"]).lower(), "bf16")
+    if settings.get("override_tensor"):  # -ot, every option's patterns in order (the command's own when it imports)
+        fields["override_tensor"] = str(settings["override_tensor"])
+    if settings.get("n_cpu_moe") is not None:
+        fields["n_cpu_moe"] = int(settings["n_cpu_moe"])
+    if settings.get("tensor_split"):  # -ts, or the free MiB per device llama.cpp splits by when -ts is not given
+        fields.update(llama_engine.FLAGS["-ts"][1](str(settings["tensor_split"])))
     gpu_info = record.get("gpu") or {}
     if gpu_info.get("count") and int(gpu_info["count"]) > 1:
         fields.setdefault("tensor_parallel", int(gpu_info["count"]))
@@ -399,12 +405,27 @@ def _llama_scenario(record: dict, engine: str = "llama.cpp") -> tuple[ServeScena
         return None, f"scenario refused: {err}", False
 
 
+def _mib_sum(value) -> float:
+    """A logged buffer: one value, or the list of the lines one buffer name printed (an mmapped GGUF split in
+    shards maps one CPU_Mapped buffer per file)."""
+    return round(sum(value), 2) if isinstance(value, list) else value
+
+
 def _per_device(record: dict, row, key: str, quantity: str, estimate: dict, note: str = "") -> list[dict]:
+    """One row per logged GPU buffer; the host's buffers (CPU, CPU_Mapped, CUDA_Host: all host RAM, the estimate's
+    device -1) are one row, named by the buffer when the log has one and 'host' (their sum) when it has several."""
     rows = []
-    for name, value in ((record.get("logged") or {}).get(key) or {}).items():
+    logged = (record.get("logged") or {}).get(key) or {}
+    host = {name: _mib_sum(value) for name, value in logged.items() if _device(name) == -1}
+    for name, value in logged.items():
         device = _device(name)
-        if device is not None and (device in estimate or quantity != "compute_buffer"):
-            rows.append(row(f"{quantity} {name}", value, estimate.get(device, 0) / MiB, note))
+        if device is not None and device >= 0 and (device in estimate or quantity != "compute_buffer"):
+            rows.append(row(f"{quantity} {name}", _mib_sum(value), estimate.get(device, 0) / MiB, note))
+    if host and (-1 in estimate or quantity != "compute_buffer"):
+        name = next(iter(host)) if len(host) == 1 and not isinstance(logged[next(iter(host))], list) else "host"
+        parts = "" if name != "host" else " + ".join(host)
+        rows.append(row(f"{quantity} {name}", round(sum(host.values()), 2), estimate.get(-1, 0) / MiB,
+                        "; ".join(x for x in (note, parts) if x)))
     return rows
 
 
@@ -426,7 +447,8 @@ def compare_llama_cpp(record: dict) -> list[dict]:
         rows += _per_device(record, row, "model_buffer_mib", "model_buffer", st.model)
     elif logged.get("model_buffer_mib"):
         rows.append(row("skipped", 0, 0, "weight format not logged: model buffers not compared"))
-    split = "equal --tensor-split shares" if s.tensor_parallel > 1 else ""
+    split = "" if s.tensor_parallel < 2 else (f"--tensor-split {s.tensor_split}" if s.tensor_split
+                                               else "equal --tensor-split shares")
     rows += _per_device(record, row, "kv_buffer_mib", "kv_buffer", st.kv, split)
     if "kv_self_mib" in logged:
         rows.append(row("kv_total", logged["kv_self_mib"], sum(st.kv.values()) / MiB))

@@ -33,7 +33,7 @@ line through both would fit one term twice; the median leaves the efficiency to 
 one run's outlier, as the other medians are. The short-TTFT rows are compared against the forward + that cost (what
 serve gives a user); the long-prompt TTFT rows (the prefill bar) against the forward alone, as before: they set the
 prefill efficiency whole, so it already holds their share of the cost (vLLM's client-timed ones take 3.3 s at
-16,000 tokens, the in-process AccelMark ones 0.6-3.5 s: 26.7 ms is at most 4.5% of them). An offline run of every
+16,000 tokens, the in-process AccelMark ones 0.6-3.5 s: 24.9 ms is at most 4.2% of them). An offline run of every
 request at once whose requests generate at most OFFLINE_PREFILL_MAX_OUTPUT of their prompt tokens is a prefill record
 (`offline_prefill`): its prompts' forwards, compute-bound, are its time. Training records (train_tokens_per_s
 against the fine-tuning speed, train_mfu against the MFU the estimate implies) set the training efficiency by the

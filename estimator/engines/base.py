@@ -33,6 +33,7 @@ MAX_SEQS = 65_536
 ENGINE_COMPONENTS = {
     "weights": "Model weights on this GPU (the engine's 'model loading took' / model buffer)",
     "vision": "Vision (and audio) encoder of a multimodal model",
+    "lora": "LoRA adapter slots: vLLM's stacked A and B buffers for --max-loras adapters of --max-lora-rank",
     "activations": "Peak activations of the engine's profiling forward (vLLM, SGLang) or its compute buffers "
                    "(llama.cpp)",
     "non_torch": "Memory outside PyTorch's allocator that grew during start-up: NCCL and custom all-reduce "
@@ -305,6 +306,15 @@ class ServeScenario:
     flash_attention: bool = declare(Input(
         "Flash attention", True, link="fa", flag="--flash-attn",
         help="llama.cpp -fa (its compute buffer is smaller with it); the GPU engines always use it."))
+    enable_lora: bool = declare(Input(
+        "LoRA adapters", False, link="lora", flag="--enable-lora",
+        help="vLLM --enable-lora: every decoder linear gets buffers for Max LoRAs adapters of Max LoRA rank, "
+             "allocated with the weights."))
+    max_loras: int = declare(Input("Max LoRAs", 1, link="mloras", flag="--max-loras", low=1, high=1024,
+                                   help="vLLM --max-loras: LoRA adapters one batch can use (slots on the GPU)."))
+    max_lora_rank: int = declare(Input("Max LoRA rank", 16, link="lrank", flag="--max-lora-rank",
+                                       choices=(1, 8, 16, 32, 64, 128, 256, 320, 512),
+                                       help="vLLM --max-lora-rank: the rank every slot is sized for."))
     speculative_tokens: int = declare(Input(
         "MTP speculative tokens", 0, link="spec", flag="--num-speculative-tokens", low=0, high=16,
         help="vLLM speculative decoding with the checkpoint's own multi-token-prediction layers "

@@ -3,7 +3,8 @@
 Each engine module declares how its command is recognised (`PROGRAMS`, the words it starts with), which options
 carry the model (`MODEL_FLAGS`), and which options map to which `ServeScenario` field (`FLAGS`: option -> (field,
 parser of its value; a parser may return a dict of several fields); `SWITCHES`: option without a value -> (field,
-value); `REPEATABLE`: text fields a repeated option adds to, comma-separated). `ENV` maps the environment variables
+value); `REPEATABLE`: text fields a repeated option adds to, comma-separated; `BARE_VALUES`: options that older
+releases took without a value -> (field, value) when no value follows). `ENV` maps the environment variables
 an engine reads (`OLLAMA_NUM_PARALLEL=4 ollama run ...`). Options no engine table knows are kept in `ignored` and
 reported, never an error: users paste whole production commands.
 """
@@ -138,8 +139,10 @@ def parse_command(text: str, modules: dict) -> ImportedCommand:
                 ignored.append(word)
             i += 1
             continue
-        if flag in module.SWITCHES:
-            name, value = module.SWITCHES[flag]
+        bare = getattr(module, "BARE_VALUES", {}).get(flag)  # an option whose value older releases did not take
+        following = words[i + 1] if i + 1 < len(words) else ""
+        if flag in module.SWITCHES or bare is not None and not eq and (not following or following.startswith("-")):
+            name, value = module.SWITCHES[flag] if flag in module.SWITCHES else bare
             fields[name] = value
             i += 1
             continue

@@ -32,7 +32,8 @@ Compute buffers (ggml-alloc's reservation of the worst-case graph: n_ubatch toke
     FFN: the gate and up outputs; output layer: logits n_vocab x n_ubatch f32.
     Op offload (ggml-cuda.cu ggml_backend_cuda_device_offload_op, batch >= 32): a mat-mul of a host weight (CPU
     layers, a CPU output layer, --n-cpu-moe experts) runs on the first GPU, its weight copied into that GPU's compute
-    buffer: the largest copy with its f32 input and output is a floor of CUDA0's buffer.
+    buffer: the largest copy with its f32 input and output is a floor of CUDA0's buffer, -ngl 0 included (every
+    GPU is a device of the model whatever -ngl says: llama_prepare_model_devices, src/llama.cpp).
     The host keeps the graph inputs (the token embeddings, n_embd x n_ubatch f32, and the KQ mask) and the output
     buffer (n_vocab x n_seq_max f32 logits).
 A device allocates its model buffer, then its KV buffer, then its compute buffer; the first that does not fit fails
@@ -256,8 +257,10 @@ def _offload_copy(a: Architecture, s: ServeScenario, lay: Layout, ub: int) -> in
     embedding's GET_ROWS stays on the CPU, but a tied embedding is also the lm_head: llama_model::load_tensors creates
     `output` from token_embd with TENSOR_DUPLICATED (src/llama-model.cpp; in the output layer's buffer type, and the
     same tensor when that is token_embd's), so with the output layer on the host its mat-mul is offloaded and copied
-    like an untied output matrix."""
-    if ub < OFFLOAD_MIN_BATCH or not any(d >= 0 for d in lay.layer_device + (lay.output_device,)):
+    like an untied output matrix. This holds with no layer offloaded too (-ngl 0): llama_prepare_model_devices
+    (src/llama.cpp) gives the model every GPU whatever -ngl says, so the scheduler has CUDA0 to offload to
+    (llama_cpp-ik357-3: 'offloaded 0/95 layers', 'CUDA0 compute buffer size = 742.00 MiB')."""
+    if ub < OFFLOAD_MIN_BATCH:
         return 0
     peak = 0
     for t, size, place in _placed(a, s, lay):
@@ -528,4 +531,5 @@ FLAGS = {
     "-ot": ("override_tensor", canonical_overrides), "--override-tensor": ("override_tensor", canonical_overrides),
 }
 SWITCHES = {"--cpu-moe": ("n_cpu_moe", CPU_MOE_ALL), "-cmoe": ("n_cpu_moe", CPU_MOE_ALL)}
+BARE_VALUES = {"-fa": ("flash_attention", True), "--flash-attn": ("flash_attention", True)}  # a switch until 2025
 REPEATABLE = ("override_tensor",)  # each -ot appends its overrides to the ones before (parse_tensor_buffer_overrides)

@@ -381,6 +381,53 @@ def _weights_per_gpu(s: ServeScenario) -> tuple[int, int]:
     return math.ceil(layers + embeddings + _draft_bytes(s) / tp), math.ceil(w.towers / tp)
 
 
+# LoRA (--enable-lora): vllm/lora/model_manager.py wraps every supported linear module (LoRAConfig.target_modules
+# unset: all), and each wrapper allocates, with the weights, zeroed stacks for --max-loras adapters of
+# --max-lora-rank in the model's dtype (vllm/lora/layers/base_linear.py and column_parallel_linear.py
+# create_lora_weights, v0.22.0 wheel): per output slice an A of rank x input_size and a B of output_size x rank, the
+# sizes of this rank's shard (a column-parallel layer slices its output, a row-parallel one its input, a
+# replicated one neither; fully_sharded_loras off). A fused MoE layer (vllm/lora/layers/fused_moe.py
+# FusedMoEWithLoRA) stacks them per local expert: w13 A r x hidden and B intermediate_per_partition x r, twice
+# (gate, up), w2 A r x intermediate_per_partition and B hidden x r; that file is first in the v0.12.0 wheel (not in
+# v0.11.0's): before it the experts carry no LoRA. Not modelled: LoRA on the embedding and
+# lm_head (only when targeted), the punica buffers of the profiling run, and the second set of CUDA graphs
+# (compilation_config.cudagraph_specialize_lora).
+ROW_PARALLEL = frozenset({"attn_output", "ffn_down", "shared_down", "expert_down", "linear_out", "ssm_out",
+                          "latent_out"})
+MOE_LORA_SINCE = (0, 12)
+REPLICATED = frozenset({"router", "attn_q_a", "attn_kv_a", "attn_index_q", "attn_index_k", "attn_index_weights",
+                        "latent_in"})
+
+
+def lora_bytes(s: ServeScenario) -> int:
+    """The LoRA slots on the most loaded GPU: max_loras x max_lora_rank x (input + output size of each wrapped
+    linear's shard) x 2 bytes, over the decoder layers of the largest pipeline stage."""
+    if not s.enable_lora:
+        return 0
+    return _lora_bytes(s.model, s.max_loras, s.max_lora_rank, s.tensor_parallel, s.pipeline_parallel,
+                       s.tensor_parallel * s.data_parallel if s.expert_parallel else 0, at_least(s, *MOE_LORA_SINCE))
+
+
+@functools.lru_cache(maxsize=256)
+def _lora_bytes(a: Architecture, max_loras: int, rank: int, tp: int, pp: int, expert_ranks: int,
+                experts_too: bool) -> int:
+    start, end = max(pp_stages(a.num_layers, pp), key=lambda stage: stage[1] - stage[0])
+    per_slot = 0.0
+    for t in tensors(a):
+        if not (t.is_matrix and start <= t.layer < end) or t.is_expert and not experts_too:
+            continue
+        split = 1 if t.is_expert and expert_ranks else tp  # expert parallelism: whole experts, unsliced
+        copies = t.copies / expert_ranks if t.is_expert and expert_ranks else t.copies
+        if t.role in REPLICATED:
+            inputs, outputs = t.cols, t.rows
+        elif t.role in ROW_PARALLEL:
+            inputs, outputs = t.cols / split, t.rows
+        else:
+            inputs, outputs = t.cols, t.rows / split
+        per_slot += copies * rank * (inputs + outputs)
+    return math.ceil(max_loras * per_slot * BF16_BYTES)
+
+
 def _draft_bytes(s: ServeScenario) -> int:
     """The MTP draft vLLM loads for speculative decoding (model_executor/models/deepseek_mtp.py, qwen3_next_mtp.py):
     per module a decoder layer like the model's last attention layer, the projection fusing the embedding with the
@@ -481,6 +528,7 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
     start, end = max(pp_stages(a.num_layers, s.pipeline_parallel), key=lambda stage: stage[1] - stage[0])
     offloaded = min(weights, offloaded_bytes(s, start, end, tp * s.data_parallel if s.expert_parallel else tp))
     weights -= offloaded  # pinned host memory, outside the GPU's "Model loading took"
+    lora = lora_bytes(s)  # allocated with the weights: inside "Model loading took"
     forward = _forward_peak(a, batched, tp)
     requests = min(max_seqs, batched)
     v2 = v2_runner(s)
@@ -494,7 +542,7 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
     graphs = estimated if budgeted else captured
     requested = int(g.memory_bytes * s.gpu_memory_utilization)
     graphs_first = graphs if budgeted else 0
-    available = s.kv_cache_memory or requested - weights - vision - activations - non_torch - graphs_first
+    available = s.kv_cache_memory or requested - weights - vision - lora - activations - non_torch - graphs_first
 
     drafts = a.mtp_layers if s.speculative_tokens else 0
     page, groups, group_size = _page_layout(a, s.kv_dtype, s.block_size, tp, drafts, s.pipeline_parallel)
@@ -509,14 +557,14 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
         tokens = int(concurrency * length)
     else:  # num_blocks // len(kv_cache_groups) * min block size
         tokens = num_blocks // max(1, len(groups)) * min((g.block for g in groups if g.block), default=0)
-    log = [f"Model loading took {weights / GiB:.4f} GiB", f"Available KV cache memory: {gib(available)} GiB"]
+    log = [f"Model loading took {(weights + lora) / GiB:.4f} GiB", f"Available KV cache memory: {gib(available)} GiB"]
     if offloaded:
         log.insert(0, f"Total CPU offloaded parameters: {gib(offloaded)} GiB")
         notes.append(f"--cpu-offload-gb {s.cpu_offload_gb:g}: {gib(offloaded)} GiB of each GPU's layer weights in "
                      "pinned "
                      "host memory (vllm/model_executor/offloader/uva.py: whole parameters of the first layers, until "
                      "the budget is reached); every forward reads them over the host link")
-    if weights + vision > g.memory_bytes - CUDA_CONTEXT_BYTES:
+    if weights + vision + lora > g.memory_bytes - CUDA_CONTEXT_BYTES:
         log = []
         warnings.append(f"{REFUSAL}torch.OutOfMemoryError: CUDA out of memory while loading the weights: "
                         f"{gib(weights + vision)} GiB per GPU on a {gib(g.memory_bytes)} GiB GPU. Use more GPUs "
@@ -568,8 +616,12 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
         f"KV cache: pages of {page:,} bytes, {len(groups)} group(s) of {group_size} layers; a request of "
         f"{length:,} tokens holds {need:,} pages",
     ]
-    components = {"weights": weights, **({"vision": vision} if vision else {}), "activations": activations,
-                  "non_torch": non_torch, "cuda_graphs": graphs, "kv_cache": kv}
+    if lora:
+        notes.append(f"LoRA: {s.max_loras} adapter slot(s) of rank {s.max_lora_rank} on every decoder linear, "
+                     f"{gib(lora)} GiB per GPU (vllm/lora/layers create_lora_weights); its second set of CUDA graphs "
+                     "is not counted")
+    components = {"weights": weights, **({"vision": vision} if vision else {}), **({"lora": lora} if lora else {}),
+                  "activations": activations, "non_torch": non_torch, "cuda_graphs": graphs, "kv_cache": kv}
     return make_report(
         "vllm", components, gpus=s.gpus, gpu_bytes=g.memory_bytes, budget_bytes=requested,
         kv_cache_tokens=tokens, max_concurrency=concurrency, max_model_len=length, host_bytes=offloaded * s.gpus,
@@ -687,6 +739,9 @@ def command(s: ServeScenario) -> str:
         parts.append("--enforce-eager")
     if s.weights in QUANTIZATION_FLAGS:
         parts.append(f"--quantization {QUANTIZATION_FLAGS[s.weights]}")
+    if s.enable_lora:
+        parts.append("--enable-lora" + "".join(f" {flag} {value}" for flag, value, default in (
+            ("--max-loras", s.max_loras, 1), ("--max-lora-rank", s.max_lora_rank, 16)) if value != default))
     if s.rope_scaling:
         parts.append(f"--hf-overrides {rope_overrides(s.rope_scaling)}")
     return " ".join(parts)
@@ -710,7 +765,8 @@ def rope_of_overrides(text: str) -> dict:
 
 
 KV_CACHE_DTYPE_FLAGS = {"fp8": "fp8", "fp32": "float32"}
-QUANTIZATION_FLAGS = {"fp8": "fp8", "bnb-nf4": "bitsandbytes", "bnb-int8": "bitsandbytes"}
+QUANTIZATION_FLAGS = {"fp8": "fp8", "bnb-nf4": "bitsandbytes", "bnb-int8": "bitsandbytes", "fp8-block": "fp8_per_block",
+                      "int8": "int8_per_channel_weight_only"}
 
 # Command-line import (estimator/engines/command.py): `vllm serve MODEL ...` and the older API-server module.
 PROGRAMS = ("vllm serve", "vllm-openai", "python -m vllm.entrypoints.openai.api_server",
@@ -718,8 +774,15 @@ PROGRAMS = ("vllm serve", "vllm-openai", "python -m vllm.entrypoints.openai.api_
 MODEL_FLAGS = ("--model",)
 KV_DTYPES_READ = {"auto": "bf16", "bfloat16": "bf16", "float16": "bf16", "half": "bf16", "fp8": "fp8",
                   "fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "fp8_inc": "fp8", "float32": "fp32"}
-QUANTIZATION_READ = {"fp8": "fp8", "awq": "awq-4bit", "awq_marlin": "awq-4bit", "gptq": "gptq-4bit",
-                     "gptq_marlin": "gptq-4bit", "bitsandbytes": "nf4", "mxfp4": "mxfp4", "modelopt_fp4": "nvfp4"}
+# --quantization (QuantizationMethods, vllm/model_executor/layers/quantization/__init__.py in the v0.22.0 wheel): the
+# online ones and the checkpoint formats the catalog has; the methods that only name how a checkpoint is stored
+# (compressed-tensors, quark, gguf, moe_wna16, torchao, inc) read as the checkpoint's own format.
+QUANTIZATION_READ = {"fp8": "fp8", "fp8_per_tensor": "fp8", "fp8_per_block": "fp8-block", "fbgemm_fp8": "fp8-channel",
+                     "modelopt": "fp8", "int8_per_channel_weight_only": "int8", "awq": "awq-4bit",
+                     "awq_marlin": "awq-4bit", "gptq": "gptq-4bit", "gptq_marlin": "gptq-4bit",
+                     "auto_gptq": "gptq-4bit", "bitsandbytes": "nf4", "mxfp4": "mxfp4", "gpt_oss_mxfp4": "mxfp4",
+                     "modelopt_fp4": "nvfp4", **dict.fromkeys(("compressed-tensors", "quark", "gguf", "moe_wna16",
+                                                               "torchao", "inc"), "checkpoint")}
 
 
 def _speculative(text: str) -> int:
@@ -755,9 +818,11 @@ FLAGS = {
     "-q": ("weights", choice_of(QUANTIZATION_READ, "--quantization")),
     "--speculative-config": ("speculative_tokens", _speculative),
     "--max-cudagraph-capture-size": ("cuda_graph_max_bs", int), "--cpu-offload-gb": ("cpu_offload_gb", float),
+    "--max-loras": ("max_loras", int), "--max-lora-rank": ("max_lora_rank", int),
     "--rope-scaling": ("rope_scaling", canonical_rope_scaling), "--hf-overrides": ("rope_scaling", rope_of_overrides),
 }
 SWITCHES = {"--enforce-eager": ("enforce_eager", True), "--enable-expert-parallel": ("expert_parallel", True),
+            "--enable-lora": ("enable_lora", True),
             "-ep": ("expert_parallel", True)}
 # The environment variables that choose the sampler and the model runner (vllm/envs.py: VLLM_USE_FLASHINFER_SAMPLER,
 # "If set, vllm will use flashinfer sampler", and VLLM_USE_V2_MODEL_RUNNER, both read as bool(int(value))), as

@@ -382,16 +382,12 @@ def test_op_offload_copies_a_tied_embedding_used_as_lm_head():
     Gemma 3 12B's 48 blocks + output) the lm_head mat-mul of a 512-token ubatch is offloaded like an untied output.
     The tied embedding is Q6_K under Q4_K_M (210 bytes per 256): 262,208 x 3840 / 256 x 210 = 825,955,200 bytes,
     plus the f32 input (3840 wide) and logits (262,208 wide) of 512 tokens: 4 x 512 x 266,048 = 544,866,304."""
-    import estimator as est
-    from estimator.engines import ServeScenario, llama_cpp
-
     a = est.model("google/gemma-3-12b-it").architecture
     s = ServeScenario(a, engine="llama.cpp", gpu="rtx-4090", weights="q4_k_m", n_gpu_layers=48, max_model_len=8192,
                       max_num_seqs=1)
     st, _ = llama_cpp.plan(s)
     assert st.layout.output_device == -1
     assert st.compute[0] == 262_208 * 3840 // 256 * 210 + 4 * 512 * (262_208 + 3840) == 1_370_821_504
-    from dataclasses import replace
     full, _ = llama_cpp.plan(replace(s, n_gpu_layers=49))
     assert full.compute[0] < 1_370_821_504  # the output layer on the GPU: nothing to copy
 

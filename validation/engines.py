@@ -526,7 +526,7 @@ def _ollama_devices(record: dict, row, key: str, quantity: str, estimate: dict, 
         by[device] = (names + [name], total + amount)
     return [row(f"{quantity} {'+'.join(names)}", total / unit if unit != 1 else total / GiB,
                 estimate.get(device, 0) / (unit if unit != 1 else GiB), note)
-            for device, (names, total) in sorted(by.items(), key=lambda item: -item[0] - 2 * (item[0] < 0))]
+            for device, (names, total) in sorted(by.items(), key=lambda item: (item[0] < 0, item[0]))]
 
 
 # memory.weights.total of the legacy fitter (llm/memory.go EstimateGPULayers): up to 0.6.0 the sum of every
@@ -544,9 +544,10 @@ def _weights_total_holds_kv(record: dict) -> bool:
 
 
 def _legacy_rows(record: dict, s: ServeScenario, known: bool, row) -> list[dict]:
-    """The legacy fitter's summary line: memory.weights.total (the blocks and the output layer), memory.required.kv,
-    memory.graph.full / .partial (its GraphSize formulas, against llama.cpp's compute buffer), layers.offload (against
-    llama-server --fit on a catalog GPU of the logged free size)."""
+    """The legacy fitter's summary line: memory.weights.total (blocks + KV up to 0.6.0, blocks + output layer from
+    0.6.1: WEIGHTS_TOTAL_WITHOUT_KV), memory.required.kv, memory.graph.full / .partial (its GraphSize formulas,
+    against llama.cpp's compute buffer), layers.offload (against llama-server --fit on a catalog GPU of the logged
+    free size)."""
     logged, settings = record.get("logged") or {}, record.get("settings") or {}
     rows = []
     _, st, _ = ollama_engine.plan(replace(s, n_gpu_layers=s.model.num_layers + 1))

@@ -376,6 +376,22 @@ def test_a_bad_override_is_refused_by_name(bad, words):
         ServeScenario(LLAMA_8B, engine="llama.cpp", override_tensor=bad)
 
 
+def test_op_offload_copies_a_tied_embedding_used_as_lm_head():
+    """A tied embedding is also the lm_head (src/llama-model.cpp creates `output` from token_embd with
+    TENSOR_DUPLICATED: the same tensor when both sit in host memory): with the output layer on the CPU (-ngl 48 of
+    Gemma 3 12B's 48 blocks + output) the lm_head mat-mul of a 512-token ubatch is offloaded like an untied output.
+    The tied embedding is Q6_K under Q4_K_M (210 bytes per 256): 262,208 x 3840 / 256 x 210 = 825,955,200 bytes,
+    plus the f32 input (3840 wide) and logits (262,208 wide) of 512 tokens: 4 x 512 x 266,048 = 544,866,304."""
+    a = est.model("google/gemma-3-12b-it").architecture
+    s = ServeScenario(a, engine="llama.cpp", gpu="rtx-4090", weights="q4_k_m", n_gpu_layers=48, max_model_len=8192,
+                      max_num_seqs=1)
+    st, _ = llama_cpp.plan(s)
+    assert st.layout.output_device == -1
+    assert st.compute[0] == 262_208 * 3840 // 256 * 210 + 4 * 512 * (262_208 + 3840) == 1_370_821_504
+    full, _ = llama_cpp.plan(replace(s, n_gpu_layers=49))
+    assert full.compute[0] < 1_370_821_504  # the output layer on the GPU: nothing to copy
+
+
 def test_op_offload_reaches_cuda0_with_no_layer_offloaded():
     """-ngl 0 on a CUDA build still reserves a CUDA0 compute buffer (llama_cpp-ik357-3: Qwen3-235B-A22B Q6_K,
     'offloaded 0/95 layers', 'CUDA0 compute buffer size = 742.00 MiB'): llama_prepare_model_devices (src/llama.cpp)

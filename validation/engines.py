@@ -496,65 +496,162 @@ def catalog_gpus() -> list[tuple[str, float]]:
             if not g["id"].startswith("m") or g["id"].startswith("mi")]
 
 
+LEGACY = "legacy estimator"  # Ollama <= 0.12: llm/memory.go chose the layers and printed its own formulas
+RUNNER = "llama.cpp runner"  # the buffer lines of llama.cpp inside Ollama's runner (or llama-server since 0.30)
+ENGINE = "ollama engine"  # the per-device summary of the new memory estimates (ml/backend/ggml, device.go)
+
+
+def _logged_layers(record: dict) -> int | None:
+    """The layers the runner was given: --n-gpu-layers (settings), else 'offloaded N/M layers', else layers.offload."""
+    settings, logged = record.get("settings") or {}, record.get("logged") or {}
+    if settings.get("n_gpu_layers") is not None:
+        return int(settings["n_gpu_layers"])
+    if "layers_offloaded" in logged:
+        return int(str(logged["layers_offloaded"]).split("/")[0])
+    return logged.get("layers_offload")
+
+
+def _ollama_devices(record: dict, row, key: str, quantity: str, estimate: dict, unit: float, note: str = "",
+                    only_estimated: bool = False) -> list[dict]:
+    """One row per device of the logged buffer `key`; the host buffers (CPU, CPU_Mapped, CUDA_Host) add up to the
+    estimate's one host entry (with --no-mmap the CPU layers' weights are in CUDA_Host and the token embedding in
+    CPU). `unit`: the logged values' unit in bytes (MiB for llama.cpp's lines; 1 for HumanBytes strings, parsed)."""
+    by: dict[int, tuple[list[str], float]] = {}
+    for name, value in ((record.get("logged") or {}).get(key) or {}).items():
+        device = _device(name)
+        if device is None or (only_estimated and device not in estimate):
+            continue
+        names, total = by.get(device, ([], 0.0))
+        amount = _bytes(value) if unit == 1 else float(value) * unit
+        by[device] = (names + [name], total + amount)
+    return [row(f"{quantity} {'+'.join(names)}", total / unit if unit != 1 else total / GiB,
+                estimate.get(device, 0) / (unit if unit != 1 else GiB), note)
+            for device, (names, total) in sorted(by.items(), key=lambda item: (item[0] < 0, item[0]))]
+
+
+# memory.weights.total of the legacy fitter (llm/memory.go EstimateGPULayers): up to 0.6.0 the sum of every
+# block's layerSize = blk.Size() + kv / BlockCount, i.e. the blocks and the whole KV cache without the output layer
+# ("repeating" is that sum less the output layer); from 0.6.1 (033cec232, 2025-03-12, "count gemma3 vision
+# tensors") the blocks' sizes alone plus the output layer. A record without a version is placed by its date.
+WEIGHTS_TOTAL_WITHOUT_KV = ((0, 6, 1), "2025-03-12")
+
+
+def _weights_total_holds_kv(record: dict) -> bool:
+    version = _version(record.get("version"))
+    if version:
+        return tuple(int(x) for x in version.split(".")) < WEIGHTS_TOTAL_WITHOUT_KV[0]
+    return str(record.get("date") or "9999") < WEIGHTS_TOTAL_WITHOUT_KV[1]
+
+
+def _legacy_rows(record: dict, s: ServeScenario, known: bool, row) -> list[dict]:
+    """The legacy fitter's summary line: memory.weights.total (blocks + KV up to 0.6.0, blocks + output layer from
+    0.6.1: WEIGHTS_TOTAL_WITHOUT_KV), memory.required.kv, memory.graph.full / .partial (its GraphSize formulas,
+    against llama.cpp's compute buffer), layers.offload (against llama-server --fit on a catalog GPU of the logged
+    free size)."""
+    logged, settings = record.get("logged") or {}, record.get("settings") or {}
+    rows = []
+    _, st, _ = ollama_engine.plan(replace(s, n_gpu_layers=s.model.num_layers + 1))
+    if known:
+        if _weights_total_holds_kv(record):
+            _, blocks, _ = ollama_engine.plan(replace(s, n_gpu_layers=s.model.num_layers))  # output layer on the host
+            estimate, note = sum(v for d, v in blocks.model.items() if d >= 0) + sum(st.kv.values()), "blocks + KV"
+        else:
+            estimate, note = sum(v for d, v in st.model.items() if d >= 0), "blocks + output layer"
+        rows.append(row("weights_total", _bytes(logged["memory_weights_total"]) / GiB, estimate / GiB, note))
+    else:
+        rows.append(row("skipped", 0, 0, "weight format not logged: memory.weights not compared"))
+    if not s.max_model_len:
+        return rows + [row("skipped", 0, 0, "num_ctx not in the excerpt: KV, graphs and layers not compared")]
+    rows.append(row("kv", _bytes(logged["memory_required_kv"]) / GiB, sum(st.kv.values()) / GiB,
+                    f"num_ctx {s.max_model_len} x {s.max_num_seqs or 1}"))
+    rows.append(row("graph_full", _bytes(logged["memory_graph_full"]) / GiB,
+                    max(st.compute.get(d, 0) for d in range(s.tensor_parallel)) / GiB,
+                    "llama.cpp compute buffer vs the legacy GraphSize formula"))
+    partial = logged.get("layers_offload")
+    if partial is not None and partial < s.model.num_layers + 1:
+        _, stp, _ = ollama_engine.plan(replace(s, n_gpu_layers=int(partial)))
+        rows.append(row("graph_partial", _bytes(logged["memory_graph_partial"]) / GiB,
+                        max(stp.compute.get(d, 0) for d in range(s.tensor_parallel)) / GiB,
+                        f"compute buffer at {partial} layers vs the legacy GraphSize formula"))
+    available = [_bytes(x) / GiB for x in logged.get("memory_available") or []]
+    gpu = _gpu_by_memory(available[0]) if available and known else None
+    if gpu and (s.n_gpu_layers < 0 or "n_gpu_layers" in settings):
+        _, stf, _ = ollama_engine.plan(replace(s, gpu=gpu, n_gpu_layers=-1))
+        rows.append(row("layers_offload", partial, stf.layout.offloaded,
+                        f"llama-server --fit on {gpu} vs the legacy fitter"))
+    return rows
+
+
 def compare_ollama(record: dict) -> list[dict]:
-    """Ollama. Legacy estimator lines (Ollama <= 0.12, llm/memory.go): memory.weights.total (the blocks and the
-    output layer: the token embedding stays on the CPU), memory.required.kv, memory.graph.full (the compute buffer
-    of a full offload), layers.offload (on a catalog GPU of the logged size); runner lines (llama.cpp's own): as
-    compare_llama_cpp. The estimate is llama-server's accounting (estimator/engines/ollama.py), not the legacy
-    fitter's formulas, so the graph and layer rows measure that difference."""
+    """Ollama, by the lines the log holds (one era label per kind of line):
+    legacy estimator  Ollama <= 0.12's own fitter (llm/memory.go): see _legacy_rows. The layer count it chose is not
+                      modelled (the estimate is llama-server's --fit), so the runner rows below take it from the log.
+    llama.cpp runner  llama.cpp's buffer lines inside Ollama's runner (and of llama-server since 0.30): model / KV /
+                      compute buffers per device in MiB, the KV total, layers offloaded, n_ctx, at the logged -ngl.
+    ollama engine     the per-device summary of the new memory estimates ('model weights' / 'kv cache' / 'compute
+                      graph' device=..., HumanBytes2 with one decimal), at the logged layer count.
+    The estimate is llama-server's accounting (estimator/engines/ollama.py)."""
     logged = record.get("logged") or {}
-    era = "legacy estimator" if "memory_required_full" in logged else \
-        "ollama engine" if "model_weights" in logged or "kv_cache" in logged else "llama.cpp runner"
 
-    def row(quantity, logged_value, estimate, note=""):
-        return _row(record, quantity, logged_value, estimate, note, engine="ollama", era=era)
+    def rows_for(era):
+        return lambda quantity, logged_value, estimate, note="": _row(record, quantity, logged_value, estimate, note,
+                                                                     engine="ollama", era=era)
 
+    legacy = "memory_required_full" in logged
+    runner = any(k in logged for k in ("model_buffer_mib", "kv_buffer_mib", "compute_buffer_mib", "n_ctx"))
+    engine = any(k in logged for k in ("model_weights", "kv_cache", "compute_graph"))
+    first = rows_for(LEGACY if legacy else ENGINE if engine else RUNNER)
     s, why, known = _llama_scenario(record, engine="ollama")
     if s is None:
-        return [row("skipped", 0, 0, why)]
-    settings = record.get("settings") or {}
-    if "flash_attention" not in settings:  # OLLAMA_FLASH_ATTENTION defaulted to off in the legacy versions
-        s = replace(s, flash_attention=False)
-    rows = []
-    if era == "legacy estimator":
-        full = replace(s, n_gpu_layers=s.model.num_layers + 1)
-        full, st, _ = ollama_engine.plan(full)
-        gpu_weights = sum(v for d, v in st.model.items() if d >= 0)
-        if known:
-            rows.append(row("weights_total", _bytes(logged["memory_weights_total"]) / GiB, gpu_weights / GiB,
-                            "blocks + output layer"))
-        else:
-            rows.append(row("skipped", 0, 0, "weight format not logged: memory.weights not compared"))
-        if s.max_model_len:
-            rows.append(row("kv", _bytes(logged["memory_required_kv"]) / GiB, sum(st.kv.values()) / GiB,
-                            f"num_ctx {s.max_model_len} x {s.max_num_seqs or 1}"))
-            rows.append(row("graph_full", _bytes(logged["memory_graph_full"]) / GiB,
-                            max(st.compute.get(d, 0) for d in range(s.tensor_parallel)) / GiB,
-                            "llama.cpp compute buffer vs the legacy GraphSize formula"))
-            partial = logged.get("layers_offload")
-            if partial is not None and partial < s.model.num_layers + 1:
-                _, stp, _ = ollama_engine.plan(replace(s, n_gpu_layers=int(partial)))
-                rows.append(row("graph_partial", _bytes(logged["memory_graph_partial"]) / GiB,
-                                max(stp.compute.get(d, 0) for d in range(s.tensor_parallel)) / GiB,
-                                f"compute buffer at {partial} layers vs the legacy GraphSize formula"))
-            available = [_bytes(x) / GiB for x in logged.get("memory_available") or []]
-            gpu = _gpu_by_memory(available[0]) if available and known else None
-            if gpu and s.n_gpu_layers < 0 or gpu and "n_gpu_layers" in settings:
-                _, stf, _ = ollama_engine.plan(replace(s, gpu=gpu, n_gpu_layers=-1))
-                rows.append(row("layers_offload", partial, stf.layout.offloaded,
-                                f"llama-server --fit on {gpu} vs the legacy fitter"))
-        else:
-            rows.append(row("skipped", 0, 0, "num_ctx not in the excerpt: KV, graphs and layers not compared"))
+        return [first("skipped", 0, 0, why)]
+    if "flash_attention" not in (record.get("settings") or {}) and "flash_attn" not in logged:
+        s = replace(s, flash_attention=False)  # OLLAMA_FLASH_ATTENTION defaulted to off before the Ollama engine
+    rows = _legacy_rows(record, s, known, rows_for(LEGACY)) if legacy else []
+    if not (runner or engine):
         return rows
+    from_cells = not s.max_model_len and "n_ctx" in logged  # the runner's cells: num_ctx x slots, whatever the split
+    if from_cells:
+        slots = int(logged.get("n_seq_max") or 1)
+        s = replace(s, max_model_len=int(logged["n_ctx"]) // slots, max_num_seqs=slots)
     if not s.max_model_len:
-        return [row("skipped", 0, 0, "num_ctx, GPUs and layer placement not in the excerpt")]
+        return rows + [first("skipped", 0, 0, "num_ctx not in the excerpt: buffers not compared")]
+    layers = _logged_layers(record)
+    if layers is not None:
+        s = replace(s, n_gpu_layers=layers)
     _, st, _ = ollama_engine.plan(s)
-    if known:
-        rows += _per_device(record, row, "model_buffer_mib", "model_buffer", st.model)
-    rows += _per_device(record, row, "kv_buffer_mib", "kv_buffer", st.kv)
-    rows += _per_device(record, row, "compute_buffer_mib", "compute_buffer", st.compute)
-    if "n_ctx" in logged:
-        rows.append(row("n_ctx", logged["n_ctx"], st.ctx.n_ctx))
+    at = f"at the logged {layers} layers" if layers is not None else "layers placed by --fit"
+    if runner:
+        row = rows_for(RUNNER)
+        if known:
+            rows += _ollama_devices(record, row, "model_buffer_mib", "model_buffer", st.model, MiB, at)
+        elif logged.get("model_buffer_mib"):
+            rows.append(row("skipped", 0, 0, "weight format not logged: model buffers not compared"))
+        rows += _ollama_devices(record, row, "kv_buffer_mib", "kv_buffer", st.kv, MiB, at)
+        if "kv_self_mib" in logged:
+            rows.append(row("kv_total", logged["kv_self_mib"], sum(st.kv.values()) / MiB))
+        rows += _ollama_devices(record, row, "compute_buffer_mib", "compute_buffer", st.compute, MiB, at,
+                                only_estimated=True)
+        if "layers_offloaded" in logged:
+            done, total = (int(x) for x in str(logged["layers_offloaded"]).split("/"))
+            rows.append(row("layers_offloaded", done, st.layout.offloaded,
+                            f"of {total} logged, {s.model.num_layers + 1} estimated"))
+        if "n_ctx" in logged and not from_cells:
+            rows.append(row("n_ctx", logged["n_ctx"], st.ctx.n_ctx, f"num_ctx x {s.max_num_seqs or 1} slots"))
+    if engine:
+        row = rows_for(ENGINE)
+        if layers is None:  # the split is not logged: the totals over the devices do not depend on it
+            for key, estimate in (("model_weights", st.model), ("kv_cache", st.kv)):
+                values = logged.get(key)
+                if isinstance(values, dict) and (known or key == "kv_cache"):
+                    rows.append(row(f"{key} total", sum(_bytes(v) for v in values.values()) / GiB,
+                                    sum(estimate.values()) / GiB, "every device (layer split not logged)"))
+            return rows
+        if known and isinstance(logged.get("model_weights"), dict):
+            rows += _ollama_devices(record, row, "model_weights", "model_weights", st.model, 1, at)
+        if isinstance(logged.get("kv_cache"), dict):
+            rows += _ollama_devices(record, row, "kv_cache", "kv_cache", st.kv, 1, at)
+        if isinstance(logged.get("compute_graph"), dict):
+            rows += _ollama_devices(record, row, "compute_graph", "compute_graph", st.compute, 1, at)
     return rows
 
 

@@ -254,14 +254,18 @@ def _offload_copy(a: Architecture, s: ServeScenario, lay: Layout, ub: int) -> in
     get_op_batch_size(op) >= 32, GET_ROWS excluded): a mat-mul whose weight sits in host memory runs on the first
     GPU when the ubatch has at least 32 tokens, and the weight is copied into that GPU's compute buffer as an input
     of the split. The largest copy with the op's f32 input and output is a floor of CUDA0's compute buffer. The token
-    embedding (GET_ROWS) stays on the CPU. This holds with no layer offloaded too (-ngl 0): llama_prepare_model_devices
+    embedding's GET_ROWS stays on the CPU, but a tied embedding is also the lm_head: llama_model::load_tensors creates
+    `output` from token_embd with TENSOR_DUPLICATED (src/llama-model.cpp; in the output layer's buffer type, and the
+    same tensor when that is token_embd's), so with the output layer on the host its mat-mul is offloaded and copied
+    like an untied output matrix. This holds with no layer offloaded too (-ngl 0): llama_prepare_model_devices
     (src/llama.cpp) gives the model every GPU whatever -ngl says, so the scheduler has CUDA0 to offload to
     (llama_cpp-ik357-3: 'offloaded 0/95 layers', 'CUDA0 compute buffer size = 742.00 MiB')."""
     if ub < OFFLOAD_MIN_BATCH:
         return 0
     peak = 0
     for t, size, place in _placed(a, s, lay):
-        if place < 0 and t.is_matrix and t.role != "token_embd":
+        tied_head = t.role == "token_embd" and a.tie_word_embeddings and lay.output_device < 0
+        if place < 0 and t.is_matrix and (t.role != "token_embd" or tied_head):
             per_token = a.experts_per_token if t.is_expert and a.experts_per_token else 1
             peak = max(peak, size + F32 * ub * (t.rows * per_token + t.cols))
     return peak

@@ -143,3 +143,16 @@ def test_a_yarn_command_starts_on_the_page_and_its_link_carries_the_override():
     assert metric(again, "KV-cache tokens") == metric(at, "KV-cache tokens")
     at.text_input(key="inference.e.rope_scaling").input("").run()  # without it, vLLM refuses 131,072 tokens
     assert any("derived max_model_len (max_position_embeddings=40960" in c.value for c in at.code)
+
+
+def test_the_options_most_start_ups_leave_alone_open_when_a_command_sets_them():
+    """The engine form keeps the rarely set options (ui.engine.ADVANCED) in "More ... options", closed on a fresh
+    page and open, naming how many are set, once a pasted command sets any."""
+    at = start({"model": QWEN, "engine": "vllm"})
+    [more] = [e for e in at.expander if e.label.startswith("More vLLM options")]
+    assert more.label == "More vLLM options" and not more.proto.expanded
+    paste(at, f"vllm serve {QWEN} --enable-lora --max-lora-rank 64 --max-num-batched-tokens 4096")
+    assert_clean(at)
+    [more] = [e for e in at.expander if e.label.startswith("More vLLM options")]
+    assert more.label == "More vLLM options · 3 set" and more.proto.expanded
+    assert at.toggle(key="inference.e.enable_lora").value is True

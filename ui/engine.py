@@ -38,6 +38,10 @@ OPTIONS = {
                "flash_attention", "weights", "tensor_parallel", "engine_version"),
     "transformers": ("max_model_len", "max_num_seqs", "tensor_parallel", "kv_dtype", "weights"),
 }
+# Options most start-ups leave at the engine's default: drawn in "More ... options"
+ADVANCED = frozenset({"max_num_batched_tokens", "block_size", "cuda_graph_max_bs", "kv_cache_memory", "cpu_offload_gb",
+                      "speculative_tokens", "sampler", "model_runner", "rope_scaling", "allow_long_context",
+                      "enable_lora", "max_loras", "max_lora_rank", "tensor_split", "override_tensor"})
 STEPS = {"gpu_memory_utilization": 0.01, "mem_fraction_static": 0.01, "max_model_len": 1024,
          "max_num_batched_tokens": 1024, "kv_cache_memory": 2**30}  # number inputs' +/- steps (else 1)
 LABELS = {"weights": {CHECKPOINT: "The checkpoint's own", **{k: f.label for k, f in WEIGHT_FORMATS.items()}},
@@ -73,21 +77,32 @@ def engine_name(engine: str) -> str:
 
 
 def inputs(page: str) -> None:
-    """With an engine chosen: "Paste a command", the target GPU and the engine's options, two to a row."""
+    """With an engine chosen: "Paste a command", the target GPU and the engine's options, two to a row; the ones
+    most start-ups leave at their defaults (ADVANCED) in an expander, open when any of them is set."""
     engine = state.page_state(page)[links.ENGINE]
     command_box(page)
     form.target_gpu(page)
     names = options(engine)
+    more = [name for name in names if name[len(links.ENGINE_PREFIX):] in ADVANCED]
+    _grid(page, [name for name in names if name not in more])
+    if more:
+        values, specs = state.page_state(page), links.fields(page)
+        changed = sum(values.get(name, links.page_default(specs[name])) != links.page_default(specs[name])
+                      for name in more)
+        label = f"More {engine_name(engine)} options" + (f" · {changed} set" if changed else "")
+        with st.expander(label, expanded=bool(changed), icon=":material/tune:"):
+            _grid(page, more)
+
+
+def _grid(page: str, names: list[str]) -> None:
+    """Options two to a row, the switches last."""
     flags = [name for name in names if links.fields(page)[name].kind is bool]
     others = [name for name in names if name not in flags]
-    for i in range(0, len(others), 2):
-        for column, name in zip(st.columns(2), others[i:i + 2]):
-            with column:
-                _widget(page, name)
-    for i in range(0, len(flags), 2):
-        for column, name in zip(st.columns(2), flags[i:i + 2]):
-            with column:
-                _widget(page, name)
+    for group in (others, flags):
+        for i in range(0, len(group), 2):
+            for column, name in zip(st.columns(2), group[i:i + 2]):
+                with column:
+                    _widget(page, name)
 
 
 def _widget(page: str, name: str) -> None:

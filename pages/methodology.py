@@ -355,6 +355,16 @@ N layers on the GPU (the output layer only when N exceeds the layers), KV per of
 `-ub`, the rest in host RAM; **Ollama** launches llama-server with its own `num_ctx` by VRAM tier. **transformers**: the
 detailed estimate above.
 
+Options that move memory, each from the engine's source: `--cpu-offload-gb` (vLLM, SGLang) moves the first layers'
+parameters to host memory one at a time until the budget is reached; `--enable-lora` (vLLM) gives every decoder linear
+`--max-loras` slots of rank `--max-lora-rank` (an A of rank x input and a B of output x rank of its shard, per expert
+in MoE layers from v0.12) inside "Model loading took", and captures every CUDA graph twice; `--max-model-len auto`
+(vLLM v0.14+) lowers the length to the longest request the KV cache holds; a RoPE-scaling override raises the longest
+length each engine accepts, by its own rule (vLLM: YaRN's `original_max_position_embeddings x factor`; SGLang keeps the
+config's when the override names the original); llama.cpp's `-ot pattern=CPU|CUDAn` places every tensor whose GGUF name
+the first pattern matches; SGLang on AMD Instinct GPUs takes aiter's custom all-reduce and quick reduce buffers at
+distributed init, before it measures the memory its pool shares.
+
 Each engine is compared with start-up logs users published (`validation/engine_logs/`, with source and version);
 `python -m validation engines` writes `validation/engine_results.csv`. `v0` rows are vLLM's older engine, whose
 profiling differed; they are shown, not modelled. Misses are explained in `validation/FINDINGS.md` and

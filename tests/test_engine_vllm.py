@@ -391,6 +391,31 @@ def test_issue13_records_page_arithmetic():
     assert paged["vllm-akiyax-1"]["estimate"] == int(9_362 / 2_048 * 32_768) == 149_792
 
 
+def test_engine_validation_reads_lora_and_auto_fit_settings():
+    """validation/engines.py: a record's enable_lora / max_loras / max_lora_rank become the scenario's, 'auto' (or -1)
+    max_model_len is auto-fit, and "Model loading took" is compared with the weights plus the LoRA slots, which also
+    leave the KV budget. vllm-kaggleexact-2 (Qwen3-8B fp16, TP 2, --enable-lora at vLLM's defaults: one slot of rank
+    16): per layer and GPU 16 x (3 x 4,096 + 6,144 / 2) q/k/v + 16 x (4,096 / 2 + 4,096) o_proj + 16 x (2 x 4,096 +
+    24,576 / 2) gate/up + 16 x (12,288 / 2 + 4,096) down_proj = 835,584 parameters; x 36 layers x 2 B = 60,162,048 B."""
+    from validation import engines
+    records = {r["id"]: r for r in json.loads(open("validation/engine_logs/vllm.json").read())["records"]}
+    record = records["vllm-kaggleexact-2"]
+    scenario, _ = engines._vllm_scenario(record)
+    assert scenario.enable_lora and (scenario.max_loras, scenario.max_lora_rank) == (1, 16)
+    per_layer = 16 * (3 * 4_096 + 6_144 // 2) + 16 * (4_096 // 2 + 4_096) + 16 * (2 * 4_096 + 24_576 // 2) \
+        + 16 * (12_288 // 2 + 4_096)
+    assert per_layer == 835_584
+    report = serve(scenario)
+    assert report.component("lora") == per_layer * 36 * 2 == 60_162_048
+    rows = {r["quantity"]: r for r in engines.compare_vllm(record)}
+    assert rows["weights"]["estimate"] == round((report.component("weights") + 60_162_048) / GiB, 4)
+    assert rows["kv_cache"]["estimate"] == round(report.component("kv_cache") / GiB, 4)
+    custom = dict(record, settings=dict(record["settings"], max_loras=4, max_lora_rank=64, max_model_len="auto"))
+    custom_scenario, _ = engines._vllm_scenario(custom)
+    assert (custom_scenario.max_loras, custom_scenario.max_lora_rank) == (4, 64)
+    assert custom_scenario.max_model_len == -1
+
+
 def test_model_runner_v2_budgets_no_graphs_and_samples_without_sorting():
     """v0.25+ runs dense models on Model Runner V2 (#44443; VllmConfig._is_default_v2_model_runner_model: not MoE,
     not hybrid), whose profile_cudagraph_memory returns 0 (vllm/v1/worker/gpu/model_runner.py at 0036d38de46c) and

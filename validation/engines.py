@@ -30,6 +30,7 @@ from pathlib import Path
 
 import estimator as est
 from estimator.engines import ServeScenario, import_command
+from estimator.engines.base import AUTO_FIT
 from estimator.engines import llama_cpp as llama_engine
 from estimator.engines import ollama as ollama_engine
 from estimator.engines import sglang as sglang_engine
@@ -111,10 +112,16 @@ def _vllm_scenario(record: dict) -> tuple[ServeScenario | None, str]:
                        ("max_model_len", "max_model_len"), ("max_num_seqs", "max_num_seqs"),
                        ("max_num_batched_tokens", "max_num_batched_tokens"), ("block_size", "block_size"),
                        ("enforce_eager", "enforce_eager"), ("enable_expert_parallel", "expert_parallel"),
-                       ("max_cudagraph_capture_size", "cuda_graph_max_bs"), ("cpu_offload_gb", "cpu_offload_gb")):
-        if settings.get(key) is not None:
-            fields[field] = type(getattr(ServeScenario, field, 0))(settings[key]) if field != "enforce_eager" \
-                else bool(settings[key])
+                       ("max_cudagraph_capture_size", "cuda_graph_max_bs"), ("cpu_offload_gb", "cpu_offload_gb"),
+                       ("enable_lora", "enable_lora"), ("max_loras", "max_loras"), ("max_lora_rank", "max_lora_rank")):
+        if settings.get(key) is None:
+            continue
+        if field == "max_model_len" and str(settings[key]).strip().lower() in ("auto", "-1"):
+            fields[field] = AUTO_FIT  # `--max-model-len auto`, logged as -1 in the non-default args
+        elif field in ("enforce_eager", "enable_lora"):
+            fields[field] = bool(settings[key])
+        else:
+            fields[field] = type(getattr(ServeScenario, field, 0))(settings[key])
     if str(settings.get("kv_cache_dtype", "")).startswith("fp8"):
         fields["kv_dtype"] = "fp8"
     if settings.get("rope_scaling"):
@@ -173,16 +180,17 @@ def compare_vllm(record: dict) -> list[dict]:
     has_gpu = bool(total or gpu.get("catalog_id") or _gpu_by_name(gpu.get("name") or "", default=None))
     r = vllm_engine.estimate(s, total_bytes=round(total * GiB) if total else None)
     rows = []
+    # "Model loading took" holds the vision encoder and the LoRA slots (allocated with the model) besides the weights
+    loaded = r.component("weights") + r.component("vision") + r.component("lora")
     if "weights_gib" in logged:
-        rows.append(_row(record, "weights", logged["weights_gib"],  # the vision encoder loads with the model
-                         (r.component("weights") + r.component("vision")) / GiB))
+        rows.append(_row(record, "weights", logged["weights_gib"], loaded / GiB))
     if "kv_cache_gib" in logged and logged["kv_cache_gib"] > 0 and "kv_cache_tokens" in logged:
         paged = vllm_engine.estimate(replace(s, kv_cache_memory=round(logged["kv_cache_gib"] * GiB)))
         rows.append(_row(record, "kv_tokens_paging", logged["kv_cache_tokens"], paged.kv_cache_tokens,
                          "tokens from the logged KV memory"))
     if not has_gpu:
         return rows + [_row(record, "skipped", 0, 0, "GPU total unknown: budget quantities not compared")]
-    available = r.budget_bytes - r.component("weights") - r.component("vision") - r.component("activations") \
+    available = r.budget_bytes - loaded - r.component("activations") \
         - r.component("non_torch") - (r.component("cuda_graphs") if vllm_engine.graphs_budgeted(s) else 0)
     # "Graph capturing finished ... took": the capture, which v0.21+ budgets as its estimate (r.component) beforehand
     captured = 0 if s.enforce_eager else vllm_engine.cuda_graph_bytes(s, *vllm_engine.resolved_defaults(s)[:2])[0]

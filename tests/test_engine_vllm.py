@@ -64,7 +64,9 @@ def test_newer_releases_report_capacity_tokens_and_budget_cuda_graphs():
     old = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, engine_version="0.11"))
     graphs = new.component("cuda_graphs")
     assert graphs > 0
-    assert new.component("kv_cache") == old.component("kv_cache") - graphs  # v0.21+: the graph pool comes first
+    # v0.21+: the graph pool comes first; the profiling sampler filters without sorting (FlashInfer by default)
+    assert old.component("activations") - new.component("activations") == (38 - 14) * 1024 * 128_256
+    assert new.component("kv_cache") == old.component("kv_cache") - graphs + (38 - 14) * 1024 * 128_256
     assert new.kv_cache_tokens == int(new.max_concurrency * 16000)
 
 
@@ -82,7 +84,8 @@ def test_the_sampler_the_log_names_decides_the_sort():
     which ran. Qwen3-30B-A3B on an H100 at v0.10.2 with PyTorch's sampler (vllm-kolyangg-1's log: 'Falling back to the
     PyTorch-native implementation'): 1,024 requests x 151,936 logits x 38 bytes = 5,912,133,632 bytes, where 'auto'
     (before 0.11: no sort) keeps 6 bytes a logit next to the forward's output. From 0.11 'auto' sorts, and FlashInfer's
-    sampler (the log: 'Using FlashInfer for top-p & top-k sampling') does not."""
+    sampler (the log: 'Using FlashInfer for top-p & top-k sampling') filters without a sort: the bf16 logits, their
+    fp32 copy, the top-k masked copy and its softmax, 14 bytes a logit (flashinfer top_k_top_p_sampling_from_logits)."""
     qwen = est.model("Qwen/Qwen3-30B-A3B").architecture
     pytorch = serve(ServeScenario(qwen, gpu="h100-sxm", max_model_len=6144, engine_version="0.10.2",
                                   sampler="pytorch"))
@@ -96,7 +99,7 @@ def test_the_sampler_the_log_names_decides_the_sort():
     flashinfer = serve(ServeScenario(qwen, gpu="h100-sxm", max_model_len=6144, engine_version="0.11",
                                      sampler="flashinfer"))
     assert new.component("activations") == 2 * 8192 * 2048 + 5_912_133_632
-    assert flashinfer.component("activations") == auto.component("activations")
+    assert flashinfer.component("activations") == 2 * 8192 * 2048 + 14 * 1024 * 151_936
     with pytest.raises(ValueError, match="sampler"):
         ServeScenario(qwen, sampler="cuda")
 
@@ -362,12 +365,14 @@ def test_graph_estimate_constant_follows_from_its_logs():
 
 def test_engine_validation_compares_the_budget_of_the_records_release():
     """validation/engines.py: a v0.21+ record's "Available KV cache memory" is after the CUDA-graph estimate
-    (gpu_worker.py determine_available_memory); a record without a version dated before that default (2026-04-21)
-    is compared as v0.20."""
+    (gpu_worker.py determine_available_memory); a record without a version is compared as the last release before the
+    next change of rules after its date: July 2025 as v0.10 (v0.11.0's wheel: 2025-10-03), November 2025 as v0.16
+    (v0.17.0's: 2026-03-06), before the graph default (2026-04-21) as v0.20."""
     from validation import engines
     records = {r["id"]: r for r in json.loads(open("validation/engine_logs/vllm.json").read())["records"]}
     july_2025, _ = engines._vllm_scenario(records["vllm-21348-1"])
-    assert july_2025.engine_version == "0.20" and not vllm.graphs_budgeted(july_2025)
+    assert july_2025.engine_version == "0.10" and not vllm.graphs_budgeted(july_2025)
+    assert engines._vllm_scenario(records["vllm-27508-1"])[0].engine_version == "0.16"  # 2025-10-31
     recent, _ = engines._vllm_scenario(records["vllm-club3090-104-1"])  # 2026-05-07, "default since v0.21.0"
     assert recent.engine_version == "" and vllm.graphs_budgeted(recent)
     row = next(r for r in engines.compare_vllm(records["vllm-club3090-104-1"]) if r["quantity"] == "kv_cache")
@@ -431,7 +436,8 @@ def test_model_runner_v2_budgets_no_graphs_and_samples_without_sorting():
     assert sampler == 855_113_728
     forward = inference_layer_peak(LLAMA, 1, 8192, 8192, flash_attention=True)
     assert forward > sampler and v2.component("activations") == forward
-    assert v1.component("activations") == 38 * 1024 * 128_256 + 2 * 8192 * 4096 == 5_057_806_336
+    # v0.24's V1 runner samples with FlashInfer (the default from v0.21): 14 bytes a logit, 1,838,678,016 + the output
+    assert v1.component("activations") == 14 * 1024 * 128_256 + 2 * 8192 * 4096 == 1_905_786_880
     available = requested - weights - forward - 128 * 2**20  # no CUDA-graph term
     assert v2.component("kv_cache") == available
     blocks = available // (65_536 * 32)  # 16-token pages of 65,536 bytes per layer, one group of 32 layers
@@ -442,7 +448,7 @@ def test_model_runner_v2_budgets_no_graphs_and_samples_without_sorting():
     assert v2.component("cuda_graphs") == 2 * pool + 102 * 32 * 189_270
     assert not any("CUDA graph memory profiling is enabled" in line for line in v2.log)
     estimate = v1.component("cuda_graphs")
-    assert v2.component("kv_cache") - v1.component("kv_cache") == (5_057_806_336 - forward) + estimate
+    assert v2.component("kv_cache") - v1.component("kv_cache") == (1_905_786_880 - forward) + estimate
     # MoE and hybrid models keep the V1 runner in these releases; before v0.25 every model does
     moe = ServeScenario(est.model("Qwen/Qwen3-30B-A3B").architecture, gpu="h100-sxm", engine_version="0.26.0")
     hybrid = ServeScenario(est.model("nvidia/Qwen3.6-27B-NVFP4").architecture, gpu="h100-sxm",
@@ -457,8 +463,9 @@ def test_the_model_runner_input_overrides_the_release_default_and_imports_from_t
     """VLLM_USE_V2_MODEL_RUNNER, which VllmConfig.use_v2_model_runner obeys before the release default, picks the
     runner: vllm-kaggleexact-1 (v0.22.0, Qwen3-8B on two T4s, 0.85, 8,192 tokens, eager) loaded its weights in V2's
     model_runner.py. On V2 the profiling sampler over 256 requests x 151,936 logits keeps 6 bytes a logit
-    (233,373,696) next to the forward's 8,192 x 4,096 bf16 output (67,108,864); on V1 v0.22 sorts: 38 bytes a logit,
-    1,478,033,408 bytes more than V2's 6."""
+    (233,373,696) next to the forward's 8,192 x 4,096 bf16 output (67,108,864); on V1 v0.22 FlashInfer (its default
+    from v0.21, on the T4's compute capability 7.5) filters without sorting: 14 bytes a logit, 311,164,928 bytes more
+    than V2's 6. With VLLM_USE_FLASHINFER_SAMPLER=0 the PyTorch-native path runs v0.17's Triton filter: 14 too."""
     qwen = est.model("Qwen/Qwen3-8B").architecture
     base = dict(gpu="t4", tensor_parallel=2, gpu_memory_utilization=0.85, max_model_len=8192,
                 max_num_batched_tokens=8192, enforce_eager=True, engine_version="0.22.0")
@@ -468,9 +475,10 @@ def test_the_model_runner_input_overrides_the_release_default_and_imports_from_t
     assert not vllm.v2_runner(ServeScenario(qwen, model_runner="v1", gpu="h100-sxm", engine_version="0.26.0"))
     forward = inference_layer_peak(qwen, 1, 8192, 8192, flash_attention=True, tp=2)
     assert v2.component("activations") == max(forward, 6 * 256 * 151_936 + 2 * 8192 * 4096)
-    assert v1.component("activations") == 38 * 256 * 151_936 + 2 * 8192 * 4096 == 1_545_142_272
-    assert (38 - 6) * 256 * 151_936 == 1_244_659_712
-    assert v2.component("kv_cache") - v1.component("kv_cache") == 1_545_142_272 - v2.component("activations")
+    assert v1.component("activations") == 14 * 256 * 151_936 + 2 * 8192 * 4096 == 611_647_488
+    assert (14 - 6) * 256 * 151_936 == 311_164_928
+    assert v2.component("kv_cache") - v1.component("kv_cache") == 611_647_488 - v2.component("activations")
+    assert serve(ServeScenario(qwen, sampler="pytorch", **base)).component("activations") == 611_647_488
     text = "VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_USE_V2_MODEL_RUNNER=1 vllm serve Qwen/Qwen3-8B --max-model-len 8192"
     imported = import_command(text)
     assert dict(imported.fields) == {"sampler": "pytorch", "model_runner": "v2", "max_model_len": 8192}
@@ -664,3 +672,19 @@ def test_lora_captures_every_cuda_graph_twice_from_v0_12():
     old = dict(gpu="h100-sxm", engine_version="0.11.0")
     assert vllm.cuda_graph_terms(ServeScenario(LLAMA, enable_lora=True, **old), 1024, 8192) == \
         vllm.cuda_graph_terms(ServeScenario(LLAMA, **old), 1024, 8192)
+
+
+def test_from_v0_17_the_native_sampler_filters_without_sorting_over_eight_requests():
+    """vllm/v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p (v0.17.0 wheel on; v0.16.0's has no such branch):
+    `if HAS_TRITON and logits.shape[0] >= 8: return apply_top_k_top_p_triton(...)`, which masks the fp32 logits in
+    place; the peak keeps the bf16 logits, the fp32 copy, the softmax probabilities and random_sample's exponential
+    draws: 2 + 4 + 4 + 4 = 14 bytes a logit. Under 8 requests it still sorts (38). Llama 3.1 8B on an RTX 4090 with
+    the PyTorch sampler: 256 requests x 128,256 logits, plus the forward's 2,048 x 4,096 bf16 output."""
+    base = dict(gpu="rtx-4090", max_model_len=8192, sampler="pytorch")
+    triton = serve(ServeScenario(LLAMA, engine_version="0.17.0", **base))
+    sort = serve(ServeScenario(LLAMA, engine_version="0.16.0", **base))
+    few = serve(ServeScenario(LLAMA, engine_version="0.17.0", max_num_seqs=4, **base))
+    assert triton.component("activations") == 14 * 256 * 128_256 + 2 * 2048 * 4096 == 476_446_720
+    assert sort.component("activations") == 38 * 256 * 128_256 + 2 * 2048 * 4096 == 1_264_451_584
+    assert few.component("activations") == max(38 * 4 * 128_256 + 2 * 2048 * 4096,
+                                               inference_layer_peak(LLAMA, 1, 2048, 2048, flash_attention=True))

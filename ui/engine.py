@@ -46,7 +46,7 @@ STEPS = {"gpu_memory_utilization": 0.01, "mem_fraction_static": 0.01, "max_model
          "max_num_batched_tokens": 1024, "kv_cache_memory": 2**30}  # number inputs' +/- steps (else 1)
 LABELS = {"weights": {CHECKPOINT: "The checkpoint's own", **{k: f.label for k, f in WEIGHT_FORMATS.items()}},
           "kv_dtype": KV_DTYPE_LABELS,
-          "sampler": {"auto": "The release's usual", "flashinfer": "FlashInfer", "pytorch": "PyTorch (sorts)"},
+          "sampler": {"auto": "The release's usual", "flashinfer": "FlashInfer", "pytorch": "PyTorch-native"},
           "model_runner": {"auto": "The release's usual", "v1": "V1", "v2": "V2"}}
 PLACEHOLDERS = {"engine_version": "newest modelled", "tensor_split": "equal shares, e.g. 3,1",  # what "" means
                 "rope_scaling": "the config's own", "override_tensor": "none, e.g. \\.ffn_.*_exps\\.=CPU"}

@@ -48,11 +48,12 @@ STATED = "every input stated"  # the summary's second median per quantity: recor
 WEIGHTS_FORMATS = {"awq": "awq-4bit", "gptq-int4": "gptq-4bit", "gptq": "gptq-4bit", "fp8": "fp8", "mxfp4": "mxfp4",
                    "nvfp4": "nvfp4", "int4": "int4-g128", "4-bit": "int4-g128", "bf16": "checkpoint",
                    "fp16": "checkpoint"}
-# A record without a version, dated before vLLM made CUDA-graph profiling the default (#38284, merged 2026-04-21,
-# "default since v0.21.0"), cannot come from a release that takes the graphs from the KV budget: it is compared as
-# v0.20, the last release without it (an unset version would be read as the newest).
-GRAPHS_BUDGETED_SINCE_DATE = "2026-04-21"
-LAST_RELEASE_WITHOUT_GRAPH_BUDGET = "0.20"
+# A record without a version cannot run rules newer than its date: it is compared as the last release before the
+# first change of the estimate's rules that came after it (an unset version would be read as the newest): the date of
+# the files in the v0.11.0 wheel on PyPI (the profiling sampler sorts) 2025-10-03, in v0.17.0's (the Triton top-k /
+# top-p filter) 2026-03-06, and the merge of CUDA-graph profiling by default (#38284, "default since v0.21.0",
+# 2026-04-21), from which builds of main (the club-3090 images) budget the graphs.
+RELEASES_BY_DATE = (("2025-10-03", "0.10"), ("2026-03-06", "0.16"), ("2026-04-21", "0.20"))
 GPU_BY_NAME = (("a100", "80", "a100-80gb-sxm"), ("a100", "40", "a100-40gb-sxm"), ("h100", "", "h100-sxm"),
                ("l4", "", "l4"), ("4090", "", "rtx-4090"), ("3090", "", "rtx-3090"))
 
@@ -143,8 +144,9 @@ def _vllm_scenario(record: dict) -> tuple[ServeScenario | None, str]:
     gpu = (record.get("gpu") or {}).get("catalog_id") or _gpu_by_name((record.get("gpu") or {}).get("name") or "")
     if record.get("version"):
         fields["engine_version"] = record["version"]
-    elif str(record.get("date") or "9999") < GRAPHS_BUDGETED_SINCE_DATE:
-        fields["engine_version"] = LAST_RELEASE_WITHOUT_GRAPH_BUDGET
+    else:
+        fields["engine_version"] = next((release for built, release in RELEASES_BY_DATE
+                                         if str(record.get("date") or "9999") < built), "")
     fields["gpu_memory_utilization"] = float(fields.get("gpu_memory_utilization", 0.9))
     try:
         return ServeScenario(model.architecture, engine="vllm", gpu=gpu, model_id=model.id, **fields), ""

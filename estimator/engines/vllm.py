@@ -63,9 +63,21 @@ SAMPLER_BYTES_PER_LOGIT = 2 + 4 + 4 + 8 + 8 + 4 + 8
 # TopKTopPSampler's choice (vllm/v1/sample/ops/topk_topp_sampler.py at 01fa3fe74b05, __init__: forward_cuda, FlashInfer,
 # no sort, when flashinfer_sampler_supported(); else forward_native, the sort), and the start-up log says which
 # ("Using FlashInfer for top-p & top-k sampling" / "Falling back to the PyTorch-native implementation"): the
-# scenario's `sampler` input ('auto': the sort from SAMPLER_SORTS_SINCE, read from the two sets of records above).
+# scenario's `sampler` input ('auto': the sort from SAMPLER_SORTS_SINCE, read from the two sets of records above, until
+# the filter without a sort below).
 GREEDY_SAMPLER_BYTES_PER_LOGIT = 2 + 4
 SAMPLER_SORTS_SINCE = (0, 11)
+# From v0.17 the PyTorch-native path filters without sorting when the batch has 8 rows or more: apply_top_k_top_p runs
+# apply_top_k_top_p_triton (vllm/v1/sample/ops/topk_topp_sampler.py, `if HAS_TRITON and logits.shape[0] >= 8`, in
+# the v0.17.0 wheel and not in v0.16.0's), which masks the fp32 logits in place; forward_native then keeps the
+# softmax probabilities and random_sample its exponential draws: 2 + 4 + 4 + 4 = 14 bytes a logit. FlashInfer's path
+# (forward_cuda -> flashinfer.sampling.top_k_top_p_sampling_from_logits, flashinfer/sampling.py in the 0.7.4 wheel:
+# the dummy run's top_k of vocab - 1 misses its fast path, so top_k_mask_logits' masked copy and their softmax) holds
+# the same 14; it is vLLM's default on CUDA from v0.21 (vllm/envs.py: VLLM_USE_FLASHINFER_SAMPLER defaults to True in
+# the v0.21.0 wheel, None = off in v0.19.0's and v0.20.0's), opt-in before.
+FILTER_SAMPLER_BYTES_PER_LOGIT = 2 + 4 + 4 + 4
+TRITON_FILTER_SINCE, TRITON_FILTER_MIN_ROWS = (0, 17), 8
+FLASHINFER_SAMPLER_DEFAULT_SINCE = (0, 21)
 
 # Model Runner V2 (vllm/v1/worker/gpu/model_runner.py), the default for dense models since v0.25.0: "Model Runner V2
 # is now the default for all dense models" (#44443, merged 2026-07-02; v0.25.0's release notes, as quoted in
@@ -531,8 +543,7 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
     forward = _forward_peak(a, batched, tp)
     requests = min(max_seqs, batched)
     v2 = v2_runner(s)
-    sorts = not v2 and (s.sampler == "pytorch" or s.sampler == "auto" and at_least(s, *SAMPLER_SORTS_SINCE))
-    per_logit = SAMPLER_BYTES_PER_LOGIT if sorts else GREEDY_SAMPLER_BYTES_PER_LOGIT
+    per_logit = sampler_bytes_per_logit(s, requests, v2)
     sampler = BF16_BYTES * batched * a.hidden_size + per_logit * requests * a.vocab_size
     activations = max(forward, sampler)
     non_torch = NON_TORCH_ONE_GPU + (NON_TORCH_TENSOR_PARALLEL if tp > 1 else 0)
@@ -611,7 +622,9 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
         + ("GPU of 70 GiB or more, not an A100" if large else "GPU under 70 GiB or an A100") + ")",
         f"Profiling run: a forward of {batched:,} tokens ({gib(forward)} GiB), then the sampler over {requests} "
         f"requests x {a.vocab_size:,} logits ({gib(sampler)} GiB, "
-        + ("sorted for top-k / top-p)" if per_logit == SAMPLER_BYTES_PER_LOGIT else "no top-k / top-p sort)"),
+        + {SAMPLER_BYTES_PER_LOGIT: "sorted for top-k / top-p)",
+           FILTER_SAMPLER_BYTES_PER_LOGIT: "filtered for top-k / top-p without a sort)"}.get(
+            per_logit, "no top-k / top-p filter)"),
         f"KV cache: pages of {page:,} bytes, {len(groups)} group(s) of {group_size} layers; a request of "
         f"{length:,} tokens holds {need:,} pages",
     ]
@@ -634,6 +647,20 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
 def _forward_peak(a: Architecture, tokens: int, tp: int) -> int:
     """The largest layer working set of one forward of `tokens` tokens (FlashAttention)."""
     return inference_layer_peak(a, 1, tokens, tokens, flash_attention=True, tp=tp, linear_attention_kernels=True)
+
+
+def sampler_bytes_per_logit(s: ServeScenario, requests: int, v2: bool) -> int:
+    """Bytes per logit at the peak of the profiling run's sampler: Model Runner V2 and the 'auto' sampler before
+    v0.11 keep the logits and their fp32 copy; FlashInfer (chosen, or 'auto' on NVIDIA GPUs from v0.21) and the
+    PyTorch-native path of v0.17+ over 8 requests or more filter without sorting; the native path sorts otherwise."""
+    if v2 or s.sampler == "auto" and not at_least(s, *SAMPLER_SORTS_SINCE):
+        return GREEDY_SAMPLER_BYTES_PER_LOGIT
+    flashinfer = s.sampler == "flashinfer" or s.sampler == "auto" and at_least(
+        s, *FLASHINFER_SAMPLER_DEFAULT_SINCE) and catalog.gpu(s.gpu).vendor == "NVIDIA"
+    if flashinfer and at_least(s, *SAMPLER_SORTS_SINCE) or (
+            at_least(s, *TRITON_FILTER_SINCE) and requests >= TRITON_FILTER_MIN_ROWS):
+        return FILTER_SAMPLER_BYTES_PER_LOGIT
+    return GREEDY_SAMPLER_BYTES_PER_LOGIT if flashinfer else SAMPLER_BYTES_PER_LOGIT
 
 
 def v2_runner(s: ServeScenario) -> bool:

@@ -276,6 +276,7 @@ def _graph_counts(max_num_seqs: int, batched: int, q: int, full: bool, step_16: 
     return sizes, len(sizes), decode
 
 
+@functools.lru_cache(maxsize=1024)
 def pp_stages(num_layers: int, pp: int) -> tuple[tuple[int, int], ...]:
     """The [start, end) layers of each pipeline stage (vllm/distributed/utils.py get_pp_indices, read in the v0.22.0
     release package): num_layers // pp each, the remainder one more each on the stages before the last, from the
@@ -536,8 +537,10 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
                         f"max_num_seqs ({max_seqs}).")
 
     weights, vision = _weights_per_gpu(s)
-    start, end = max(pp_stages(a.num_layers, s.pipeline_parallel), key=lambda stage: stage[1] - stage[0])
-    offloaded = min(weights, offloaded_bytes(s, start, end, tp * s.data_parallel if s.expert_parallel else tp))
+    offloaded = 0
+    if s.cpu_offload_gb:
+        start, end = max(pp_stages(a.num_layers, s.pipeline_parallel), key=lambda stage: stage[1] - stage[0])
+        offloaded = min(weights, offloaded_bytes(s, start, end, tp * s.data_parallel if s.expert_parallel else tp))
     weights -= offloaded  # pinned host memory, outside the GPU's "Model loading took"
     lora = lora_bytes(s)  # allocated with the weights: inside "Model loading took"
     forward = _forward_peak(a, batched, tp)

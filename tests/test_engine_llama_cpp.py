@@ -412,3 +412,25 @@ def test_the_bare_flash_attention_switch_of_older_releases_imports():
     for line in ("llama-server -m Qwen3-8B-Q4_K_M.gguf -fa -c 4096", "llama-server -m m.gguf -c 4096 -fa"):
         assert dict(import_command(line).fields) == {"flash_attention": True, "max_model_len": 4096}
     assert dict(import_command("llama-server -m m.gguf --flash-attn off").fields) == {"flash_attention": False}
+
+
+def test_the_trained_context_override_lifts_llama_servers_slot_cap():
+    """llama-server caps each slot at the GGUF's <arch>.context_length ('the slot context (131072) exceeds the
+    training context of the model (40960) - capping', tools/server); --override-kv qwen3.context_length=int:131072
+    (common/arg.cpp string_parse_kv_override) raises n_ctx_train, as Qwen3's 128k GGUF instructions do with YaRN. The
+    YaRN flags themselves change no buffer and are reported as not modelled."""
+    qwen = est.model("Qwen/Qwen3-8B").architecture
+    line = ("llama-server -m Qwen3-8B-Q4_K_M.gguf -c 131072 -ngl 99 --rope-scaling yarn --rope-scale 4 "
+            "--yarn-orig-ctx 32768 --override-kv qwen3.context_length=int:131072 --override-kv tokenizer.x=bool:false")
+    imported = import_command(line)
+    assert dict(imported.fields) == {"max_model_len": 131_072, "n_gpu_layers": 99, "context_override": 131_072}
+    assert "--rope-scaling yarn" in imported.ignored
+    s = ServeScenario(qwen, engine="llama.cpp", gpu="h100-sxm", model_id="Qwen3-8B-Q4_K_M.gguf",
+                      **dict(imported.fields))
+    capped = serve(replace(s, context_override=0))
+    assert capped.max_model_len == 40_960 and serve(s).max_model_len == 131_072
+    assert "--override-kv qwen3.context_length=int:131072" in llama_cpp.command(s)
+    assert dict(import_command(llama_cpp.command(s)).fields)["context_override"] == 131_072
+    assert llama_cpp.gguf_arch(est.model("Qwen/Qwen3-30B-A3B").architecture) == "qwen3moe"
+    with pytest.raises(ValueError, match="override-kv"):
+        import_command("llama-server -m m.gguf --override-kv qwen3.context_length")

@@ -688,3 +688,17 @@ def test_from_v0_17_the_native_sampler_filters_without_sorting_over_eight_reques
     assert sort.component("activations") == 38 * 256 * 128_256 + 2 * 2048 * 4096 == 1_264_451_584
     assert few.component("activations") == max(38 * 4 * 128_256 + 2 * 2048 * 4096,
                                                inference_layer_peak(LLAMA, 1, 2048, 2048, flash_attention=True))
+
+
+def test_a_max_position_embeddings_override_sets_the_length_vllm_derives():
+    """--hf-overrides '{"max_position_embeddings": 65536}' replaces the config's 40,960 for Qwen3-8B before
+    _get_and_verify_max_len scales it: 65,536 alone, x 2 with a linear RoPE factor of 2 (131,072); written back in one
+    --hf-overrides object with the RoPE scaling."""
+    qwen = est.model("Qwen/Qwen3-8B").architecture
+    overrides = '{"max_position_embeddings": 65536, "rope_scaling": {"rope_type": "linear", "factor": 2}}'
+    fields = dict(import_command(f"vllm serve Qwen/Qwen3-8B --hf-overrides '{overrides}'").fields)
+    assert fields == {"context_override": 65_536, "rope_scaling": '{"factor":2,"rope_type":"linear"}'}
+    s = ServeScenario(qwen, gpu="h100-sxm", model_id="Qwen/Qwen3-8B", **fields)
+    assert vllm.derived_max_len(s) == 131_072 and vllm.derived_max_len(replace(s, rope_scaling="")) == 65_536
+    assert serve(s).max_model_len == 131_072
+    assert dict(import_command(launch_command(s)).fields) == fields

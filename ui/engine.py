@@ -26,14 +26,15 @@ OPTIONS = {
     "vllm": ("tensor_parallel", "pipeline_parallel", "data_parallel", "expert_parallel", "gpu_memory_utilization",
              "max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size", "cuda_graph_max_bs",
              "enforce_eager", "kv_cache_memory", "cpu_offload_gb", "speculative_tokens", "sampler", "model_runner",
-             "kv_dtype", "weights", "rope_scaling", "max_loras", "max_lora_rank", "enable_lora", "allow_long_context",
-             "engine_version"),
+             "kv_dtype", "weights", "rope_scaling", "context_override", "max_loras", "max_lora_rank", "enable_lora",
+             "allow_long_context", "engine_version"),
     "sglang": ("tensor_parallel", "data_parallel", "expert_parallel", "mem_fraction_static", "max_model_len",
                "max_num_seqs", "max_num_batched_tokens", "block_size", "cuda_graph_max_bs", "enforce_eager",
-               "kv_dtype", "weights", "cpu_offload_gb", "rope_scaling", "allow_long_context", "engine_version"),
+               "kv_dtype", "weights", "cpu_offload_gb", "rope_scaling", "context_override", "allow_long_context",
+               "engine_version"),
     "llama.cpp": ("n_gpu_layers", "n_cpu_moe", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
                   "kv_dtype", "flash_attention", "weights", "tensor_parallel", "tensor_split", "override_tensor",
-                  "engine_version"),
+                  "context_override", "engine_version"),
     "ollama": ("n_gpu_layers", "n_cpu_moe", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_dtype",
                "flash_attention", "weights", "tensor_parallel", "engine_version"),
     "transformers": ("max_model_len", "max_num_seqs", "tensor_parallel", "kv_dtype", "weights"),
@@ -41,7 +42,8 @@ OPTIONS = {
 # Options most start-ups leave at the engine's default: drawn in "More ... options"
 ADVANCED = frozenset({"max_num_batched_tokens", "block_size", "cuda_graph_max_bs", "kv_cache_memory", "cpu_offload_gb",
                       "speculative_tokens", "sampler", "model_runner", "rope_scaling", "allow_long_context",
-                      "enable_lora", "max_loras", "max_lora_rank", "tensor_split", "override_tensor"})
+                      "enable_lora", "max_loras", "max_lora_rank", "tensor_split", "override_tensor",
+                      "context_override"})
 STEPS = {"gpu_memory_utilization": 0.01, "mem_fraction_static": 0.01, "max_model_len": 1024,
          "max_num_batched_tokens": 1024, "kv_cache_memory": 2**30}  # number inputs' +/- steps (else 1)
 LABELS = {"weights": {CHECKPOINT: "The checkpoint's own", **{k: f.label for k, f in WEIGHT_FORMATS.items()}},

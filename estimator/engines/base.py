@@ -330,6 +330,12 @@ class ServeScenario:
         help="vLLM: the model runner (VLLM_USE_V2_MODEL_RUNNER=1 / 0; the start-up log's 'Model loading took' line "
              "comes from model_runner.py on V2, gpu_model_runner.py on V1); V2 neither sorts the profiling run's "
              "logits nor budgets the CUDA graphs; auto = the release's usual one (V2 for dense models from 0.25)."))
+    context_override: int = declare(Input(
+        "Trained context override", 0, link="ctxov", flag="--max-position-embeddings", unit="tokens", low=0,
+        high=MAX_SEQ_LEN,
+        help="The model's trained context as the command overrides it: vLLM --hf-overrides / SGLang "
+             "--json-model-override-args '{\"max_position_embeddings\": N}', llama.cpp --override-kv "
+             "<arch>.context_length=int:N (llama-server caps each slot at it); 0 = the config's own."))
     rope_scaling: str = declare(Input(
         "RoPE scaling override", "", link="rope", flag="--rope-scaling", text=canonical_rope_scaling,
         help='vLLM / SGLang: a context extension the command sets, as JSON: {"rope_type": "yarn", "factor": 4.0, '
@@ -377,8 +383,9 @@ class ServeScenario:
 
     @property
     def context_length(self) -> int:
-        """The model's own context length (max_position_embeddings), 8,192 when the config does not say."""
-        return self.model.max_position_embeddings or DEFAULT_CONTEXT
+        """The model's own context length (max_position_embeddings, or the command's override of it), 8,192 when the
+        config does not say."""
+        return self.context_override or self.model.max_position_embeddings or DEFAULT_CONTEXT
 
 
 DEFAULT_CONTEXT = 8192

@@ -478,6 +478,8 @@ def command(s: ServeScenario) -> str:
         name = CACHE_TYPE_NAMES.get(s.kv_dtype, s.kv_dtype)
         parts.append(f"-ctk {name} -ctv {name}")
     parts.append(f"-fa {'on' if s.flash_attention else 'off'}")
+    if s.context_override:
+        parts.append(f"--override-kv {gguf_arch(s.model)}.context_length=int:{s.context_override}")
     if s.override_tensor:
         parts.append(f"-ot {shlex.quote(s.override_tensor)}")
     if s.n_cpu_moe:
@@ -519,6 +521,31 @@ def _split(text: str) -> dict:
     return {"tensor_split": split, "tensor_parallel": len(split.split(","))}
 
 
+# GGUF architecture names (llama.cpp gguf-py/gguf/constants.py MODEL_ARCH_NAMES) of the config model_types that are
+# not the same word: the key --override-kv writes the trained context to (<arch>.context_length)
+GGUF_ARCHES = {"qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe", "gemma3_text": "gemma3", "mistral": "llama",
+               "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2", "gpt_oss": "gpt-oss"}
+
+
+def gguf_arch(a: Architecture) -> str:
+    """The GGUF general.architecture of a model, from its config's model_type."""
+    return GGUF_ARCHES.get(a.model_type, a.model_type.replace("_", ""))
+
+
+def _override_kv(text: str) -> dict:
+    """--override-kv KEY=TYPE:VALUE (common/arg.cpp string_parse_kv_override): the trained context when the key is
+    <arch>.context_length, read by llama_model_loader as n_ctx_train; other keys are not modelled ({})."""
+    key, eq, typed = text.partition("=")
+    kind, colon, value = typed.partition(":")
+    if not (eq and colon):
+        raise ValueError(f"--override-kv takes KEY=TYPE:VALUE, got {text[:60]!r}")
+    if not key.endswith(".context_length") or kind != "int":
+        return {}
+    if not value.strip().isdigit() or int(value) < 1:
+        raise ValueError(f"{key} must be a whole number of tokens, got {value[:20]!r}")
+    return {"context_override": int(value)}
+
+
 FLAGS = {
     "-ngl": ("n_gpu_layers", _ngl), "--n-gpu-layers": ("n_gpu_layers", _ngl), "--gpu-layers": ("n_gpu_layers", _ngl),
     "--n-cpu-moe": ("n_cpu_moe", int), "-ncmoe": ("n_cpu_moe", int),
@@ -529,6 +556,7 @@ FLAGS = {
     "-fa": ("flash_attention", _flash), "--flash-attn": ("flash_attention", _flash),
     "-ts": ("tensor_split", _split), "--tensor-split": ("tensor_split", _split),
     "-ot": ("override_tensor", canonical_overrides), "--override-tensor": ("override_tensor", canonical_overrides),
+    "--override-kv": ("context_override", _override_kv),
 }
 SWITCHES = {"--cpu-moe": ("n_cpu_moe", CPU_MOE_ALL), "-cmoe": ("n_cpu_moe", CPU_MOE_ALL)}
 BARE_VALUES = {"-fa": ("flash_attention", True), "--flash-attn": ("flash_attention", True)}  # a switch until 2025

@@ -42,7 +42,7 @@ from ..units import GiB
 from .base import (REFUSAL, ServeReport, ServeScenario, at_least, gib, make_report, model_ref, offloaded_bytes,
                    rope_override, weight_split)
 from .command import choice_of, human_int
-from .vllm import CUDA_CONTEXT_BYTES, rope_of_overrides, rope_overrides
+from .vllm import CUDA_CONTEXT_BYTES, config_overrides, rope_of_overrides
 
 MiB = 2**20
 
@@ -443,8 +443,8 @@ def command(s: ServeScenario) -> str:
         parts.append("--disable-cuda-graph")
     if s.weights in QUANTIZATION_FLAGS:
         parts.append(f"--quantization {QUANTIZATION_FLAGS[s.weights]}")
-    if s.rope_scaling:
-        parts.append(f"--json-model-override-args {rope_overrides(s.rope_scaling)}")
+    if s.rope_scaling or s.context_override:
+        parts.append(f"--json-model-override-args {config_overrides(s)}")
     return " ".join(parts)
 
 

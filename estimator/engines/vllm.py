@@ -782,26 +782,34 @@ def command(s: ServeScenario) -> str:
     if s.enable_lora:
         parts.append("--enable-lora" + "".join(f" {flag} {value}" for flag, value, default in (
             ("--max-loras", s.max_loras, 1), ("--max-lora-rank", s.max_lora_rank, 16)) if value != default))
-    if s.rope_scaling:
-        parts.append(f"--hf-overrides {rope_overrides(s.rope_scaling)}")
+    if s.rope_scaling or s.context_override:
+        parts.append(f"--hf-overrides {config_overrides(s)}")
     return " ".join(parts)
 
 
-def rope_overrides(rope: str) -> str:
-    """A canonical RoPE-scaling override as the JSON argument vLLM's --hf-overrides (all V1 releases) and SGLang's
-    --json-model-override-args take, quoted for a shell."""
-    return shlex.quote(json.dumps({"rope_scaling": json.loads(rope)}))
+def config_overrides(s: ServeScenario) -> str:
+    """The scenario's config overrides (its RoPE scaling, its trained context) as the JSON argument vLLM's
+    --hf-overrides (all V1 releases) and SGLang's --json-model-override-args take, quoted for a shell."""
+    overrides = {**({"max_position_embeddings": s.context_override} if s.context_override else {}),
+                 **({"rope_scaling": json.loads(s.rope_scaling)} if s.rope_scaling else {})}
+    return shlex.quote(json.dumps(overrides))
 
 
 def rope_of_overrides(text: str) -> dict:
-    """The RoPE-scaling override inside an --hf-overrides / --json-model-override-args JSON object ({} when it sets
-    none: its other keys are not modelled)."""
+    """The RoPE-scaling override and the trained context (max_position_embeddings) an --hf-overrides /
+    --json-model-override-args JSON object sets ({} when neither: its other keys are not modelled)."""
     try:
         overrides = json.loads(text)
     except ValueError:
         raise ValueError(f"must be JSON, got {text[:60]!r}") from None
-    rope = next((overrides[k] for k in ROPE_WRAPPERS if k in overrides), None) if isinstance(overrides, dict) else None
-    return {"rope_scaling": canonical_rope_scaling(json.dumps(rope))} if isinstance(rope, dict) else {}
+    if not isinstance(overrides, dict):
+        return {}
+    rope = next((overrides[k] for k in ROPE_WRAPPERS if k in overrides), None)
+    positions = overrides.get("max_position_embeddings")
+    if positions is not None and (isinstance(positions, bool) or not isinstance(positions, int) or positions < 1):
+        raise ValueError(f"max_position_embeddings must be a whole number of positions, got {positions!r}")
+    return {**({"rope_scaling": canonical_rope_scaling(json.dumps(rope))} if isinstance(rope, dict) else {}),
+            **({"context_override": positions} if positions else {})}
 
 
 KV_CACHE_DTYPE_FLAGS = {"fp8": "fp8", "fp32": "float32"}

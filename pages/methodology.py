@@ -363,7 +363,9 @@ parameters to host memory one at a time until the budget is reached; `--enable-l
 in MoE layers from v0.12) inside "Model loading took", and captures every CUDA graph twice; `--max-model-len auto`
 (vLLM v0.14+) lowers the length to the longest request the KV cache holds; a RoPE-scaling override raises the longest
 length each engine accepts, by its own rule (vLLM: YaRN's `original_max_position_embeddings x factor`; SGLang keeps the
-config's when the override names the original); llama.cpp's `-ot pattern=CPU|CUDAn` places every tensor whose GGUF name
+config's when the override names the original), and an override of the trained context (`max_position_embeddings`,
+llama.cpp's `--override-kv <arch>.context_length`) is where both start; llama.cpp's `-ot pattern=CPU|CUDAn` places
+every tensor whose GGUF name
 the first pattern matches; SGLang on AMD Instinct GPUs takes aiter's custom all-reduce and quick reduce buffers at
 distributed init, before it measures the memory its pool shares.
 

@@ -49,7 +49,7 @@ from importlib import resources
 from .architecture import Architecture, parameter_counts, tensors
 from .catalog import Gpu
 from .catalog import gpu as catalog_gpu
-from .engines.base import ServeReport, ServeScenario, tensor_size
+from .engines.base import ServeReport, ServeScenario, override_rules, tensor_size
 from .formats import CHECKPOINT, WEIGHT_FORMATS, weight_format
 from .inference import QUICK_ROWS
 from .quick import quick_inference
@@ -795,6 +795,14 @@ def quick_speed(s: InferenceScenario, row: str, g: Gpu) -> Speed:
                  bound=step.bound, scope=notes)
 
 
+def _layers_on_host(s: ServeScenario, report: ServeReport) -> bool:
+    """Whether llama.cpp leaves layer weights (not only the token embedding) in host RAM: fewer GPU layers than the
+    model's (as given or as --fit chose them), --n-cpu-moe, or an -ot pattern to the CPU."""
+    ngl = dict(report.settings).get("n_gpu_layers", s.n_gpu_layers)
+    return (0 <= int(ngl) < s.model.num_layers or s.n_cpu_moe > 0
+            or any(device < 0 for _, device in override_rules(s.override_tensor)))
+
+
 def serve_speed(s: ServeScenario, report: ServeReport) -> Speed:
     """An engine's speed by llama-bench's conventions: pp512 (prefill throughput and TTFT of a 512-token prompt)
     and tg128 (decode at batch 1 from an empty context); the throughput over as many 640-token requests as the
@@ -823,5 +831,9 @@ def serve_speed(s: ServeScenario, report: ServeReport) -> Speed:
              *((f"CPU weight offload (--cpu-offload-gb {s.cpu_offload_gb:g}): every forward also reads "
                 f"{report.host_bytes / s.gpus / 2**30:.2f} GiB per GPU from host memory over the host link, which "
                 "these speeds leave out (the catalog records no host-link bandwidth): decode is slower, by that "
-                "transfer's time per step",) if report.host_bytes and s.cpu_offload_gb else ()))
+                "transfer's time per step",) if report.host_bytes and s.cpu_offload_gb else ()),
+             *((f"llama.cpp keeps {report.host_bytes / 2**30:.2f} GiB of weights in host RAM (the token embedding and "
+                "what -ngl, --n-cpu-moe or -ot leave there): the CPU computes with them at every step, at the host's "
+                "memory bandwidth, which these speeds leave out; decode is slower by that time",)
+               if s.engine in ("llama.cpp", "ollama") and _layers_on_host(s, report) else ()))
     return dataclasses.replace(one, throughput_tokens_per_s=many.throughput_tokens_per_s, scope=scope)

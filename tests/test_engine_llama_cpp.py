@@ -434,3 +434,21 @@ def test_the_trained_context_override_lifts_llama_servers_slot_cap():
     assert llama_cpp.gguf_arch(est.model("Qwen/Qwen3-30B-A3B").architecture) == "qwen3moe"
     with pytest.raises(ValueError, match="override-kv"):
         import_command("llama-server -m m.gguf --override-kv qwen3.context_length")
+
+
+def test_the_speeds_say_when_llama_cpp_computes_with_host_weights():
+    """Layers or experts left in host RAM (-ngl below the layers, --n-cpu-moe, -ot ...=CPU, or --fit's choice) run on
+    the CPU at the host's memory bandwidth, which the GPU roofline does not hold: the speed's assumptions say so, with
+    the host bytes of the start-up; a model wholly on the GPU (the token embedding aside) gets no such line."""
+    from estimator.speed import serve_speed
+    a = est.model("Qwen/Qwen3-30B-A3B").architecture
+    base = ServeScenario(a, engine="llama.cpp", gpu="h100-sxm", weights="q4_k_m", max_model_len=8192, n_gpu_layers=99)
+
+    def host_notes(s):
+        return [n for n in serve_speed(s, serve(s)).assumptions if "GiB of weights in host RAM" in n]
+
+    assert host_notes(base) == []
+    experts = replace(base, override_tensor=r"\.ffn_.*_exps\.=CPU")
+    [note] = host_notes(experts)
+    assert f"{serve(experts).host_bytes / GiB:.2f} GiB" in note
+    assert host_notes(replace(base, n_gpu_layers=20)) and host_notes(replace(base, n_cpu_moe=4))

@@ -345,8 +345,8 @@ graphs (`profile_cudagraph_memory`
 captures the two largest sizes of each mode: the first reading, the pool of a decode step at the largest capture size
 with its warm-up, is kept once, the second is charged to every other graph of the mode, over the capture sizes and
 modes the release captures: PIECEWISE for every size, FULL decode graphs up to `max_num_seqs` since v0.11, up to 992 /
-1,024 tokens for gpt-oss; what a graph keeps per layer is the median over the published logs, ~16% off on 49 captures,
-~21% held out, and the estimate's one reading per graph about half that, ~3% off on the 4 logs that print it, one of
+1,024 tokens for gpt-oss; what a graph keeps per layer is the median over the published logs, ~15% off on 50 captures,
+~16% held out, and the estimate's one reading per graph about half that, ~3% off on the 4 logs that print it, one of
 them -66%, so this term is the least certain; Model Runner V2 estimates 0, so its graphs come on top of the budget, as
 before v0.21); the rest is the KV cache, cut into pages of `block_size` tokens
 shared by groups of layers (full attention, sliding window with the prefill chunk, chunked local, MLA, one page per

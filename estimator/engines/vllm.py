@@ -179,14 +179,14 @@ SPECULATIVE_CAPTURE_SINCE = (0, 13)  # #28315 / #30330 (merged 2025-11 / 2025-12
 # other llm-d rows; how much was cached is not in any log (validation/engine_logs/FINDINGS_engines.md E6).
 LAYER_GRAPH_BYTES = 189_270
 # With tensor parallelism each layer's two all-reduces are captured too: given LAYER_GRAPH_BYTES, the median over the
-# eleven tensor-parallel configurations of what is left per all-reduce (each rounded down): 12,222 / 20,026 / 33,952
+# twelve tensor-parallel configurations of what is left per all-reduce (each rounded down): 12,222 / 20,026 / 33,952
 # (Llama-3-8B TP 4 on L4, v0.22.0 / v0.23.0 / v0.23.1 at 128 sequences, vllm-djl3055-1..3), 48,230 (Qwen3-32B TP 8,
 # v0.10.0, vllm-daisuketakai-1/-5), 48,336 (Qwen3-32B TP 4, YaRN, vllm-daisuketakai-3), 79,643 (Qwen2-7B TP 2 on an
-# A100, v0.10.1.1, vllm-dennislee22-4/-5), 103,779 (Qwen3-30B-A3B TP 4 on RTX 4090s, v0.11.0, vllm-27782-1), 114,992
-# (Qwen3-235B-A22B TP 8, vllm-daisuketakai-2/-4), 136,136 / 136,783 (Qwen2.5-7B TP 4 / 2 on A40s,
-# vllm-isseihasegawa-4 / -3), 223,371 (gpt-oss-120b TP 4 over Ray across nodes, vllm-dennislee22-6): the middle one,
-# 79,643.
-ALLREDUCE_GRAPH_BYTES = 79_643
+# A100, v0.10.1.1, vllm-dennislee22-4/-5), 103,779 (Qwen3-30B-A3B TP 4 on RTX 4090s, v0.11.0, vllm-27782-1), 105,705
+# (Qwen2.5-72B TP 4 on L40S, v0.19.0, vllm-eksagentic-1), 114,992 (Qwen3-235B-A22B TP 8, vllm-daisuketakai-2/-4),
+# 136,136 / 136,783 (Qwen2.5-7B TP 4 / 2 on A40s, vllm-isseihasegawa-4 / -3), 223,371 (gpt-oss-120b TP 4 over Ray
+# across nodes, vllm-dennislee22-6): the mean of the middle two, 91,711.
+ALLREDUCE_GRAPH_BYTES = 91_711
 ALLREDUCES_PER_LAYER = 2  # attention output and MLP / MoE output projections (row-parallel layers)
 # The estimate's per-graph term is one reading, the second-largest size captured right after the largest (whose
 # pool and warm-up blocks it reuses), not the mean over the whole capture, and the logs that print the estimate imply

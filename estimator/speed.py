@@ -609,6 +609,7 @@ class Speed:
     bound: str  # what limits decode: "memory" or "compute"
     basis: Basis | None = None  # what it was computed from (its assumptions)
     scope: tuple[str, ...] = ()  # notes of the caller: what scenario the numbers are for
+    host_bytes_left_out: int = 0  # weights read from host memory at every step, which the numbers leave out
 
     @property
     def assumptions(self) -> tuple[str, ...]:
@@ -820,6 +821,8 @@ def serve_speed(s: ServeScenario, report: ServeReport) -> Speed:
                           SERVE_GENERATED // 2, engine, client=True)
     many = inference_speed(s.model, g, s.weights, s.kv_dtype, s.tensor_parallel, sequences, SERVE_PROMPT,
                            SERVE_PROMPT + SERVE_GENERATED // 2, engine)
+    offloaded = bool(report.host_bytes and s.cpu_offload_gb)
+    on_cpu = s.engine in ("llama.cpp", "ollama") and _layers_on_host(s, report)
     scope = (f"Speed by llama-bench's conventions: pp{SERVE_PROMPT} and tg{SERVE_GENERATED} at batch 1 (TTFT of one "
              f"{SERVE_PROMPT}-token request: the forward, + the server's cost per request where one is derived for "
              "the engine); throughput "
@@ -831,9 +834,10 @@ def serve_speed(s: ServeScenario, report: ServeReport) -> Speed:
              *((f"CPU weight offload (--cpu-offload-gb {s.cpu_offload_gb:g}): every forward also reads "
                 f"{report.host_bytes / s.gpus / 2**30:.2f} GiB per GPU from host memory over the host link, which "
                 "these speeds leave out (the catalog records no host-link bandwidth): decode is slower, by that "
-                "transfer's time per step",) if report.host_bytes and s.cpu_offload_gb else ()),
+                "transfer's time per step",) if offloaded else ()),
              *((f"llama.cpp keeps {report.host_bytes / 2**30:.2f} GiB of weights in host RAM (the token embedding and "
                 "what -ngl, --n-cpu-moe or -ot leave there): the CPU computes with them at every step, at the host's "
                 "memory bandwidth, which these speeds leave out; decode is slower by that time",)
-               if s.engine in ("llama.cpp", "ollama") and _layers_on_host(s, report) else ()))
-    return dataclasses.replace(one, throughput_tokens_per_s=many.throughput_tokens_per_s, scope=scope)
+               if on_cpu else ()))
+    return dataclasses.replace(one, throughput_tokens_per_s=many.throughput_tokens_per_s, scope=scope,
+                               host_bytes_left_out=report.host_bytes if offloaded or on_cpu else 0)

@@ -447,8 +447,9 @@ def test_the_speeds_say_when_llama_cpp_computes_with_host_weights():
     def host_notes(s):
         return [n for n in serve_speed(s, serve(s)).assumptions if "GiB of weights in host RAM" in n]
 
-    assert host_notes(base) == []
+    assert host_notes(base) == [] and serve_speed(base, serve(base)).host_bytes_left_out == 0
     experts = replace(base, override_tensor=r"\.ffn_.*_exps\.=CPU")
     [note] = host_notes(experts)
     assert f"{serve(experts).host_bytes / GiB:.2f} GiB" in note
+    assert serve_speed(experts, serve(experts)).host_bytes_left_out == serve(experts).host_bytes
     assert host_notes(replace(base, n_gpu_layers=20)) and host_notes(replace(base, n_cpu_moe=4))

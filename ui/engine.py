@@ -221,6 +221,10 @@ def _speed(inputs: dict, gpu_id: str) -> None:
               "Generated tokens per second over as many 640-token requests as the engine runs at once")]
     for column, (label, value, help_text) in zip(st.columns(len(cells)), cells):
         column.metric(label, value, help=help_text)
+    if rate.host_bytes_left_out:
+        st.caption(f":material/warning: These speeds leave out the {rate.host_bytes_left_out / 2**30:,.1f} GiB of "
+                   "weights in host memory: every step also reads them there (the CPU's memory or the host link), so "
+                   "decode is slower than shown.")
     with st.expander("How the speed is estimated", icon=":material/speed:"):
         st.markdown("\n".join(f"- {escape(note)}" for note in rate.assumptions))
 

@@ -338,11 +338,11 @@ source (`estimator/engines/`). **vLLM (V1)**: each GPU's budget is `gpu_memory_u
 reports); from it vLLM subtracts the weights ("Model loading took"), the peak of its profiling run (a forward of
 `max_num_batched_tokens` tokens, then the sampler over `min(max_num_seqs, max_num_batched_tokens)` requests: 38 bytes
 per logit while it sorts them for top-k / top-p (v0.11-0.16), 14 where it filters them without a sort (v0.17's Triton
-filter over 8 requests or more, FlashInfer's, the default from v0.21); 6 on Model Runner V2, the default for dense
-models since v0.25, whose dummy requests filter nothing), the memory outside PyTorch that grew during start-up
-(loaded kernels; NCCL buffers with tensor parallelism) and, since v0.21 on the V1 runner, its estimate of the CUDA
-graphs (`profile_cudagraph_memory`
-captures the two largest sizes of each mode: the first reading, the pool of a decode step at the largest capture size
+filter over 8 requests or more, FlashInfer's, the default before v0.11 and from v0.21); 6 on Model Runner V2, the
+default for dense models since v0.25, whose dummy requests filter nothing), the memory outside PyTorch that grew
+during start-up (loaded kernels; NCCL buffers with tensor parallelism) and, since v0.21 on the V1 runner, its estimate
+of the CUDA graphs (`profile_cudagraph_memory` captures the two largest sizes of each mode: the first reading, the
+pool of a decode step at the largest capture size
 with its warm-up, is kept once, the second is charged to every other graph of the mode, over the capture sizes and
 modes the release captures: PIECEWISE for every size, FULL decode graphs up to `max_num_seqs` since v0.11, up to 992 /
 1,024 tokens for gpt-oss; what a graph keeps per layer is the median over the published logs, ~15% off on 50 captures,

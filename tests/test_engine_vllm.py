@@ -70,29 +70,33 @@ def test_newer_releases_report_capacity_tokens_and_budget_cuda_graphs():
     assert new.kv_cache_tokens == int(new.max_concurrency * 16000)
 
 
-def test_before_0_11_the_profiling_sampler_keeps_only_the_logits():
-    """v0.10.1's dummy sampler did not sort (validation/engine_logs/FINDINGS_engines.md E2): 16-bit logits and
-    their fp32 copy, 6 bytes each, next to the forward's output; the forward's own peak is larger here."""
+def test_before_0_11_the_profiling_sampler_is_flashinfers_where_it_is_installed():
+    """v0.10.1.1's TopKTopPSampler (vllm/v1/sample/ops/topk_topp_sampler.py in its wheel) takes FlashInfer whenever it
+    is installed and VLLM_USE_FLASHINFER_SAMPLER is not 0 ("In V1, None means True"), and the dummy run sets top_k /
+    top_p (gpu_model_runner._dummy_sampler_run): flashinfer 0.2.8's top_k_top_p_sampling_from_logits keeps a masked
+    copy and its softmax, 14 bytes a logit with the bf16 logits and their fp32 copy. Llama 3.1 8B on an H100: 1,024
+    requests x 128,256 logits x 14 = 1,838,678,016 bytes + the forward's 8,192 x 4,096 bf16 output."""
     r = serve(ServeScenario(LLAMA, gpu="h100-sxm", max_model_len=16000, engine_version="0.10.1"))
-    sampler = 2 * 8192 * 4096 + 6 * 1024 * 128_256
+    sampler = 2 * 8192 * 4096 + 14 * 1024 * 128_256
     forward = inference_layer_peak(LLAMA, 1, 8192, 8192, flash_attention=True)
-    assert r.component("activations") == max(sampler, forward) == forward
+    assert r.component("activations") == max(sampler, forward) == 1_905_786_880
 
 
 def test_the_sampler_the_log_names_decides_the_sort():
     """TopKTopPSampler sorts the dummy run's logits on PyTorch's path and not on FlashInfer's; the start-up log says
     which ran. Qwen3-30B-A3B on an H100 at v0.10.2 with PyTorch's sampler (vllm-kolyangg-1's log: 'Falling back to the
     PyTorch-native implementation'): 1,024 requests x 151,936 logits x 38 bytes = 5,912,133,632 bytes, where 'auto'
-    (before 0.11: no sort) keeps 6 bytes a logit next to the forward's output. From 0.11 'auto' sorts, and FlashInfer's
-    sampler (the log: 'Using FlashInfer for top-p & top-k sampling') filters without a sort: the bf16 logits, their
-    fp32 copy, the top-k masked copy and its softmax, 14 bytes a logit (flashinfer top_k_top_p_sampling_from_logits)."""
+    (before 0.11: FlashInfer where installed) filters without a sort: the bf16 logits, their fp32 copy, the top-k
+    masked copy and its softmax, 14 bytes a logit (flashinfer top_k_top_p_sampling_from_logits). From 0.11 'auto'
+    sorts (FlashInfer opt-in), and a chosen FlashInfer (the log: 'Using FlashInfer for top-p & top-k sampling') does
+    not."""
     qwen = est.model("Qwen/Qwen3-30B-A3B").architecture
     pytorch = serve(ServeScenario(qwen, gpu="h100-sxm", max_model_len=6144, engine_version="0.10.2",
                                   sampler="pytorch"))
     auto = serve(ServeScenario(qwen, gpu="h100-sxm", max_model_len=6144, engine_version="0.10.2"))
     assert 38 * 1024 * 151_936 == 5_912_133_632
     assert pytorch.component("activations") == 2 * 8192 * 2048 + 5_912_133_632
-    assert auto.component("activations") == max(2 * 8192 * 2048 + 6 * 1024 * 151_936,
+    assert auto.component("activations") == max(2 * 8192 * 2048 + 14 * 1024 * 151_936,
                                                 inference_layer_peak(qwen, 1, 8192, 8192, flash_attention=True))
     assert pytorch.component("kv_cache") < auto.component("kv_cache")
     new = serve(ServeScenario(qwen, gpu="h100-sxm", max_model_len=6144, engine_version="0.11"))

@@ -324,7 +324,7 @@ class ServeScenario:
         help="vLLM: which top-k / top-p sampler ran (its start-up log says: 'Using FlashInfer for top-p & top-k "
              "sampling' or 'Falling back to the PyTorch-native implementation'); PyTorch's sorts the logits of its "
              "profiling run (from v0.17 only under 8 requests: a Triton filter above); auto = the release's usual "
-             "one (FlashInfer from v0.21)."))
+             "one (FlashInfer before v0.11 and from v0.21)."))
     model_runner: str = declare(Input(
         "Model runner", "auto", link="runner", flag="--model-runner", choices=("auto", "v1", "v2"),
         help="vLLM: the model runner (VLLM_USE_V2_MODEL_RUNNER=1 / 0; the start-up log's 'Model loading took' line "

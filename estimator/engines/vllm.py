@@ -57,14 +57,14 @@ MAMBA_BLOCK_ALIGN = 16  # HybridAttentionMambaModelConfig: attention blocks grow
 # Llama-3.1-8B, gpt-oss-20b and Llama-3.3-70B (validation/engine_logs/vllm.json): 38.3-38.9 bytes per logit.
 # Releases that sample with FlashInfer by default (VLLM_USE_FLASHINFER_SAMPLER) keep far less.
 SAMPLER_BYTES_PER_LOGIT = 2 + 4 + 4 + 8 + 8 + 4 + 8
-# Before that, the dummy sampler run kept only the logits, 16-bit and their fp32 copy: the v0.10.1 A100 records
-# (vllm-dennislee22-*) leave 0.5 GiB for the whole profiling peak and non-torch memory where top-k / top-p sorting
-# over 256 requests would take 1.4 GiB. The llm-d profiles, from v0.11 on, show the sort. Which sampler runs is
-# TopKTopPSampler's choice (vllm/v1/sample/ops/topk_topp_sampler.py at 01fa3fe74b05, __init__: forward_cuda, FlashInfer,
-# no sort, when flashinfer_sampler_supported(); else forward_native, the sort), and the start-up log says which
-# ("Using FlashInfer for top-p & top-k sampling" / "Falling back to the PyTorch-native implementation"): the
-# scenario's `sampler` input ('auto': the sort from SAMPLER_SORTS_SINCE, read from the two sets of records above, until
-# the filter without a sort below).
+# Which sampler runs is TopKTopPSampler's choice, and the start-up log says which ("Using FlashInfer for top-p & top-k
+# sampling" / "Falling back to the PyTorch-native implementation"): the scenario's `sampler` input. 'auto': before
+# v0.11 V1 takes FlashInfer wherever it is installed (the v0.10.1.1 wheel: VLLM_USE_FLASHINFER_SAMPLER "None means
+# True" in V1; the dummy run already sets top_k / top_p), which filters without a sort (below; the v0.10.1 A100
+# records, vllm-dennislee22-*, leave 0.5 GiB for the whole profiling peak and non-torch memory where the sort over 256
+# requests would take 1.4 GiB); from SAMPLER_SORTS_SINCE FlashInfer is opt-in and the native path sorts (the llm-d
+# profiles), until the filter without a sort below. Model Runner V2's dummy requests filter nothing: the 16-bit
+# logits and their fp32 copy.
 GREEDY_SAMPLER_BYTES_PER_LOGIT = 2 + 4
 SAMPLER_SORTS_SINCE = (0, 11)
 # From v0.17 the PyTorch-native path filters without sorting when the batch has 8 rows or more: apply_top_k_top_p runs
@@ -653,17 +653,17 @@ def _forward_peak(a: Architecture, tokens: int, tp: int) -> int:
 
 
 def sampler_bytes_per_logit(s: ServeScenario, requests: int, v2: bool) -> int:
-    """Bytes per logit at the peak of the profiling run's sampler: Model Runner V2 and the 'auto' sampler before
-    v0.11 keep the logits and their fp32 copy; FlashInfer (chosen, or 'auto' on NVIDIA GPUs from v0.21) and the
-    PyTorch-native path of v0.17+ over 8 requests or more filter without sorting; the native path sorts otherwise."""
-    if v2 or s.sampler == "auto" and not at_least(s, *SAMPLER_SORTS_SINCE):
+    """Bytes per logit at the peak of the profiling run's sampler: Model Runner V2 keeps the logits and their fp32
+    copy; FlashInfer (chosen, or 'auto' on NVIDIA GPUs before v0.11 and from v0.21) and the PyTorch-native path of
+    v0.17+ over 8 requests or more filter without sorting; the native path sorts otherwise."""
+    if v2:
         return GREEDY_SAMPLER_BYTES_PER_LOGIT
-    flashinfer = s.sampler == "flashinfer" or s.sampler == "auto" and at_least(
-        s, *FLASHINFER_SAMPLER_DEFAULT_SINCE) and catalog.gpu(s.gpu).vendor == "NVIDIA"
-    if flashinfer and at_least(s, *SAMPLER_SORTS_SINCE) or (
-            at_least(s, *TRITON_FILTER_SINCE) and requests >= TRITON_FILTER_MIN_ROWS):
+    default_on = not at_least(s, *SAMPLER_SORTS_SINCE) or at_least(s, *FLASHINFER_SAMPLER_DEFAULT_SINCE)
+    flashinfer = s.sampler == "flashinfer" or s.sampler == "auto" and default_on and \
+        catalog.gpu(s.gpu).vendor == "NVIDIA"
+    if flashinfer or at_least(s, *TRITON_FILTER_SINCE) and requests >= TRITON_FILTER_MIN_ROWS:
         return FILTER_SAMPLER_BYTES_PER_LOGIT
-    return GREEDY_SAMPLER_BYTES_PER_LOGIT if flashinfer else SAMPLER_BYTES_PER_LOGIT
+    return SAMPLER_BYTES_PER_LOGIT
 
 
 def v2_runner(s: ServeScenario) -> bool:

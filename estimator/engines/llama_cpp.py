@@ -213,13 +213,18 @@ def gguf_name(t: Tensor, output_norm: bool = False) -> str:
     return f"blk.{t.layer}.{GGUF_BASE.get(t.role, t.role)}.{'bias' if t.role == 'bias' else 'weight'}"
 
 
+def _output_norm(every: list[Tensor]) -> int:
+    """The index of output_norm among a model's tensor groups (the last norm outside the blocks; -1 if none)."""
+    return max((i for i, t in enumerate(every) if t.layer < 0 and t.role == "norm"), default=-1)
+
+
 @functools.lru_cache(maxsize=256)
 def _overridden(a: Architecture, text: str) -> tuple[int | None, ...]:
     """Per tensor group of `a` (tensors' order), the device the first matching -ot pattern gives it (-1: host
     memory; None: no pattern matches). llama_model::load_tensors' create_tensor searches each override's pattern in
     the tensor's name (std::regex_search) and takes the first that matches."""
     rules, every = override_rules(text), tensors(a)
-    output_norm = max((i for i, t in enumerate(every) if t.layer < 0 and t.role == "norm"), default=-1)
+    output_norm = _output_norm(every)
     return tuple(next((device for pattern, device in rules if pattern.search(gguf_name(t, i == output_norm))), None)
                  for i, t in enumerate(every))
 
@@ -233,7 +238,7 @@ def _placed(a: Architecture, s: ServeScenario, lay: Layout):
     fmt = weight_format(gguf_type(s))
     every = tensors(a)
     overridden = _overridden(a, s.override_tensor) if s.override_tensor else (None,) * len(every)
-    output_norm = max((i for i, t in enumerate(every) if t.layer < 0 and t.role == "norm"), default=-1)
+    output_norm = _output_norm(every)
     for i, t in enumerate(every):
         size = checkpoint.tensor_bytes(a, t) if checkpoint else tensor_bytes(fmt, t, a)
         if overridden[i] is not None:

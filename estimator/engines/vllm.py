@@ -288,6 +288,11 @@ def pp_stages(num_layers: int, pp: int) -> tuple[tuple[int, int], ...]:
     return tuple((start, start + n) for start, n in zip(starts, parts))
 
 
+def largest_stage(num_layers: int, pp: int) -> tuple[int, int]:
+    """The [start, end) layers of the pipeline stage holding the most (the first of them)."""
+    return max(pp_stages(num_layers, pp), key=lambda stage: stage[1] - stage[0])
+
+
 @functools.lru_cache(maxsize=1024)
 def _page_layout(a: Architecture, kv_dtype: str, block_size: int, tp: int, draft_layers: int = 0,
                  pp: int = 1) -> tuple[int, tuple[KVGroup, ...], int]:
@@ -389,7 +394,8 @@ def _weights_per_gpu(s: ServeScenario) -> tuple[int, int]:
     embeddings = w.embeddings / tp
     if pp > 1 and not s.model.tie_word_embeddings:
         embeddings /= 2  # the input embedding on the first stage, the lm_head on the last
-    stage = max(end - start for start, end in pp_stages(s.model.num_layers, pp)) / s.model.num_layers
+    start, end = largest_stage(s.model.num_layers, pp)
+    stage = (end - start) / s.model.num_layers
     layers = (w.layers / tp + experts + w.vectors) * stage  # the largest stage's share of the layers
     return math.ceil(layers + embeddings + _draft_bytes(s) / tp), math.ceil(w.towers / tp)
 
@@ -423,7 +429,7 @@ def lora_bytes(s: ServeScenario) -> int:
 @functools.lru_cache(maxsize=256)
 def _lora_bytes(a: Architecture, max_loras: int, rank: int, tp: int, pp: int, expert_ranks: int,
                 experts_too: bool) -> int:
-    start, end = max(pp_stages(a.num_layers, pp), key=lambda stage: stage[1] - stage[0])
+    start, end = largest_stage(a.num_layers, pp)
     per_slot = 0.0
     for t in tensors(a):
         if not (t.is_matrix and start <= t.layer < end) or t.is_expert and not experts_too:
@@ -539,7 +545,7 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
     weights, vision = _weights_per_gpu(s)
     offloaded = 0
     if s.cpu_offload_gb:
-        start, end = max(pp_stages(a.num_layers, s.pipeline_parallel), key=lambda stage: stage[1] - stage[0])
+        start, end = largest_stage(a.num_layers, s.pipeline_parallel)
         offloaded = min(weights, offloaded_bytes(s, start, end, tp * s.data_parallel if s.expert_parallel else tp))
     weights -= offloaded  # pinned host memory, outside the GPU's "Model loading took"
     lora = lora_bytes(s)  # allocated with the weights: inside "Model loading took"

@@ -41,6 +41,7 @@ class Gpu:
     fp8_tflops: float | None = None  # dense FP8 tensor peak; None: no FP8 tensor path (or none published)
     interconnect: str = ""  # GPU-to-GPU link, e.g. "NVLink 4 (18 links)", "PCIe 4.0 x16"; "" when not recorded
     interconnect_gb_s: float | None = None  # its bandwidth per GPU, one direction, decimal GB/s
+    host_link_gb_s: float | None = None  # the link to host memory (PCIe), one direction, decimal GB/s; None: unknown
     aliases: tuple[str, ...] = ()  # the names nvidia-smi, rocm-smi or macOS print where they differ from `name`
     featured: bool = False  # one of the GPUs the fit table shows before "all GPUs" is asked for
 
@@ -116,6 +117,15 @@ def raw_config(model_id: str) -> dict:
     return next(dict(entry["config"]) for entry in _read("models.json")["models"] if entry["id"] == wanted)
 
 
+def _host_link_gb_s(g: dict) -> float | None:
+    """The GPU's link to host memory: `host_link_gb_s` where the card's GPU-to-GPU link is another (NVLink, Infinity
+    Fabric), else its interconnect when that is PCIe; None where neither is recorded (unified memory, a superchip's
+    C2C link, a datasheet that gives no host link)."""
+    if "host_link_gb_s" in g:
+        return g["host_link_gb_s"]
+    return g.get("interconnect_gb_s") if g.get("interconnect", "").startswith("PCIe") else None
+
+
 @functools.lru_cache(maxsize=1)
 def gpus() -> tuple[Gpu, ...]:
     """Every catalog GPU, in file order."""
@@ -127,6 +137,7 @@ def gpus() -> tuple[Gpu, ...]:
                        bf16_tflops=g.get("bf16_dense_tflops"), kind=g["kind"], source=g["source"],
                        fp16_tflops=g.get("fp16_dense_tflops"), fp8_tflops=g.get("fp8_dense_tflops"),
                        interconnect=g.get("interconnect", ""), interconnect_gb_s=g.get("interconnect_gb_s"),
+                       host_link_gb_s=_host_link_gb_s(g),
                        aliases=tuple(g.get("aliases", ())), featured=bool(g.get("featured"))))
     return tuple(out)
 

@@ -306,6 +306,33 @@ def request_cost(engine: str) -> RequestCost | None:
     return _request_costs().get(ENGINE_FAMILY.get(engine, engine))
 
 
+def host_offload_table(data: dict) -> dict[str, Efficiency]:
+    """speed.json's achieved fractions of the host link's peak for weights read from host memory, by engine."""
+    return {e["engine"]: Efficiency(float(e["value"]), f"{e['engine']}, --cpu-offload-gb weights over the host link",
+                                    tuple(e["records"]), tuple(e["range"]))
+            for e in data.get("host_offload", ())}
+
+
+@functools.lru_cache(maxsize=1)
+def _host_offload() -> dict[str, Efficiency]:
+    return host_offload_table(_speed_data())
+
+
+def host_offload_seconds(offloaded_bytes: float, g: Gpu, engine: str,
+                         table: dict[str, Efficiency] | None = None) -> tuple[float, Efficiency] | None:
+    """Seconds one forward spends reading `offloaded_bytes` of one GPU's weights from pinned host memory, and the
+    efficiency that prices them: vLLM's UVAOffloader (vllm/model_executor/offloader/uva.py in the v0.17.1 wheel)
+    leaves each offloaded parameter in pinned host memory and hands the kernels a CUDA view of it
+    (get_accelerator_view_from_cpu_tensor, "zero-copy access ... at the cost of PCIe bandwidth"), so every forward,
+    prefill or decode step, reads those bytes over the GPU's host link, at the achieved fraction of its peak that
+    speed.json derives for the engine (`python -m validation speed --derive`). None where the GPU's host link is not
+    recorded or no fraction is derived for the engine (SGLang, llama.cpp)."""
+    e = (_host_offload() if table is None else table).get(ENGINE_FAMILY.get(engine, engine))
+    if e is None or not g.host_link_gb_s:
+        return None
+    return offloaded_bytes / (g.host_link_gb_s * 1e9 * e.value), e
+
+
 def lookup_efficiency(table: dict[tuple[str, ...], Efficiency], engine: str, klass: str, phase: str,
                       kernel: str, gpu: str = "") -> Efficiency:
     """The most specific efficiency of `table`: (engine, GPU class, phase, kernel), then without the kernel, then
@@ -610,6 +637,7 @@ class Speed:
     basis: Basis | None = None  # what it was computed from (its assumptions)
     scope: tuple[str, ...] = ()  # notes of the caller: what scenario the numbers are for
     host_bytes_left_out: int = 0  # weights read from host memory at every step, which the numbers leave out
+    host_s: float = 0.0  # seconds each forward spends reading weights from host memory, included in the numbers
 
     @property
     def assumptions(self) -> tuple[str, ...]:
@@ -823,6 +851,9 @@ def serve_speed(s: ServeScenario, report: ServeReport) -> Speed:
                            SERVE_PROMPT + SERVE_GENERATED // 2, engine)
     offloaded = bool(report.host_bytes and s.cpu_offload_gb)
     on_cpu = s.engine in ("llama.cpp", "ollama") and _layers_on_host(s, report)
+    # a token passes every pipeline stage, and each stage's GPUs read their own offloaded share
+    per_forward = report.host_bytes / s.gpus * s.pipeline_parallel if offloaded else 0
+    host = host_offload_seconds(per_forward, g, engine) if offloaded else None
     scope = (f"Speed by llama-bench's conventions: pp{SERVE_PROMPT} and tg{SERVE_GENERATED} at batch 1 (TTFT of one "
              f"{SERVE_PROMPT}-token request: the forward, + the server's cost per request where one is derived for "
              "the engine); throughput "
@@ -831,13 +862,34 @@ def serve_speed(s: ServeScenario, report: ServeReport) -> Speed:
              *(("Pipeline parallel: a token passes the stages one after another, so a step takes the sum of the "
                 "stages' times, as one GPU reading every layer's share would (transfers between stages not "
                 "modelled)",) if s.pipeline_parallel > 1 else ()),
-             *((f"CPU weight offload (--cpu-offload-gb {s.cpu_offload_gb:g}): every forward also reads "
-                f"{report.host_bytes / s.gpus / 2**30:.2f} GiB per GPU from host memory over the host link, which "
-                "these speeds leave out (the catalog records no host-link bandwidth): decode is slower, by that "
-                "transfer's time per step",) if offloaded else ()),
+             *((_host_offload_note(s, g, per_forward, host),) if offloaded else ()),
              *((f"llama.cpp keeps {report.host_bytes / 2**30:.2f} GiB of weights in host RAM (the token embedding and "
                 "what -ngl, --n-cpu-moe or -ot leave there): the CPU computes with them at every step, at the host's "
                 "memory bandwidth, which these speeds leave out; decode is slower by that time",)
                if on_cpu else ()))
-    return dataclasses.replace(one, throughput_tokens_per_s=many.throughput_tokens_per_s, scope=scope,
-                               host_bytes_left_out=report.host_bytes if offloaded or on_cpu else 0)
+    if host is None:
+        return dataclasses.replace(one, throughput_tokens_per_s=many.throughput_tokens_per_s, scope=scope,
+                                   host_bytes_left_out=report.host_bytes if offloaded or on_cpu else 0)
+    extra = host[0]  # seconds per forward: the prompt's, and every decode step's
+    prefill = SERVE_PROMPT / (SERVE_PROMPT / one.prefill_tokens_per_s + extra)
+    return dataclasses.replace(one, prefill_tokens_per_s=prefill, ttft_s=one.ttft_s + extra,
+                               decode_tokens_per_s=1 / (1 / one.decode_tokens_per_s + extra),
+                               throughput_tokens_per_s=sequences / (sequences / many.throughput_tokens_per_s + extra),
+                               bound="memory", scope=scope, host_s=extra)
+
+
+def _host_offload_note(s: ServeScenario, g: Gpu, per_forward: float, host: tuple[float, Efficiency] | None) -> str:
+    """What --cpu-offload-gb does to the speeds, in words."""
+    head = (f"CPU weight offload (--cpu-offload-gb {s.cpu_offload_gb:g}): every forward also reads "
+            f"{per_forward / 2**30:.2f} GiB per GPU from pinned host memory over the GPU's host link")
+    if host is None:
+        why = ("the catalog records no host link for this GPU" if not g.host_link_gb_s else
+               "validation/published/offload.csv has no measurement of this engine's offload to derive its rate from")
+        return f"{head}, which these speeds leave out ({why}): decode is slower, by that transfer's time per step"
+    seconds, e = host
+    low, high = e.spread or (e.value, e.value)
+    return (f"{head} ({g.host_link_gb_s:g} GB/s a direction) in place, zero-copy (vLLM's UVA offloader), at "
+            f"{e.value:.2f} of the link's peak (median of {len(e.records)} published measurements, "
+            f"validation/published/offload.csv; {low:.2f}-{high:.2f} over them, validation/FINDINGS.md says which "
+            f"runs reach the top): {seconds * 1e3:,.1f} ms added to the prompt's forward and to every decode step "
+            "above")

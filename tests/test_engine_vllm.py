@@ -620,7 +620,7 @@ def test_cpu_offload_moves_whole_parameters_of_the_first_layers_to_host_memory()
     assert r.component("kv_cache") - plain.component("kv_cache") == offloaded  # the budget's room goes to the KV cache
     assert dict(import_command(launch_command(s)).fields) == {"max_model_len": 8192, "cpu_offload_gb": 1.0}
     from estimator.speed import serve_speed
-    assert any("reads 1.11 GiB per GPU from host memory" in note for note in serve_speed(s, r).assumptions)
+    assert any("reads 1.11 GiB per GPU from pinned host memory" in note for note in serve_speed(s, r).assumptions)
 
 
 def test_lora_slots_are_sized_per_wrapped_linear_shard():

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from validation import offload
 from validation import speed as vs
 
 ENGINES = {"vllm", "sglang", "llama.cpp", "ollama", "mlx", "transformers", "tensorrt-llm", "exllamav2", "other"}
@@ -35,7 +36,7 @@ def test_every_record_follows_the_shared_schema():
 
 def test_the_committed_efficiencies_are_the_rule_applied_to_the_records():
     """speed.json is derived, never edited: `python -m validation speed --derive` rewrites it."""
-    derived = vs.derive(vs.cases_of(vs.load_records()))
+    derived = vs.derive_file(vs.cases_of(vs.load_records()))
     assert json.loads(vs.SPEED_JSON.read_text(encoding="utf-8")) == json.loads(json.dumps(derived))
 
 
@@ -43,6 +44,8 @@ def test_held_out_records_enter_no_efficiency():
     data = json.loads(vs.SPEED_JSON.read_text(encoding="utf-8"))
     used = {record for e in data["efficiencies"] for record in e["records"]}
     assert not {r["id"] for r in vs.load_records() if vs.held_out(r["id"])} & used
+    offloaded = {record for e in data["host_offload"] for record in e["records"]}
+    assert not {r["id"] for r in offload.load() if vs.held_out(r["id"])} & offloaded and len(offloaded) == 51
 
 
 def test_llama_cpp_median_error_is_within_20_percent_for_decode_and_prefill():

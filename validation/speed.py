@@ -782,11 +782,20 @@ def load_results(path: Path = SPEED_RESULTS_CSV) -> list[dict]:
         return list(csv.DictReader(handle))
 
 
+def derive_file(cases: list[Case]) -> dict:
+    """The whole of speed.json: `derive`'s efficiencies and request costs, and the host-link fraction of the
+    offload records (validation/offload.py, validation/published/offload.csv)."""
+    from . import offload  # it reads this module's name tables
+
+    return {**derive(cases), "host_offload": offload.derive(offload.cases())}
+
+
 def run(derive_first: bool = False, write: bool = True) -> list[dict]:
     cases = cases_of(load_records())
     if derive_first:
-        SPEED_JSON.write_text(json.dumps(derive(cases), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        for cached in (speed._speed_data, speed._efficiency_table, speed._request_costs, speed.efficiency):
+        SPEED_JSON.write_text(json.dumps(derive_file(cases), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        for cached in (speed._speed_data, speed._efficiency_table, speed._request_costs, speed.efficiency,
+                       speed._host_offload):
             cached.cache_clear()
     rows = results(cases)
     if write:

@@ -511,8 +511,8 @@ def offloaded_bytes(s: ServeScenario, first_layer: int, end_layer: int, expert_r
         if not first_layer <= t.layer < end_layer:
             continue
         size = size_of(t) / (expert_ranks if t.is_expert else tp) if t.is_matrix else size_of(t)
-        fused = previous is not None and previous.layer == t.layer and FUSED_PARAMETERS.get(t.role) in (
-            previous.role, FUSED_PARAMETERS.get(previous.role))
+        fused = previous is not None and previous.layer == t.layer and t.role in FUSED_PARAMETERS and \
+            FUSED_PARAMETERS[t.role] in (previous.role, FUSED_PARAMETERS.get(previous.role))
         if offloaded >= budget and not fused:
             break
         offloaded += math.ceil(size)

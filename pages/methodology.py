@@ -447,6 +447,12 @@ st.dataframe(pd.DataFrame([{"Engine": e[0] or "any", "GPU class (or GPU)": e[1] 
                             "Step cost (ms)": round(value.step_s * 1e3, 2),
                             "Layer cost (us)": round(value.layer_s * 1e6, 1), "Records": len(value.records)}
                            for e, value in speed_model._efficiency_table().items()]), hide_index=True)
+for engine, host in speed_model._host_offload().items():
+    st.markdown(f"Weights `--cpu-offload-gb` keeps in host memory ({engine}): every forward, prompt and decode step, "
+                f"reads them over the GPU's host link (PCIe, `host_link_gb_s` in the GPU catalog) in place, at "
+                f"**{host.value:.3f}** of its peak: the median over {len(host.records)} published measurements "
+                f"({host.spread[0]:.2f}-{host.spread[1]:.2f}; `validation/published/offload.csv`, "
+                "`python -m validation speed`; the outliers in `validation/FINDINGS.md`).")
 
 st.header("Formats and KV dtypes")
 st.dataframe(pd.DataFrame([{"Id (link)": f.id, "Format": f.label, "Bits per weight": round(float(f.bits), 4),

@@ -134,3 +134,10 @@ def test_the_engine_table_shows_each_quantity_over_every_record_and_over_the_ful
     assert only_stated["Records"] == len(stated)
     assert only_stated["Median |error| (%)"] == round(
         statistics.median(abs(float(r["error_pct"])) for r in stated), 1)
+
+
+def test_the_host_offload_rate_is_the_derived_one():
+    from estimator import speed
+    at = start(page="methodology")
+    host = speed._host_offload()["vllm"]
+    assert f"**{host.value:.3f}** of its peak: the median over {len(host.records)} published" in texts(at)

@@ -50,6 +50,7 @@ from .architecture import Architecture, parameter_counts, tensors
 from .catalog import Gpu
 from .catalog import gpu as catalog_gpu
 from .engines.base import ServeReport, ServeScenario, override_rules, tensor_size
+from .engines.llama_cpp import OFFLOAD_MIN_BATCH, host_matrices
 from .formats import CHECKPOINT, WEIGHT_FORMATS, weight_format
 from .inference import QUICK_ROWS
 from .quick import quick_inference
@@ -331,6 +332,47 @@ def host_offload_seconds(offloaded_bytes: float, g: Gpu, engine: str,
     if e is None or not g.host_link_gb_s:
         return None
     return offloaded_bytes / (g.host_link_gb_s * 1e9 * e.value), e
+
+
+HOST_PHASES = {"decode": "the CPU's decode over weights in host RAM, of the RAM's peak bandwidth",
+               "copy": "op offload's copy of host weights to the GPU, of the host link's peak"}
+
+
+def host_compute_table(data: dict) -> dict[tuple[str, str], Efficiency]:
+    """speed.json's achieved fractions for weights an engine leaves in host memory, by (engine, HOST_PHASES key)."""
+    return {(e["engine"], e["phase"]): Efficiency(float(e["value"]), f"{e['engine']}, {HOST_PHASES[e['phase']]}",
+                                                  tuple(e["records"]), tuple(e["range"]))
+            for e in data.get("host_compute", ())}
+
+
+@functools.lru_cache(maxsize=1)
+def _host_compute() -> dict[tuple[str, str], Efficiency]:
+    return host_compute_table(_speed_data())
+
+
+def host_decode_seconds(touched_bytes: float, host_gb_s: float, engine: str,
+                        table: dict[tuple[str, str], Efficiency] | None = None) -> tuple[float, Efficiency] | None:
+    """Seconds the CPU spends on one token's layers and experts in host memory: llama.cpp runs a mat-mul on the
+    backend of its weight's buffer when the batch is under op offload's 32 tokens (ggml-cuda.cu
+    ggml_backend_cuda_device_offload_op), so at decode the CPU streams `touched_bytes` from RAM, at the achieved
+    fraction of the RAM's peak (`host_gb_s`, the scenario's input) that speed.json derives from published runs
+    (`python -m validation speed --derive`). None without the RAM's bandwidth or a derived fraction."""
+    e = (_host_compute() if table is None else table).get((ENGINE_FAMILY.get(engine, engine), "decode"))
+    if e is None or not host_gb_s:
+        return None
+    return touched_bytes / (host_gb_s * 1e9 * e.value), e
+
+
+def host_copy_seconds(copied_bytes: float, g: Gpu, engine: str,
+                      table: dict[tuple[str, str], Efficiency] | None = None) -> tuple[float, Efficiency] | None:
+    """Seconds op offload spends copying a ubatch's host weights to the GPU: from 32 tokens a mat-mul of a host
+    weight runs on the GPU and ggml_backend_sched_compute_splits copies the weight there first, a MoE weight only
+    the experts the ubatch routes to ("copying only the experts that are used", ggml/src/ggml-backend.cpp), over
+    the GPU's host link at the fraction speed.json derives. None without a host link or a derived fraction."""
+    e = (_host_compute() if table is None else table).get((ENGINE_FAMILY.get(engine, engine), "copy"))
+    if e is None or not g.host_link_gb_s:
+        return None
+    return copied_bytes / (g.host_link_gb_s * 1e9 * e.value), e
 
 
 def lookup_efficiency(table: dict[tuple[str, ...], Efficiency], engine: str, klass: str, phase: str,
@@ -832,12 +874,13 @@ def _layers_on_host(s: ServeScenario, report: ServeReport) -> bool:
             or any(device < 0 for _, device in override_rules(s.override_tensor)))
 
 
-def serve_speed(s: ServeScenario, report: ServeReport) -> Speed:
+def serve_speed(s: ServeScenario, report: ServeReport, host: bool = True) -> Speed:
     """An engine's speed by llama-bench's conventions: pp512 (prefill throughput and TTFT of a 512-token prompt)
     and tg128 (decode at batch 1 from an empty context); the throughput over as many 640-token requests as the
     engine runs at once (its running-request limit, capped by what its KV cache holds). The engine serves requests,
     so the TTFT is one request's as a serving client times it: the forward + the engine's fixed cost per request
-    where speed.json derives one (`request_cost`)."""
+    where speed.json derives one (`request_cost`). `host=False`: the GPU's part alone, without the time of weights
+    in host memory (validation subtracts it from measured times)."""
     settings = dict(report.settings)
     limit = next((int(settings[k]) for k in ("max_num_seqs", "n_parallel", "num_parallel", "batch") if k in settings),
                  s.max_num_seqs or 1)
@@ -849,11 +892,17 @@ def serve_speed(s: ServeScenario, report: ServeReport) -> Speed:
                           SERVE_GENERATED // 2, engine, client=True)
     many = inference_speed(s.model, g, s.weights, s.kv_dtype, s.tensor_parallel, sequences, SERVE_PROMPT,
                            SERVE_PROMPT + SERVE_GENERATED // 2, engine)
-    offloaded = bool(report.host_bytes and s.cpu_offload_gb)
-    on_cpu = s.engine in ("llama.cpp", "ollama") and _layers_on_host(s, report)
-    # a token passes every pipeline stage, and each stage's GPUs read their own offloaded share
-    per_forward = report.host_bytes / s.gpus * s.pipeline_parallel if offloaded else 0
-    host = host_offload_seconds(per_forward, g, engine) if offloaded else None
+    offloaded = host and bool(report.host_bytes and s.cpu_offload_gb)
+    on_cpu = host and s.engine in ("llama.cpp", "ollama") and _layers_on_host(s, report)
+    if offloaded:  # a token passes every pipeline stage, and each stage's GPUs read their own offloaded share
+        per_forward = report.host_bytes / s.gpus * s.pipeline_parallel
+        found = host_offload_seconds(per_forward, g, engine)
+        extra = found[0] if found is not None else 0.0
+        time = HostTime(extra, extra, extra, _host_offload_note(s, g, per_forward, found), found is None)
+    elif on_cpu:
+        time = _llama_cpp_host_time(s, settings, g, engine, one, many, sequences)
+    else:
+        time = HostTime(0.0, 0.0, 0.0, "", False)
     scope = (f"Speed by llama-bench's conventions: pp{SERVE_PROMPT} and tg{SERVE_GENERATED} at batch 1 (TTFT of one "
              f"{SERVE_PROMPT}-token request: the forward, + the server's cost per request where one is derived for "
              "the engine); throughput "
@@ -862,20 +911,85 @@ def serve_speed(s: ServeScenario, report: ServeReport) -> Speed:
              *(("Pipeline parallel: a token passes the stages one after another, so a step takes the sum of the "
                 "stages' times, as one GPU reading every layer's share would (transfers between stages not "
                 "modelled)",) if s.pipeline_parallel > 1 else ()),
-             *((_host_offload_note(s, g, per_forward, host),) if offloaded else ()),
-             *((f"llama.cpp keeps {report.host_bytes / 2**30:.2f} GiB of weights in host RAM (the token embedding and "
-                "what -ngl, --n-cpu-moe or -ot leave there): the CPU computes with them at every step, at the host's "
-                "memory bandwidth, which these speeds leave out; decode is slower by that time",)
-               if on_cpu else ()))
-    if host is None:
+             *((time.note,) if time.note else ()))
+    if not (time.prefill_s or time.decode_s or time.many_s):
         return dataclasses.replace(one, throughput_tokens_per_s=many.throughput_tokens_per_s, scope=scope,
-                                   host_bytes_left_out=report.host_bytes if offloaded or on_cpu else 0)
-    extra = host[0]  # seconds per forward: the prompt's, and every decode step's
-    prefill = SERVE_PROMPT / (SERVE_PROMPT / one.prefill_tokens_per_s + extra)
-    return dataclasses.replace(one, prefill_tokens_per_s=prefill, ttft_s=one.ttft_s + extra,
-                               decode_tokens_per_s=1 / (1 / one.decode_tokens_per_s + extra),
-                               throughput_tokens_per_s=sequences / (sequences / many.throughput_tokens_per_s + extra),
-                               bound="memory", scope=scope, host_s=extra)
+                                   host_bytes_left_out=report.host_bytes if time.left_out else 0)
+    prefill = SERVE_PROMPT / (SERVE_PROMPT / one.prefill_tokens_per_s + time.prefill_s)
+    return dataclasses.replace(
+        one, prefill_tokens_per_s=prefill, ttft_s=one.ttft_s + time.prefill_s,
+        decode_tokens_per_s=1 / (1 / one.decode_tokens_per_s + time.decode_s),
+        throughput_tokens_per_s=sequences / (sequences / many.throughput_tokens_per_s + time.many_s),
+        bound="memory" if time.decode_s else one.bound, scope=scope, host_s=max(time.prefill_s, time.decode_s),
+        host_bytes_left_out=report.host_bytes if time.left_out else 0)
+
+
+@dataclass(frozen=True)
+class HostTime:
+    """Seconds weights in host memory add to the prompt's forward, a decode step at batch 1 and a step of the
+    concurrent requests, with what they are in words; `left_out`: some of that time is not in them."""
+
+    prefill_s: float
+    decode_s: float
+    many_s: float
+    note: str
+    left_out: bool
+
+
+def _llama_cpp_host_time(s: ServeScenario, settings: dict, g: Gpu, engine: str, one: Speed, many: Speed,
+                         sequences: int) -> HostTime:
+    """llama.cpp's weights in host memory (-ngl below the layers, --n-cpu-moe, -ot ...=CPU): a batch under 32 tokens
+    runs their mat-muls on the CPU, reading them from RAM instead of the GPU's memory (`host_decode_seconds`, the
+    GPU's time for those bytes taken off); a batch of 32 or more copies them to the GPU first, each ubatch of the
+    prompt its own copy (`host_copy_seconds`). Where the RAM's bandwidth (the scenario's input) or a derived fraction
+    is missing, that part stays out of the speeds and the note says so."""
+    a = s.model
+    # the layers as the start-up placed them (llama.cpp's --fit or Ollama's own rule chose -ngl where it was unset)
+    placed = dataclasses.replace(s, engine="llama.cpp", n_gpu_layers=int(settings.get("n_gpu_layers", s.n_gpu_layers)))
+    dense, expert = host_matrices(placed)
+    ub = int(settings.get("n_ubatch", SERVE_PROMPT))
+
+    def touched(tokens: int) -> float:
+        return dense + expert * experts_touched(a, tokens)
+
+    def cpu(tokens: int, speed: Speed) -> tuple[float, Efficiency] | None:
+        found = host_decode_seconds(touched(tokens), s.host_memory_gb_s, engine)
+        basis = speed.basis
+        saved = touched(tokens) / s.tensor_parallel / (basis.peaks.bandwidth * basis.e_bw.value)
+        return (found[0] - saved, found[1]) if found is not None else None
+
+    chunks = [min(ub, SERVE_PROMPT - start) for start in range(0, SERVE_PROMPT, ub)]
+    copy = host_copy_seconds(sum(touched(c) for c in chunks), g, engine) if ub >= OFFLOAD_MIN_BATCH else None
+    step = cpu(1, one)
+    batch = (host_copy_seconds(touched(sequences), g, engine) if sequences >= OFFLOAD_MIN_BATCH
+             else cpu(sequences, many))
+    read = touched(1)
+    parts = [f"llama.cpp keeps {(dense + expert) / 2**30:.2f} GiB of weight matrices in host RAM (what -ngl, "
+             f"--n-cpu-moe or -ot leave there; {expert / 2**30:.2f} GiB of it experts)"]
+    if step is not None:
+        parts.append(f"a token's decode reads {read / 2**30:.3f} GiB of them on the CPU (its experts: "
+                     f"{experts_touched(a, 1):.1%}) at {step[1].value:.2f} of the {s.host_memory_gb_s:g} GB/s RAM "
+                     f"given ({_fraction_source(step[1])}): {step[0] * 1e3:,.1f} ms more a step than reading them on "
+                     "the GPU")
+    else:
+        why = ("no host memory bandwidth given (--host-memory-bandwidth)" if not s.host_memory_gb_s else
+               "no fraction derived for this engine from validation/published/host_speed.csv")
+        parts.append(f"the CPU's time reading {read / 2**30:.3f} GiB of them for each decoded token is left out "
+                     f"({why}): decode is slower than shown")
+    if copy is not None:
+        parts.append(f"a prompt's ubatches of {ub} tokens copy them to the GPU first (op offload; a MoE's used "
+                     f"experts only) over the {g.host_link_gb_s:g} GB/s host link at {copy[1].value:.2f} of its peak "
+                     f"({_fraction_source(copy[1])}): {copy[0] * 1e3:,.1f} ms in the prompt's forward")
+    else:
+        parts.append("the prompt's time with them (op offload's copy to the GPU, or the CPU's own mat-muls under 32 "
+                     "tokens a ubatch) is left out")
+    return HostTime(copy[0] if copy else 0.0, step[0] if step else 0.0, batch[0] if batch else 0.0,
+                    "; ".join(parts), step is None or copy is None or batch is None)
+
+
+def _fraction_source(e: Efficiency) -> str:
+    low, high = e.spread or (e.value, e.value)
+    return f"median of {len(e.records)} published runs, {low:.2f}-{high:.2f}: {e.key}"
 
 
 def _host_offload_note(s: ServeScenario, g: Gpu, per_forward: float, host: tuple[float, Efficiency] | None) -> str:

@@ -156,3 +156,15 @@ def test_the_options_most_start_ups_leave_alone_open_when_a_command_sets_them():
     [more] = [e for e in at.expander if e.label.startswith("More vLLM options")]
     assert more.label == "More vLLM options · 3 set" and more.proto.expanded
     assert at.toggle(key="inference.e.enable_lora").value is True
+
+
+def test_llama_cpp_host_weights_name_the_missing_ram_bandwidth_and_the_link_carries_it():
+    """Experts in host RAM (--n-cpu-moe): without the RAM's bandwidth the caption says what is left out and where
+    to give it; the link's `e.hostbw` sets it (the page's option, as the CLI's --host-memory-bandwidth)."""
+    query = {"model": "Qwen/Qwen3-30B-A3B", "engine": "llama.cpp", "gpu": "rtx-3090", "e.ncmoe": "20"}
+    at = start(query)
+    captions = [c.value for c in at.caption]
+    assert any("Give the host's memory bandwidth (More options)" in c for c in captions), captions
+    at = start({**query, "e.hostbw": "96"})
+    assert at.number_input(key="inference.e.host_memory_gb_s").value == 96.0
+    assert not any("Give the host's memory bandwidth" in c.value for c in at.caption)

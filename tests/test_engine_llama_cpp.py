@@ -7,6 +7,7 @@ import pytest
 import estimator as est
 from estimator.engines import REFUSAL, ServeScenario, import_command, serve
 from estimator.engines import llama_cpp, ollama
+from estimator.engines.llama_cpp import host_matrices
 from estimator.units import GiB
 
 MiB = 2**20
@@ -445,11 +446,13 @@ def test_the_speeds_say_when_llama_cpp_computes_with_host_weights():
     base = ServeScenario(a, engine="llama.cpp", gpu="h100-sxm", weights="q4_k_m", max_model_len=8192, n_gpu_layers=99)
 
     def host_notes(s):
-        return [n for n in serve_speed(s, serve(s)).assumptions if "GiB of weights in host RAM" in n]
+        return [n for n in serve_speed(s, serve(s)).assumptions if "GiB of weight matrices in host RAM" in n]
 
     assert host_notes(base) == [] and serve_speed(base, serve(base)).host_bytes_left_out == 0
     experts = replace(base, override_tensor=r"\.ffn_.*_exps\.=CPU")
     [note] = host_notes(experts)
-    assert f"{serve(experts).host_bytes / GiB:.2f} GiB" in note
+    dense, expert = host_matrices(experts)  # every layer's experts; the token embedding is GET_ROWS, not a read
+    assert dense == 0 and f"keeps {expert / GiB:.2f} GiB of weight matrices in host RAM" in note
+    assert "no host memory bandwidth given (--host-memory-bandwidth)" in note
     assert serve_speed(experts, serve(experts)).host_bytes_left_out == serve(experts).host_bytes
     assert host_notes(replace(base, n_gpu_layers=20)) and host_notes(replace(base, n_cpu_moe=4))

@@ -34,16 +34,16 @@ OPTIONS = {
                "engine_version"),
     "llama.cpp": ("n_gpu_layers", "n_cpu_moe", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
                   "kv_dtype", "flash_attention", "weights", "tensor_parallel", "tensor_split", "override_tensor",
-                  "context_override", "engine_version"),
+                  "context_override", "host_memory_gb_s", "engine_version"),
     "ollama": ("n_gpu_layers", "n_cpu_moe", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_dtype",
-               "flash_attention", "weights", "tensor_parallel", "engine_version"),
+               "flash_attention", "weights", "tensor_parallel", "host_memory_gb_s", "engine_version"),
     "transformers": ("max_model_len", "max_num_seqs", "tensor_parallel", "kv_dtype", "weights"),
 }
 # Options most start-ups leave at the engine's default: drawn in "More ... options"
 ADVANCED = frozenset({"max_num_batched_tokens", "block_size", "cuda_graph_max_bs", "kv_cache_memory", "cpu_offload_gb",
                       "speculative_tokens", "sampler", "model_runner", "rope_scaling", "allow_long_context",
                       "enable_lora", "max_loras", "max_lora_rank", "tensor_split", "override_tensor",
-                      "context_override"})
+                      "context_override", "host_memory_gb_s"})
 STEPS = {"gpu_memory_utilization": 0.01, "mem_fraction_static": 0.01, "max_model_len": 1024,
          "max_num_batched_tokens": 1024, "kv_cache_memory": 2**30}  # number inputs' +/- steps (else 1)
 LABELS = {"weights": {CHECKPOINT: "The checkpoint's own", **{k: f.label for k, f in WEIGHT_FORMATS.items()}},
@@ -222,9 +222,12 @@ def _speed(inputs: dict, gpu_id: str) -> None:
     for column, (label, value, help_text) in zip(st.columns(len(cells)), cells):
         column.metric(label, value, help=help_text)
     if rate.host_bytes_left_out:
-        st.caption(f":material/warning: These speeds leave out the {rate.host_bytes_left_out / 2**30:,.1f} GiB of "
-                   "weights in host memory: every step also reads them there (the CPU's memory or the host link), so "
-                   "decode is slower than shown.")
+        s = links.serve_scenario_of(inputs, gpu_id)
+        hint = (" Give the host's memory bandwidth (More options) to include the CPU's part."
+                if s.engine in ("llama.cpp", "ollama") and not s.host_memory_gb_s else "")
+        st.caption(f":material/warning: These speeds leave out time with the {rate.host_bytes_left_out / 2**30:,.1f} "
+                   "GiB of weights in host memory: every step also reads them there (the CPU's memory or the host "
+                   f"link), so decode is slower than shown (see how the speed is estimated).{hint}")
     if rate.host_s:
         st.caption(f":material/info: Every forward above includes {rate.host_s * 1000:,.0f} ms reading the weights "
                    "kept in host memory over the GPU's host link, at the rate measured for this engine (see how the "

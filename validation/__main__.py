@@ -157,21 +157,22 @@ def validate_recipes(argv: list[str]) -> int:
 
 
 def validate_speed(argv: list[str]) -> int:
-    """Compare the speed model with validation/published/speed.csv and offload.csv; write
-    validation/speed_results.csv and offload_results.csv."""
+    """Compare the speed model with validation/published/speed.csv, offload.csv and host_speed.csv; write
+    validation/speed_results.csv, offload_results.csv and host_speed_results.csv."""
     parser = Parser(prog="python -m validation speed", description=validate_speed.__doc__)
     parser.add_argument("--derive", action="store_true",
                         help="first rewrite estimator/data/speed.json (the efficiencies) from the records")
     parser.add_argument("--no-write", action="store_true", help="print the summary without writing the CSV")
     args = parser.parse_args(argv)
-    from . import offload, speed
+    from . import host_speed, offload, speed
 
     rows = speed.run(derive_first=args.derive, write=not args.no_write)
     print(speed.summary(rows))
-    host = offload.results(offload.cases())
-    if not args.no_write:
-        offload.write_results(host)
-    print("\n" + offload.summary(host))
+    for module in (offload, host_speed):
+        compared = module.results(module.cases())
+        if not args.no_write and compared:
+            module.write_results(compared)
+        print("\n" + module.summary(compared))
     return 0
 
 

@@ -783,11 +783,13 @@ def load_results(path: Path = SPEED_RESULTS_CSV) -> list[dict]:
 
 
 def derive_file(cases: list[Case]) -> dict:
-    """The whole of speed.json: `derive`'s efficiencies and request costs, and the host-link fraction of the
-    offload records (validation/offload.py, validation/published/offload.csv)."""
-    from . import offload  # it reads this module's name tables
+    """The whole of speed.json: `derive`'s efficiencies and request costs, the host-link fraction of the offload
+    records (validation/offload.py, validation/published/offload.csv) and llama.cpp's fractions for weights in host
+    RAM (validation/host_speed.py, validation/published/host_speed.csv)."""
+    from . import host_speed, offload  # they read this module's name tables
 
-    return {**derive(cases), "host_offload": offload.derive(offload.cases())}
+    return {**derive(cases), "host_offload": offload.derive(offload.cases()),
+            "host_compute": host_speed.derive(host_speed.cases())}
 
 
 def run(derive_first: bool = False, write: bool = True) -> list[dict]:
@@ -795,7 +797,7 @@ def run(derive_first: bool = False, write: bool = True) -> list[dict]:
     if derive_first:
         SPEED_JSON.write_text(json.dumps(derive_file(cases), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         for cached in (speed._speed_data, speed._efficiency_table, speed._request_costs, speed.efficiency,
-                       speed._host_offload):
+                       speed._host_offload, speed._host_compute):
             cached.cache_clear()
     rows = results(cases)
     if write:

@@ -284,6 +284,12 @@ class ServeScenario:
         "CPU offload (GiB)", 0.0, link="cpuoff", flag="--cpu-offload-gb", unit="GiB", low=0.0, high=1_000_000.0,
         help="vLLM / SGLang --cpu-offload-gb: GiB of each GPU's layer weights kept in pinned host memory and read "
              "over PCIe at every forward; 0 = none."))
+    host_memory_gb_s: float = declare(Input(
+        "Host memory bandwidth (GB/s)", 0.0, link="hostbw", flag="--host-memory-bandwidth", unit="GB/s", low=0.0,
+        high=100_000.0,
+        help="llama.cpp / Ollama: the peak bandwidth of the host's RAM, where weights left in host memory (-ngl below "
+             "the layers, --n-cpu-moe, -ot ...=CPU) are read by the CPU at every token: channels x MT/s x 8 bytes "
+             "(dual-channel DDR5-6000: 2 x 6,000 x 8 = 96 GB/s); 0 = not known (the speeds leave that time out)."))
     kv_cache_memory: int = declare(Input(
         "KV cache memory (bytes)", 0, link="kvmem", flag="--kv-cache-memory", unit="bytes", low=0, high=2**50,
         help="vLLM: KV-cache bytes per GPU, replacing the utilization budget; 0 = not set."))

@@ -276,6 +276,25 @@ def _offload_copy(a: Architecture, s: ServeScenario, lay: Layout, ub: int) -> in
     return peak
 
 
+def host_matrices(s: ServeScenario) -> tuple[int, int]:
+    """(dense, expert) bytes of the weight matrices that `s` leaves in host memory, as `plan` places them (-ngl, its
+    --fit, --n-cpu-moe, -ot): what the CPU reads for a token, or what op offload copies to the GPU for a ubatch. The
+    token embedding is left out (a token reads one row of it, GET_ROWS on the CPU) unless it is also the lm_head of
+    an output layer in host memory (tied embeddings)."""
+    a, lay = s.model, plan(s)[0].layout
+    dense = expert = 0
+    for t, size, place in _placed(a, s, lay):
+        if place >= 0 or not t.is_matrix:
+            continue
+        if t.role == "token_embd" and not (a.tie_word_embeddings and lay.output_device < 0):
+            continue
+        if t.is_expert:
+            expert += size
+        else:
+            dense += size
+    return dense, expert
+
+
 def _weights_by_place(a: Architecture, s: ServeScenario, lay: Layout) -> dict:
     out: dict[int, int] = {}
     embedding = 0

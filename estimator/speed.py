@@ -679,7 +679,8 @@ class Speed:
     basis: Basis | None = None  # what it was computed from (its assumptions)
     scope: tuple[str, ...] = ()  # notes of the caller: what scenario the numbers are for
     host_bytes_left_out: int = 0  # weights read from host memory at every step, which the numbers leave out
-    host_s: float = 0.0  # seconds each forward spends reading weights from host memory, included in the numbers
+    host_prefill_s: float = 0.0  # seconds the prompt's forward spends with weights in host memory (included)
+    host_decode_s: float = 0.0  # the same for a decode step at batch 1 (included)
 
     @property
     def assumptions(self) -> tuple[str, ...]:
@@ -920,7 +921,8 @@ def serve_speed(s: ServeScenario, report: ServeReport, host: bool = True) -> Spe
         one, prefill_tokens_per_s=prefill, ttft_s=one.ttft_s + time.prefill_s,
         decode_tokens_per_s=1 / (1 / one.decode_tokens_per_s + time.decode_s),
         throughput_tokens_per_s=sequences / (sequences / many.throughput_tokens_per_s + time.many_s),
-        bound="memory" if time.decode_s else one.bound, scope=scope, host_s=max(time.prefill_s, time.decode_s),
+        bound="memory" if time.decode_s else one.bound, scope=scope, host_prefill_s=time.prefill_s,
+        host_decode_s=time.decode_s,
         host_bytes_left_out=report.host_bytes if time.left_out else 0)
 
 
@@ -959,7 +961,12 @@ def _llama_cpp_host_time(s: ServeScenario, settings: dict, g: Gpu, engine: str, 
         return (found[0] - saved, found[1]) if found is not None else None
 
     chunks = [min(ub, SERVE_PROMPT - start) for start in range(0, SERVE_PROMPT, ub)]
-    copy = host_copy_seconds(sum(touched(c) for c in chunks), g, engine) if ub >= OFFLOAD_MIN_BATCH else None
+    copied = sum(touched(c) for c in chunks)
+    copy = host_copy_seconds(copied, g, engine) if ub >= OFFLOAD_MIN_BATCH else None
+    if copy is None and ub >= OFFLOAD_MIN_BATCH and g.host_link_gb_s:  # no measured fraction: the link's peak
+        copy = (copied / (g.host_link_gb_s * 1e9), Efficiency(1.0, "the link's peak: no published prompt of llama.cpp "
+                                                              "with weights in host RAM sets a fraction yet, so this "
+                                                              "prompt time is a floor and its speed a ceiling", ()))
     step = cpu(1, one)
     batch = (host_copy_seconds(touched(sequences), g, engine) if sequences >= OFFLOAD_MIN_BATCH
              else cpu(sequences, many))
@@ -979,7 +986,8 @@ def _llama_cpp_host_time(s: ServeScenario, settings: dict, g: Gpu, engine: str, 
     if copy is not None:
         parts.append(f"a prompt's ubatches of {ub} tokens copy them to the GPU first (op offload; a MoE's used "
                      f"experts only) over the {g.host_link_gb_s:g} GB/s host link at {copy[1].value:.2f} of its peak "
-                     f"({_fraction_source(copy[1])}): {copy[0] * 1e3:,.1f} ms in the prompt's forward")
+                     f"({_fraction_source(copy[1]) if copy[1].records else copy[1].key}): {copy[0] * 1e3:,.1f} ms in "
+                     "the prompt's forward")
     else:
         parts.append("the prompt's time with them (op offload's copy to the GPU, or the CPU's own mat-muls under 32 "
                      "tokens a ubatch) is left out")

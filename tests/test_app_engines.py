@@ -168,3 +168,5 @@ def test_llama_cpp_host_weights_name_the_missing_ram_bandwidth_and_the_link_carr
     at = start({**query, "e.hostbw": "96"})
     assert at.number_input(key="inference.e.host_memory_gb_s").value == 96.0
     assert not any("Give the host's memory bandwidth" in c.value for c in at.caption)
+    assert any("These speeds include the time of the weights kept in host memory" in c.value and "a decoded token"
+               in c.value for c in at.caption)

@@ -141,3 +141,10 @@ def test_the_host_offload_rate_is_the_derived_one():
     at = start(page="methodology")
     host = speed._host_offload()["vllm"]
     assert f"**{host.value:.3f}** of its peak: the median over {len(host.records)} published" in texts(at)
+
+
+def test_the_host_ram_rate_is_the_derived_one():
+    from estimator import speed
+    at = start(page="methodology")
+    host = speed._host_compute()[("llama.cpp", "decode")]
+    assert f"**{host.value:.3f}**, the median over {len(host.records)} published runs" in texts(at)

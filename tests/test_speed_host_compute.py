@@ -39,9 +39,10 @@ def test_n_cpu_moe_reads_a_token_s_experts_from_ram_and_copies_a_prompt_s_to_the
     assert plain.basis.peaks.bandwidth == 936e9
     step = 1 / plain.decode_tokens_per_s - read / gpu_rate + read / (96e9 * 0.5)
     assert rate.decode_tokens_per_s == pytest.approx(1 / step, rel=1e-12)
+    assert rate.host_decode_s == pytest.approx(read / (96e9 * 0.5) - read / gpu_rate, rel=1e-12)
     copied = expert * (1 - (120 / 128) ** 512)
     assert rate.ttft_s == pytest.approx(plain.ttft_s + copied / (32e9 * 0.6), rel=1e-12)
-    assert rate.host_bytes_left_out == 0 and rate.host_s == pytest.approx(copied / (32e9 * 0.6), rel=1e-12)
+    assert rate.host_bytes_left_out == 0 and rate.host_prefill_s == pytest.approx(copied / (32e9 * 0.6), rel=1e-12)
     note, = (n for n in rate.assumptions if n.startswith("llama.cpp keeps"))
     assert "at 0.50 of the 96 GB/s RAM given" in note and "at 0.60 of its peak" in note
 
@@ -74,3 +75,28 @@ def test_the_fractions_are_medians_of_cpu_only_decodes_and_of_prompt_copies():
     assert entry["range"] == [round(read * 10 / 100e9, 4), round(read * 14 / 100e9, 4)]
     table = speed.host_compute_table({"host_compute": [entry]})
     assert host_speed.estimate(cases[0], table) == pytest.approx(100e9 * entry["value"] / read, rel=1e-12)
+
+
+def test_without_a_measured_copy_fraction_the_prompt_copies_at_the_link_s_peak(monkeypatch):
+    """No published llama.cpp prompt with host weights sets the copy's fraction: the copy is priced at the link's
+    peak, a floor on the prompt's time, and the note says the prompt speed is a ceiling."""
+    monkeypatch.setattr(speed, "_host_compute", lambda: {})
+    s = ServeScenario(QWEN_MOE, engine="llama.cpp", gpu="rtx-3090", weights="q4_k_m", max_model_len=4096,
+                      n_cpu_moe=20, host_memory_gb_s=96)
+    report = serve(s)
+    rate, plain = speed.serve_speed(s, report), speed.serve_speed(s, report, host=False)
+    copied = host_matrices(s)[1] * (1 - (120 / 128) ** 512)
+    assert rate.ttft_s == pytest.approx(plain.ttft_s + copied / 32e9, rel=1e-12)
+    assert rate.decode_tokens_per_s == plain.decode_tokens_per_s and rate.host_bytes_left_out == report.host_bytes
+    assert any("so this prompt time is a floor and its speed a ceiling" in n for n in rate.assumptions)
+
+
+def test_every_host_speed_record_states_its_source_machine_and_settings():
+    records = host_speed.load()
+    assert len(records) == 42 and len({r["id"] for r in records}) == 42
+    for r in records:
+        assert r["source"] and r["quote"] and r["cpu"] and float(r["value"]) > 0, r["id"]
+        assert r["date"] or "date not in the stored text" in r["notes"], r["id"]
+        assert r["metric"] in host_speed.DECODE_METRICS + host_speed.PREFILL_METRICS, r["id"]
+        assert r["host_memory_gb_s"] == "" or float(r["host_memory_gb_s"]) > 0, r["id"]
+        assert (r["gpu"] == "none") == (r["gpus"] == "0"), r["id"]

@@ -42,7 +42,8 @@ def test_vllm_offload_adds_the_offloaded_bytes_over_the_host_link_to_every_forwa
     plain = serve_speed(s, replace(r, host_bytes=0))  # the same report without the host bytes: GPU-only speeds
     rate = serve_speed(s, r)
     extra = 1_191_215_104 / (32e9 * _vllm_fraction())
-    assert rate.host_s == pytest.approx(extra, rel=1e-12) and rate.host_bytes_left_out == 0
+    assert rate.host_prefill_s == rate.host_decode_s == pytest.approx(extra, rel=1e-12)
+    assert rate.host_bytes_left_out == 0
     assert rate.ttft_s == pytest.approx(plain.ttft_s + extra, rel=1e-12)
     assert rate.decode_tokens_per_s == pytest.approx(1 / (1 / plain.decode_tokens_per_s + extra), rel=1e-12)
     assert rate.prefill_tokens_per_s == pytest.approx(512 / (512 / plain.prefill_tokens_per_s + extra), rel=1e-12)
@@ -55,11 +56,12 @@ def test_offload_stays_left_out_where_nothing_prices_it():
     """SGLang's offloader has no measurements yet, and a GPU without a recorded host link has no peak to price."""
     sglang = ServeScenario(LLAMA, engine="sglang", gpu="rtx-4090", max_model_len=8192, cpu_offload_gb=1)
     rate = serve_speed(sglang, serve(sglang))
-    assert rate.host_s == 0 and rate.host_bytes_left_out == serve(sglang).host_bytes > 0
+    assert rate.host_decode_s == rate.host_prefill_s == 0 and rate.host_bytes_left_out == serve(sglang).host_bytes > 0
     assert any("no measurement of this engine's offload" in n for n in rate.assumptions)
     gb200 = ServeScenario(LLAMA, gpu="gb200", cpu_offload_gb=1)
     rate = serve_speed(gb200, serve(gb200))
-    assert rate.host_s == 0 and any("records no host link for this GPU" in n for n in rate.assumptions)
+    assert rate.host_decode_s == rate.host_prefill_s == 0
+    assert any("records no host link for this GPU" in n for n in rate.assumptions)
 
 
 def test_the_fraction_is_the_median_of_bytes_over_added_time_and_link_peak():

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from validation import offload
+from validation import host_speed, offload
 from validation import speed as vs
 
 ENGINES = {"vllm", "sglang", "llama.cpp", "ollama", "mlx", "transformers", "tensorrt-llm", "exllamav2", "other"}
@@ -46,6 +46,8 @@ def test_held_out_records_enter_no_efficiency():
     assert not {r["id"] for r in vs.load_records() if vs.held_out(r["id"])} & used
     offloaded = {record for e in data["host_offload"] for record in e["records"]}
     assert not {r["id"] for r in offload.load() if vs.held_out(r["id"])} & offloaded and len(offloaded) == 51
+    on_host = {record for e in data["host_compute"] for record in e["records"]}
+    assert not {r["id"] for r in host_speed.load() if vs.held_out(r["id"])} & on_host and on_host
 
 
 def test_llama_cpp_median_error_is_within_20_percent_for_decode_and_prefill():

@@ -228,10 +228,11 @@ def _speed(inputs: dict, gpu_id: str) -> None:
         st.caption(f":material/warning: These speeds leave out time with the {rate.host_bytes_left_out / 2**30:,.1f} "
                    "GiB of weights in host memory: every step also reads them there (the CPU's memory or the host "
                    f"link), so decode is slower than shown (see how the speed is estimated).{hint}")
-    if rate.host_s:
-        st.caption(f":material/info: Every forward above includes {rate.host_s * 1000:,.0f} ms reading the weights "
-                   "kept in host memory over the GPU's host link, at the rate measured for this engine (see how the "
-                   "speed is estimated).")
+    if rate.host_prefill_s or rate.host_decode_s:
+        parts = [f"{seconds * 1000:,.0f} ms {where}" for seconds, where in
+                 ((rate.host_prefill_s, "in the prompt's forward"), (rate.host_decode_s, "a decoded token")) if seconds]
+        st.caption(f":material/info: These speeds include the time of the weights kept in host memory: "
+                   f"{' and '.join(parts)} (see how the speed is estimated).")
     with st.expander("How the speed is estimated", icon=":material/speed:"):
         st.markdown("\n".join(f"- {escape(note)}" for note in rate.assumptions))
 

@@ -69,6 +69,9 @@ def load(path: Path = HOST_CSV) -> list[dict]:
 
 
 def case(r: dict) -> HostCase:
+    if speed.ENGINE_FAMILY.get(r["engine"], r["engine"]) != "llama.cpp":
+        return HostCase(r, None, f"{r['engine']}: not llama.cpp's kernels (a fork with its own CPU quants and "
+                                 "repacking), and no engine of the estimator")
     model, why = model_of(r["model"])
     weights = weight_format_id(r["weights"])
     gpu, why_gpu = (catalog.gpu(CPU_ONLY_GPU), "") if int(r["gpus"] or 0) == 0 else gpu_of(r["gpu"])

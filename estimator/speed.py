@@ -926,6 +926,10 @@ def serve_speed(s: ServeScenario, report: ServeReport, host: bool = True) -> Spe
         host_bytes_left_out=report.host_bytes if time.left_out else 0)
 
 
+LINK_PEAK = Efficiency(1.0, "the link's peak: no published prompt of llama.cpp with weights in host RAM sets a "
+                            "fraction yet, so this prompt time is a floor and its speed a ceiling", ())
+
+
 @dataclass(frozen=True)
 class HostTime:
     """Seconds weights in host memory add to the prompt's forward, a decode step at batch 1 and a step of the
@@ -960,16 +964,16 @@ def _llama_cpp_host_time(s: ServeScenario, settings: dict, g: Gpu, engine: str, 
         saved = touched(tokens) / s.tensor_parallel / (basis.peaks.bandwidth * basis.e_bw.value)
         return (found[0] - saved, found[1]) if found is not None else None
 
+    def copy_time(num_bytes: float) -> tuple[float, Efficiency] | None:
+        found = host_copy_seconds(num_bytes, g, engine)
+        if found is None and g.host_link_gb_s:  # no measured fraction: the link's peak, a floor on the time
+            found = (num_bytes / (g.host_link_gb_s * 1e9), LINK_PEAK)
+        return found
+
     chunks = [min(ub, SERVE_PROMPT - start) for start in range(0, SERVE_PROMPT, ub)]
-    copied = sum(touched(c) for c in chunks)
-    copy = host_copy_seconds(copied, g, engine) if ub >= OFFLOAD_MIN_BATCH else None
-    if copy is None and ub >= OFFLOAD_MIN_BATCH and g.host_link_gb_s:  # no measured fraction: the link's peak
-        copy = (copied / (g.host_link_gb_s * 1e9), Efficiency(1.0, "the link's peak: no published prompt of llama.cpp "
-                                                              "with weights in host RAM sets a fraction yet, so this "
-                                                              "prompt time is a floor and its speed a ceiling", ()))
+    copy = copy_time(sum(touched(c) for c in chunks)) if ub >= OFFLOAD_MIN_BATCH else None
     step = cpu(1, one)
-    batch = (host_copy_seconds(touched(sequences), g, engine) if sequences >= OFFLOAD_MIN_BATCH
-             else cpu(sequences, many))
+    batch = copy_time(touched(sequences)) if sequences >= OFFLOAD_MIN_BATCH else cpu(sequences, many)
     read = touched(1)
     parts = [f"llama.cpp keeps {(dense + expert) / 2**30:.2f} GiB of weight matrices in host RAM (what -ngl, "
              f"--n-cpu-moe or -ot leave there; {expert / 2**30:.2f} GiB of it experts)"]

@@ -898,6 +898,8 @@ def serve_speed(s: ServeScenario, report: ServeReport, host: bool = True) -> Spe
     if offloaded:  # a token passes every pipeline stage, and each stage's GPUs read their own offloaded share
         per_forward = report.host_bytes / s.gpus * s.pipeline_parallel
         found = host_offload_seconds(per_forward, g, engine)
+        if found is None and g.host_link_gb_s:  # no measured fraction: the link's peak, a floor on the time
+            found = (per_forward / (g.host_link_gb_s * 1e9), OFFLOAD_LINK_PEAK)
         extra = found[0] if found is not None else 0.0
         time = HostTime(extra, extra, extra, _host_offload_note(s, g, per_forward, found), found is None)
     elif on_cpu:
@@ -926,6 +928,8 @@ def serve_speed(s: ServeScenario, report: ServeReport, host: bool = True) -> Spe
         host_bytes_left_out=report.host_bytes if time.left_out else 0)
 
 
+OFFLOAD_LINK_PEAK = Efficiency(1.0, "the link's peak (no published run of this engine's offload sets a fraction yet, "
+                                    "so this time is a floor and the speeds ceilings)", ())
 LINK_PEAK = Efficiency(1.0, "the link's peak: no published prompt of llama.cpp with weights in host RAM sets a "
                             "fraction yet, so this prompt time is a floor and its speed a ceiling", ())
 
@@ -1006,16 +1010,20 @@ def _fraction_source(e: Efficiency) -> str:
 
 def _host_offload_note(s: ServeScenario, g: Gpu, per_forward: float, host: tuple[float, Efficiency] | None) -> str:
     """What --cpu-offload-gb does to the speeds, in words."""
+    how = (" in place, zero-copy (vLLM's UVA offloader, vllm/model_executor/offloader/uva.py)" if s.engine == "vllm"
+           else ", copied to the GPU at every forward (SGLang's OffloaderV1: functional_call over the parameters moved "
+                "to the device, sglang/srt/utils/offloader.py in the v0.5.23 wheel)")
     head = (f"CPU weight offload (--cpu-offload-gb {s.cpu_offload_gb:g}): every forward also reads "
-            f"{per_forward / 2**30:.2f} GiB per GPU from pinned host memory over the GPU's host link")
+            f"{per_forward / 2**30:.2f} GiB per GPU from pinned host memory over the GPU's host link{how}")
     if host is None:
-        why = ("the catalog records no host link for this GPU" if not g.host_link_gb_s else
-               "validation/published/offload.csv has no measurement of this engine's offload to derive its rate from")
-        return f"{head}, which these speeds leave out ({why}): decode is slower, by that transfer's time per step"
+        return (f"{head}, which these speeds leave out (the catalog records no host link for this GPU): decode is "
+                "slower, by that transfer's time per step")
     seconds, e = host
+    if not e.records:
+        return (f"{head} ({g.host_link_gb_s:g} GB/s a direction), at {e.key}: {seconds * 1e3:,.1f} ms added to the "
+                "prompt's forward and to every decode step above")
     low, high = e.spread or (e.value, e.value)
-    return (f"{head} ({g.host_link_gb_s:g} GB/s a direction) in place, zero-copy (vLLM's UVA offloader), at "
-            f"{e.value:.2f} of the link's peak (median of {len(e.records)} published measurements, "
-            f"validation/published/offload.csv; {low:.2f}-{high:.2f} over them, validation/FINDINGS.md says which "
-            f"runs reach the top): {seconds * 1e3:,.1f} ms added to the prompt's forward and to every decode step "
-            "above")
+    return (f"{head} ({g.host_link_gb_s:g} GB/s a direction), at {e.value:.2f} of the link's peak (median of "
+            f"{len(e.records)} published measurements, validation/published/offload.csv; {low:.2f}-{high:.2f} over "
+            f"them, validation/FINDINGS.md says which runs reach the top): {seconds * 1e3:,.1f} ms added to the "
+            "prompt's forward and to every decode step above")

@@ -93,7 +93,7 @@ def test_without_a_measured_copy_fraction_the_prompt_copies_at_the_link_s_peak(m
 
 def test_every_host_speed_record_states_its_source_machine_and_settings():
     records = host_speed.load()
-    assert len(records) == 42 and len({r["id"] for r in records}) == 42
+    assert len(records) == 91 and len({r["id"] for r in records}) == 91
     for r in records:
         assert r["source"] and r["quote"] and r["cpu"] and float(r["value"]) > 0, r["id"]
         assert r["date"] or "date not in the stored text" in r["notes"], r["id"]

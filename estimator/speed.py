@@ -930,8 +930,9 @@ def serve_speed(s: ServeScenario, report: ServeReport, host: bool = True) -> Spe
 
 OFFLOAD_LINK_PEAK = Efficiency(1.0, "the link's peak (no published run of this engine's offload sets a fraction yet, "
                                     "so this time is a floor and the speeds ceilings)", ())
-LINK_PEAK = Efficiency(1.0, "the link's peak: no published prompt of llama.cpp with weights in host RAM sets a "
-                            "fraction yet, so this prompt time is a floor and its speed a ceiling", ())
+LINK_PEAK = Efficiency(1.0, "the link's peak, for every expert a uniformly routed ubatch touches: no fraction is "
+                            "derived, the measured prompts running from 0.5 of this rate to faster than it "
+                            "(validation/FINDINGS.md)", ())
 
 
 @dataclass(frozen=True)
@@ -970,7 +971,7 @@ def _llama_cpp_host_time(s: ServeScenario, settings: dict, g: Gpu, engine: str, 
 
     def copy_time(num_bytes: float) -> tuple[float, Efficiency] | None:
         found = host_copy_seconds(num_bytes, g, engine)
-        if found is None and g.host_link_gb_s:  # no measured fraction: the link's peak, a floor on the time
+        if found is None and g.host_link_gb_s:  # no derived fraction: the link's peak
             found = (num_bytes / (g.host_link_gb_s * 1e9), LINK_PEAK)
         return found
 

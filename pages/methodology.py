@@ -457,8 +457,8 @@ for (engine, phase), host in speed_model._host_compute().items():
     st.markdown(f"Weights {engine} leaves in host RAM (-ngl below the layers, --n-cpu-moe, -ot ...=CPU), "
                 f"{speed_model.HOST_PHASES[phase]}: **{host.value:.3f}**, the median over {len(host.records)} "
                 f"published runs ({host.spread[0]:.2f}-{host.spread[1]:.2f}; `validation/published/host_speed.csv`); "
-                "the RAM's bandwidth is the scenario's input, a prompt's copy to the GPU runs at the host link's peak "
-                "until a run measures it.")
+                "the RAM's bandwidth is the scenario's input; a prompt's copy to the GPU is priced at the host link's "
+                "peak (no fraction derived: `validation/FINDINGS.md`).")
 
 st.header("Formats and KV dtypes")
 st.dataframe(pd.DataFrame([{"Id (link)": f.id, "Format": f.label, "Bits per weight": round(float(f.bits), 4),

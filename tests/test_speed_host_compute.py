@@ -78,8 +78,8 @@ def test_the_fractions_are_medians_of_cpu_only_decodes_and_of_prompt_copies():
 
 
 def test_without_a_measured_copy_fraction_the_prompt_copies_at_the_link_s_peak(monkeypatch):
-    """No published llama.cpp prompt with host weights sets the copy's fraction: the copy is priced at the link's
-    peak, a floor on the prompt's time, and the note says the prompt speed is a ceiling."""
+    """No copy fraction is derived (validation/host_speed.py derivable says why): the copy is priced at the link's
+    peak for every expert a uniformly routed ubatch touches, and the note says so."""
     monkeypatch.setattr(speed, "_host_compute", lambda: {})
     s = ServeScenario(QWEN_MOE, engine="llama.cpp", gpu="rtx-3090", weights="q4_k_m", max_model_len=4096,
                       n_cpu_moe=20, host_memory_gb_s=96)
@@ -88,7 +88,8 @@ def test_without_a_measured_copy_fraction_the_prompt_copies_at_the_link_s_peak(m
     copied = host_matrices(s)[1] * (1 - (120 / 128) ** 512)
     assert rate.ttft_s == pytest.approx(plain.ttft_s + copied / 32e9, rel=1e-12)
     assert rate.decode_tokens_per_s == plain.decode_tokens_per_s and rate.host_bytes_left_out == report.host_bytes
-    assert any("so this prompt time is a floor and its speed a ceiling" in n for n in rate.assumptions)
+    assert any("at 1.00 of its peak (the link's peak, for every expert a uniformly routed ubatch touches: no fraction"
+               in n for n in rate.assumptions)
 
 
 def test_every_host_speed_record_states_its_source_machine_and_settings():

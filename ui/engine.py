@@ -225,9 +225,10 @@ def _speed(inputs: dict, gpu_id: str) -> None:
         s = links.serve_scenario_of(inputs, gpu_id)
         hint = (" Give the host's memory bandwidth (More options) to include the CPU's part."
                 if s.engine in ("llama.cpp", "ollama") and not s.host_memory_gb_s else "")
-        st.caption(f":material/warning: These speeds leave out time with the {rate.host_bytes_left_out / 2**30:,.1f} "
-                   "GiB of weights in host memory: every step also reads them there (the CPU's memory or the host "
-                   f"link), so decode is slower than shown (see how the speed is estimated).{hint}")
+        st.caption(f":material/warning: These speeds leave out some of the time the "
+                   f"{rate.host_bytes_left_out / 2**30:,.1f} GiB of weights in host memory take: every step also reads "
+                   "them there (the CPU's memory or the host link), so decode is slower than shown (see how the speed "
+                   f"is estimated).{hint}")
     if rate.host_prefill_s or rate.host_decode_s:
         parts = [f"{seconds * 1000:,.0f} ms {where}" for seconds, where in
                  ((rate.host_prefill_s, "in the prompt's forward"), (rate.host_decode_s, "a decoded token")) if seconds]

@@ -315,3 +315,27 @@ def test_cpu_offload_keeps_only_the_embeddings_on_the_gpu_as_logged():
     assert r.component("weights") == 1_555_824_640 + 10_240
     assert r.host_bytes == 2 * (plain.component("weights") - r.component("weights"))
     assert "--cpu-offload-gb 48" in r.command and r.kv_cache_tokens > plain.kv_cache_tokens
+
+
+def test_lora_pool_is_sized_per_slot_before_the_kv_pool():
+    """--enable-lora --max-lora-rank 16 --lora-target-modules all (sglang/srt/lora/mem_pool.py LoRAMemoryPool, v0.5.23
+    wheel), --max-loras-per-batch at its default 8. Llama 3.1 8B at TP 1, rank-rows per slot: a layer's q 4,096 + 4,096,
+    k and v 4,096 + 1,024 each, o 4,096 + 4,096, gate and up 4,096 + 14,336 each, down 14,336 + 4,096 = 81,920, x 32
+    layers = 2,621,440; the embedding 128,256 + 4,096 and the lm_head 4,096 + 128,256 = 264,704; x 16 x 8 slots x 2
+    bytes = 738,852,864. The pool is allocated before the KV pool is sized, so the KV pool shrinks by it."""
+    s = ServeScenario(LLAMA, engine="sglang", gpu="h100-sxm", enable_lora=True, max_lora_rank=16,
+                      model_id="meta-llama/Llama-3.1-8B")
+    r, plain = serve(s), serve(replace(s, enable_lora=False))
+    assert (2_621_440 + 264_704) * 16 * 8 * 2 == 738_852_864 == r.component("lora") == sglang.lora_bytes(s)
+    cell = 32 * 8 * 128 * 2 * 2  # K and V of 8 KV heads x 128 in 16-bit over 32 layers: 131,072 bytes a token
+    assert abs((plain.kv_cache_tokens - r.kv_cache_tokens) - 738_852_864 // cell) <= 1  # page size 1
+    assert sglang.lora_bytes(replace(s, max_loras=2)) == (2_621_440 + 264_704) * 16 * 2 * 2
+    layer = (4_096 + 2_048) + 2 * (4_096 + 512) + (2_048 + 4_096) + 2 * (4_096 + 7_168) + (7_168 + 4_096)
+    tp2 = layer * 32 + (128_256 + 4_096) + (4_096 + 64_128)  # output shards of q / k / v / gate / up and the lm_head
+    assert layer == 55_296  # vLLM's half (test_engine_vllm), the same shards
+    assert sglang.lora_bytes(replace(s, tensor_parallel=2)) == tp2 * 16 * 8 * 2
+    assert launch_command(s).endswith("--enable-lora --max-lora-rank 16 --lora-target-modules all")
+    imported = import_command("python -m sglang.launch_server --model-path m --lora-paths a=/x "
+                              "--max-loras-per-batch 4 --max-lora-rank 64")
+    assert dict(imported.fields) == {"enable_lora": True, "max_loras": 4, "max_lora_rank": 64}
+    assert any("LoRA: 8 adapter slot(s)" in note for note in r.assumptions)

@@ -410,7 +410,7 @@ def test_engine_validation_reads_lora_and_auto_fit_settings():
     records = {r["id"]: r for r in json.loads(open("validation/engine_logs/vllm.json").read())["records"]}
     record = records["vllm-kaggleexact-2"]
     scenario, _ = engines._vllm_scenario(record)
-    assert scenario.enable_lora and (scenario.max_loras, scenario.max_lora_rank) == (1, 16)
+    assert scenario.enable_lora and (scenario.max_loras, scenario.max_lora_rank) == (0, 16)  # 0: vLLM's default, 1
     per_layer = 16 * (3 * 4_096 + 6_144 // 2) + 16 * (4_096 // 2 + 4_096) + 16 * (2 * 4_096 + 24_576 // 2) \
         + 16 * (12_288 // 2 + 4_096)
     assert per_layer == 835_584

@@ -31,7 +31,7 @@ OPTIONS = {
     "sglang": ("tensor_parallel", "data_parallel", "expert_parallel", "mem_fraction_static", "max_model_len",
                "max_num_seqs", "max_num_batched_tokens", "block_size", "cuda_graph_max_bs", "enforce_eager",
                "kv_dtype", "weights", "cpu_offload_gb", "rope_scaling", "context_override", "allow_long_context",
-               "engine_version"),
+               "max_loras", "max_lora_rank", "enable_lora", "engine_version"),
     "llama.cpp": ("n_gpu_layers", "n_cpu_moe", "max_model_len", "max_num_seqs", "max_num_batched_tokens",
                   "kv_dtype", "flash_attention", "weights", "tensor_parallel", "tensor_split", "override_tensor",
                   "context_override", "host_memory_gb_s", "engine_version"),

@@ -12,9 +12,10 @@ Rule:
   would be copied bytes / ((measured prompt time - the estimate's prompt time without the copy) x link peak); it is
   reported per record (`achieved`) and the estimate prices the copy at the link's peak.
 The decode fraction is the median over the records not held out (speed.held_out's crc rule), with at least
-MIN_RECORDS of them; its range the lowest and highest. Every record is then compared with the whole serving estimate (estimator.speed.
-serve_speed for its llama.cpp settings: decode at tg128, prefill at pp512) where it has a GPU, and CPU-only decode
-records with the RAM's time alone; and with the fractions derived from every other record (left out).
+MIN_RECORDS of them; its range the lowest and highest. Every record is then compared with the whole serving
+estimate (estimator.speed.serve_speed for its llama.cpp settings: decode at tg128, prefill at pp512) where it has a
+GPU, and CPU-only decode records with the RAM's time alone; and with the fractions derived from every other record
+(left out).
 """
 
 from __future__ import annotations

@@ -314,13 +314,14 @@ class ServeScenario:
         help="llama.cpp -fa (its compute buffer is smaller with it); the GPU engines always use it."))
     enable_lora: bool = declare(Input(
         "LoRA adapters", False, link="lora", flag="--enable-lora",
-        help="vLLM --enable-lora: every decoder linear gets buffers for Max LoRAs adapters of Max LoRA rank, "
-             "allocated with the weights."))
-    max_loras: int = declare(Input("Max LoRAs", 1, link="mloras", flag="--max-loras", low=1, high=1024,
-                                   help="vLLM --max-loras: LoRA adapters one batch can use (slots on the GPU)."))
+        help="vLLM / SGLang --enable-lora: every decoder linear gets buffers for Max LoRAs adapters of Max LoRA rank "
+             "(vLLM with the weights, SGLang before its KV pool; SGLang also the embedding and lm_head)."))
+    max_loras: int = declare(Input("Max LoRAs", 0, link="mloras", flag="--max-loras", low=0, high=1024,
+                                   help="vLLM --max-loras / SGLang --max-loras-per-batch: LoRA adapters one batch can "
+                                        "use (slots on the GPU); 0 = the engine's default (vLLM 1, SGLang 8)."))
     max_lora_rank: int = declare(Input("Max LoRA rank", 16, link="lrank", flag="--max-lora-rank",
                                        choices=(1, 8, 16, 32, 64, 128, 256, 320, 512),
-                                       help="vLLM --max-lora-rank: the rank every slot is sized for."))
+                                       help="vLLM / SGLang --max-lora-rank: the rank every slot is sized for."))
     speculative_tokens: int = declare(Input(
         "MTP speculative tokens", 0, link="spec", flag="--num-speculative-tokens", low=0, high=16,
         help="vLLM speculative decoding with the checkpoint's own multi-token-prediction layers "

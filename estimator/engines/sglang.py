@@ -36,9 +36,9 @@ from dataclasses import dataclass
 
 from .. import catalog
 from ..activations import inference_layer_peak
-from ..architecture import Architecture
+from ..architecture import Architecture, tensors
 from ..kv_cache import indexer_bytes_per_token, kv_dtype_bytes, layer_elements, state_bytes
-from ..units import GiB
+from ..units import BF16_BYTES, GiB
 from .base import (REFUSAL, ServeReport, ServeScenario, at_least, gib, make_report, model_ref, offloaded_bytes,
                    rope_override, weight_split)
 from .command import choice_of, human_int
@@ -124,6 +124,45 @@ AITER_CA_BYTES_V058 = AITER_SIGNAL_BYTES + 128 * MiB + 128 * MiB + 128 * MiB + 8
 QUICK_REDUCE_WORLD_SIZES = (2, 4, 8)
 QUICK_REDUCE_MAX_PROBLEM_BYTES = 2**31
 QUICK_REDUCE_MAX_BLOCKS = 304 * 4
+
+
+# LoRA (--enable-lora, or --lora-paths): LoRAMemoryPool (sglang/srt/lora/mem_pool.py init_buffers, v0.5.23 wheel)
+# allocates zeroed A and B buffers in the model's dtype after the weights and before the KV pool is sized
+# (model_runner.initialize: load_model, then maybe_init_lora_manager; the pool takes the free memory left), for
+# --max-loras-per-batch slots (default 8, srt/arg_groups/fields/lora.py; one of them serves base-only requests) of
+# --max-lora-rank: per target module of every decoder layer (num_hidden_layers of the config, every pipeline stage
+# alike) A [slots, rank x stacked, input shard] and B [slots, output shard, rank] (qkv_proj stacks q, k, v and
+# gate_up_proj gate, up: as vLLM's slices), a MoE layer's [slots, experts, ...] per expert; with
+# --lora-target-modules all (auto_detect_lora_target_modules: every LinearBase, FusedMoE, the vocabulary embedding and
+# ParallelLMHead) also the embedding's A [slots, rank, vocabulary] and B [slots, hidden, rank], unsharded, and the
+# lm_head's A [slots, rank, hidden] and B [slots, vocabulary shard, rank]. Adapters given with --lora-paths set the
+# targets and the rank themselves; the estimate counts every module, an upper bound. Counted: attention q / k / v / o,
+# the MLP, shared and routed experts; not counted: MLA's and linear attention's own projections.
+DEFAULT_MAX_LORAS_PER_BATCH = 8
+LORA_ROLES = {"attn_q": "column", "attn_k": "column", "attn_v": "column", "attn_output": "row",
+              "ffn_gate": "column", "ffn_up": "column", "ffn_down": "row", "shared_gate": "column",
+              "shared_up": "column", "shared_down": "row", "expert_gate": "column", "expert_up": "column",
+              "expert_down": "row"}
+
+
+def lora_bytes(s: ServeScenario) -> int:
+    """Bytes of SGLang's LoRA memory pool on one GPU (the comment above)."""
+    if not s.enable_lora:
+        return 0
+    a: Architecture = s.model
+    tp = s.tensor_parallel
+    expert_ranks = tp * s.data_parallel if s.expert_parallel else 0
+    per_slot = 0.0
+    for t in tensors(a):
+        kind = LORA_ROLES.get(t.role)
+        if kind is None or not t.is_matrix or t.layer < 0:
+            continue
+        split = 1 if t.is_expert and expert_ranks else tp  # expert parallelism: whole experts, unsliced
+        copies = t.copies / expert_ranks if t.is_expert and expert_ranks else t.copies
+        inputs, outputs = (t.cols / split, t.rows) if kind == "row" else (t.cols, t.rows / split)
+        per_slot += copies * (inputs + outputs)
+    per_slot += (a.vocab_size + a.hidden_size) + (a.hidden_size + a.vocab_size / tp)  # embedding, lm_head
+    return math.ceil((s.max_loras or DEFAULT_MAX_LORAS_PER_BATCH) * s.max_lora_rank * per_slot * BF16_BYTES)
 
 
 def rocm_allreduce_bytes(s: ServeScenario) -> tuple[int, int]:
@@ -296,8 +335,9 @@ def estimate(s: ServeScenario) -> ServeReport:
     offloaded = min(weights, offloaded_bytes(s, 0, -(-a.num_layers // s.pipeline_parallel), tp))
     weights -= offloaded  # --cpu-offload-gb: pinned host memory, outside "Load weight end ... mem usage"
     after = before - weights - vision
+    lora = lora_bytes(s)
     reserve = int(before * (1 - mfs))
-    rest = after - reserve
+    rest = after - lora - reserve
 
     c = cells(a, s)
     mamba_slots = 0
@@ -353,13 +393,13 @@ def estimate(s: ServeScenario) -> ServeReport:
         if swa_tokens:
             log.insert(-1, f"Use sliding window memory pool. full_layer_tokens={full_tokens}, "
                            f"swa_layer_tokens={swa_tokens}")
-        log.append(f"Memory pool end. avail mem={(after - kv) / gb:.2f} GB")
+        log.append(f"Memory pool end. avail mem={(after - lora - kv) / gb:.2f} GB")
         if graphs:
-            log.append(f"Capture cuda graph end. avail mem={(after - kv - graphs) / gb:.2f} GB. "
+            log.append(f"Capture cuda graph end. avail mem={(after - lora - kv - graphs) / gb:.2f} GB. "
                        f"mem usage={graphs / gb:.2f} GB.")
         log.append(f"max_total_num_tokens={tokens}, chunked_prefill_size={d.chunked_prefill_size}, "
                    f"max_prefill_tokens={MAX_PREFILL_TOKENS}, max_running_requests={max_running}, "
-                   f"context_len={length}, available_gpu_mem={(after - kv - graphs) / gb:.2f} GB")
+                   f"context_len={length}, available_gpu_mem={(after - lora - kv - graphs) / gb:.2f} GB")
 
     if s.mem_fraction_static:
         notes.append(f"--mem-fraction-static {mfs:g} as given")
@@ -408,8 +448,14 @@ def estimate(s: ServeScenario) -> ServeReport:
                      "pinned "
                      "host memory (sglang/srt/utils/offloader.py OffloaderV1: whole parameters of the first layers, "
                      "until the budget is reached); every forward reads them over the host link")
+    if lora:
+        notes.append(f"LoRA: {s.max_loras or DEFAULT_MAX_LORAS_PER_BATCH} adapter slot(s) (--max-loras-per-batch) of "
+                     f"rank {s.max_lora_rank} on every attention and MLP linear, the embedding and the lm_head, "
+                     f"{gib(lora)} GiB per GPU before the KV pool is sized (sglang/srt/lora/mem_pool.py "
+                     "LoRAMemoryPool); adapters that target fewer modules need less")
     allreduce = custom_ar + quick_ar
-    components = {"weights": weights, **({"vision": vision} if vision else {}), "activations": activations,
+    components = {"weights": weights, **({"vision": vision} if vision else {}), **({"lora": lora} if lora else {}),
+                  "activations": activations,
                   "non_torch": pre_load, **({"allreduce_buffers": allreduce} if allreduce else {}),
                   "cuda_graphs": graphs, "kv_cache": kv}
     return make_report(
@@ -443,6 +489,9 @@ def command(s: ServeScenario) -> str:
         parts.append("--disable-cuda-graph")
     if s.weights in QUANTIZATION_FLAGS:
         parts.append(f"--quantization {QUANTIZATION_FLAGS[s.weights]}")
+    if s.enable_lora:
+        parts.append("--enable-lora" + (f" --max-loras-per-batch {s.max_loras}" if s.max_loras else "")
+                     + f" --max-lora-rank {s.max_lora_rank} --lora-target-modules all")
     if s.rope_scaling or s.context_override:
         parts.append(f"--json-model-override-args {config_overrides(s)}")
     return " ".join(parts)
@@ -487,10 +536,13 @@ FLAGS = {
     "--kv-cache-dtype": ("kv_dtype", choice_of(KV_DTYPES_READ, "--kv-cache-dtype")),
     "--quantization": ("weights", choice_of(QUANTIZATION_READ, "--quantization")),
     "--json-model-override-args": ("rope_scaling", rope_of_overrides),
+    "--max-loras-per-batch": ("max_loras", int), "--max-lora-rank": ("max_lora_rank", int),
+    "--lora-paths": ("enable_lora", lambda text: True),  # adapters enable LoRA (server_args, for compatibility)
 }
 # sglang/srt/environ.py (v0.5.23 wheel): SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN = EnvBool(False), which reads
 # true / 1 / yes / y and false / 0 / no / n in any case (anything else is an error)
 ENV_TRUTH = {"true": True, "1": True, "yes": True, "y": True, "false": False, "0": False, "no": False, "n": False}
 ENV = {"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": ("allow_long_context",
                                                      choice_of(ENV_TRUTH, "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"))}
-SWITCHES = {"--disable-cuda-graph": ("enforce_eager", True), "--enable-ep-moe": ("expert_parallel", True)}
+SWITCHES = {"--disable-cuda-graph": ("enforce_eager", True), "--enable-ep-moe": ("expert_parallel", True),
+            "--enable-lora": ("enable_lora", True)}

@@ -43,6 +43,7 @@ import dataclasses
 import functools
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 
@@ -895,8 +896,8 @@ def serve_speed(s: ServeScenario, report: ServeReport, host: bool = True) -> Spe
                            SERVE_PROMPT + SERVE_GENERATED // 2, engine)
     offloaded = host and bool(report.host_bytes and s.cpu_offload_gb)
     on_cpu = host and s.engine in ("llama.cpp", "ollama") and _layers_on_host(s, report)
-    if offloaded:  # a token passes every pipeline stage, and each stage's GPUs read their own offloaded share
-        per_forward = report.host_bytes / s.gpus * s.pipeline_parallel
+    if offloaded:
+        per_forward = offloaded_per_forward(s, report)
         found = host_offload_seconds(per_forward, g, engine)
         if found is None and g.host_link_gb_s:  # no measured fraction: the link's peak, a floor on the time
             found = (per_forward / (g.host_link_gb_s * 1e9), OFFLOAD_LINK_PEAK)
@@ -935,6 +936,33 @@ LINK_PEAK = Efficiency(1.0, "the link's peak, for every expert a uniformly route
                             "(validation/FINDINGS.md)", ())
 
 
+def offloaded_per_forward(s: ServeScenario, report: ServeReport) -> float:
+    """Bytes one GPU reads from host memory in a forward under --cpu-offload-gb: a token passes every pipeline stage,
+    and each stage's GPUs read their own offloaded share."""
+    return report.host_bytes / s.gpus * s.pipeline_parallel
+
+
+def gpu_read_seconds(num_bytes: float, rate: Speed, tp: int) -> float:
+    """Seconds `rate`'s decode step spends reading `num_bytes` (split over `tp` GPUs) from the GPU's memory, at its
+    derived bandwidth fraction: what weights in host memory no longer cost the GPU."""
+    return num_bytes / tp / (rate.basis.peaks.bandwidth * rate.basis.e_bw.value)
+
+
+def ubatch_copy_bytes(touched: Callable[[int], float], tokens: int, ubatch: int) -> float:
+    """Bytes op offload copies for a prompt of `tokens`: each ubatch of up to `ubatch` tokens copies what it touches
+    (`touched(tokens in the ubatch)`)."""
+    return sum(touched(min(ubatch, tokens - start)) for start in range(0, tokens, ubatch))
+
+
+def host_copy_or_peak(num_bytes: float, g: Gpu, engine: str,
+                      table: dict[tuple[str, str], Efficiency] | None = None) -> tuple[float, Efficiency] | None:
+    """`host_copy_seconds`, or where no fraction is derived the link's peak (LINK_PEAK); None without a host link."""
+    found = host_copy_seconds(num_bytes, g, engine, table)
+    if found is None and g.host_link_gb_s:
+        found = (num_bytes / (g.host_link_gb_s * 1e9), LINK_PEAK)
+    return found
+
+
 @dataclass(frozen=True)
 class HostTime:
     """Seconds weights in host memory add to the prompt's forward, a decode step at batch 1 and a step of the
@@ -965,20 +993,14 @@ def _llama_cpp_host_time(s: ServeScenario, settings: dict, g: Gpu, engine: str, 
 
     def cpu(tokens: int, speed: Speed) -> tuple[float, Efficiency] | None:
         found = host_decode_seconds(touched(tokens), s.host_memory_gb_s, engine)
-        basis = speed.basis
-        saved = touched(tokens) / s.tensor_parallel / (basis.peaks.bandwidth * basis.e_bw.value)
+        saved = gpu_read_seconds(touched(tokens), speed, s.tensor_parallel)
         return (found[0] - saved, found[1]) if found is not None else None
 
-    def copy_time(num_bytes: float) -> tuple[float, Efficiency] | None:
-        found = host_copy_seconds(num_bytes, g, engine)
-        if found is None and g.host_link_gb_s:  # no derived fraction: the link's peak
-            found = (num_bytes / (g.host_link_gb_s * 1e9), LINK_PEAK)
-        return found
-
-    chunks = [min(ub, SERVE_PROMPT - start) for start in range(0, SERVE_PROMPT, ub)]
-    copy = copy_time(sum(touched(c) for c in chunks)) if ub >= OFFLOAD_MIN_BATCH else None
+    copy = host_copy_or_peak(ubatch_copy_bytes(touched, SERVE_PROMPT, ub), g, engine) \
+        if ub >= OFFLOAD_MIN_BATCH else None
     step = cpu(1, one)
-    batch = copy_time(touched(sequences)) if sequences >= OFFLOAD_MIN_BATCH else cpu(sequences, many)
+    batch = host_copy_or_peak(touched(sequences), g, engine) if sequences >= OFFLOAD_MIN_BATCH \
+        else cpu(sequences, many)
     read = touched(1)
     parts = [f"llama.cpp keeps {(dense + expert) / 2**30:.2f} GiB of weight matrices in host RAM (what -ngl, "
              f"--n-cpu-moe or -ot leave there; {expert / 2**30:.2f} GiB of it experts)"]

@@ -35,6 +35,7 @@ HOST_CSV = Path(__file__).parent / "published" / "host_speed.csv"
 HOST_RESULTS_CSV = Path(__file__).with_name("host_speed_results.csv")
 MIN_RECORDS = 3
 DECODE_METRICS, PREFILL_METRICS = ("llama_bench_tg", "server_tg"), ("llama_bench_pp", "server_pp")
+UBATCH = 512  # llama-bench's and llama-server's default -ub
 CPU_ONLY_GPU = "rtx-4090"  # a CPU-only record's scenario needs a GPU id; -ngl 0 leaves every matrix in host RAM
 
 
@@ -114,12 +115,11 @@ def achieved(c: HostCase) -> float:
         cpu_s = c.seconds()
         if not c.cpu_only:
             plain = _gpu_only(c)
-            saved = c.touched(1) / c.scenario.tensor_parallel / (plain.basis.peaks.bandwidth * plain.basis.e_bw.value)
-            cpu_s -= 1 / plain.decode_tokens_per_s - saved
+            cpu_s -= 1 / plain.decode_tokens_per_s - speed.gpu_read_seconds(c.touched(1), plain,
+                                                                            c.scenario.tensor_parallel)
         return c.touched(1) / cpu_s / (float(r["host_memory_gb_s"]) * 1e9)
-    ub = 512
     tokens = int(r["n_tokens"])
-    copied = sum(c.touched(min(ub, tokens - start)) for start in range(0, tokens, ub))
+    copied = speed.ubatch_copy_bytes(c.touched, tokens, UBATCH)
     gpu_s = tokens / _gpu_only(c).prefill_tokens_per_s
     added = c.seconds() - gpu_s
     return copied / added / (catalog.gpu(c.scenario.gpu).host_link_gb_s * 1e9) if added > 0 else float("nan")
@@ -159,18 +159,16 @@ def estimate(c: HostCase, table: dict | None = None) -> float | None:
         found = speed.host_decode_seconds(c.touched(1), float(r["host_memory_gb_s"]), "llama.cpp", table)
         return 1 / found[0] if found is not None else None
     plain = _gpu_only(c)
-    basis = plain.basis
     if c.phase == "decode":
         found = speed.host_decode_seconds(c.touched(1), float(r["host_memory_gb_s"]), "llama.cpp", table)
         if found is None:
             return None
-        saved = c.touched(1) / c.scenario.tensor_parallel / (basis.peaks.bandwidth * basis.e_bw.value)
+        saved = speed.gpu_read_seconds(c.touched(1), plain, c.scenario.tensor_parallel)
         return 1 / (1 / plain.decode_tokens_per_s - saved + found[0])
-    tokens, ub, g = int(r["n_tokens"]), 512, catalog.gpu(c.scenario.gpu)
-    copied = sum(c.touched(min(ub, tokens - start)) for start in range(0, tokens, ub))
-    found = speed.host_copy_seconds(copied, g, "llama.cpp", table)
-    seconds = found[0] if found is not None else copied / (g.host_link_gb_s * 1e9)  # the estimate's LINK_PEAK
-    return tokens / (tokens / plain.prefill_tokens_per_s + seconds)
+    tokens = int(r["n_tokens"])
+    found = speed.host_copy_or_peak(speed.ubatch_copy_bytes(c.touched, tokens, UBATCH),
+                                    catalog.gpu(c.scenario.gpu), "llama.cpp", table)
+    return tokens / (tokens / plain.prefill_tokens_per_s + found[0])
 
 
 def results(members: list[HostCase]) -> list[dict]:

@@ -35,7 +35,7 @@ OFFLOAD_RESULTS_CSV = Path(__file__).with_name("offload_results.csv")
 class OffloadCase:
     record: dict
     scenario: ServeScenario
-    offloaded: int  # bytes one GPU reads from host memory in a forward
+    offloaded: float  # bytes one GPU reads from host memory in a forward
 
     @property
     def added_s(self) -> float:
@@ -60,8 +60,7 @@ def case(record: dict) -> OffloadCase:
                       weights=weight_format_id(record["weights"]), cpu_offload_gb=float(record["cpu_offload_gb"]),
                       gpu_memory_utilization=float(record["gpu_memory_utilization"]),
                       max_model_len=int(record["max_model_len"]))
-    report = serve(s)
-    return OffloadCase(record, s, report.host_bytes // s.gpus * s.pipeline_parallel)
+    return OffloadCase(record, s, speed.offloaded_per_forward(s, serve(s)))
 
 
 def cases(records: list[dict] | None = None) -> list[OffloadCase]:

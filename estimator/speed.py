@@ -116,22 +116,51 @@ def link_kind(link_name: str | None) -> str:
     return "nvlink" if "nvlink" in name else "infinity-fabric" if "infinity fabric" in name else "pcie"
 
 
-# Apple GPUs publish no tensor TFLOPs: FP16 = FP32 rate = shaders (GPU cores x 128) x 2 (FMA) x clock, with the
-# shader counts and clocks hmc-tech.com lists (https://hmc-tech.com/gpu/apple-32-core-m4-max-vs-apple-60-core-m2-ultra:
-# M2 Ultra 1398 MHz; .../apple-32-core-m4-max-vs-apple-40-core-m3-max: M3 Max 1398 MHz, M4 Max 1678 MHz). M1: Apple
+# Apple GPUs publish no tensor TFLOPs: FP16 = FP32 rate = GPU cores x 128 ALUs x 2 (FMA) x GPU clock ("Apple
+# described each GPU core as having 128 ALUs"; the table of philipturner/metal-benchmarks README.md@936d911 gives
+# M1 1278 MHz, 8 cores, 2617 GFLOPS F32 = F16, and M1 Pro / Max / Ultra 1296 MHz, M2 family 1398 MHz). M1: Apple
 # gives 2.6 TFLOPs for the 8-core M1 GPU (https://www.apple.com/newsroom/2020/11/apple-unleashes-m1/), i.e. 8 x 128
-# x 2 x 1.278 GHz; the 7-core M1 runs the same cores at the same clock, and M1 Max's 32 cores at 1.296 GHz
-# (https://en.wikipedia.org/wiki/Apple_M1, GPU table: 10.4 FP32 TFLOPs as Apple quoted it). The M3 Max 40-core with
-# 64 GB is the chip of m3-max-128gb. An M3 Ultra is two M3 Max dies joined by UltraFusion (Apple, 2025-03-05, quoted
-# at https://mjtsai.com/blog/2025/03/05/apple-m3-ultra/: "links two M3 Max dies"), so its 80 (60) cores run at the M3
-# Max's 1398 MHz. M5 GPUs are left out: each core has a neural accelerator for matrix products that this count does not
-# see. Used only where the catalog records no TFLOPs; a chip without an entry here has no compute peak, so its prefill
-# is not estimated against a FLOPs roofline.
-APPLE_FP16_TFLOPS = {"m2-ultra-192gb": 76 * 128 * 2 * 1.398e9 / TFLOP, "m3-max-128gb": 40 * 128 * 2 * 1.398e9 / TFLOP,
-                     "m3-max-40c-64gb": 40 * 128 * 2 * 1.398e9 / TFLOP, "m4-max-128gb": 40 * 128 * 2 * 1.678e9 / TFLOP,
-                     "m1-7c-8gb": 7 * 128 * 2 * 1.278e9 / TFLOP, "m1-max-32c-64gb": 32 * 128 * 2 * 1.296e9 / TFLOP,
-                     **{f"m3-ultra-{cores}c-{memory}gb": cores * 128 * 2 * 1.398e9 / TFLOP
-                        for cores, memory in ((60, 96), (60, 256), (80, 256), (80, 512))}}
+# x 2 x 1.278 GHz. Later clocks as hmc-tech.com lists them: M2 Ultra 1398 MHz
+# (https://hmc-tech.com/gpu/apple-32-core-m4-max-vs-apple-60-core-m2-ultra), M3 1398 MHz
+# (https://hmc-tech.com/gpu/apple_10_core_m3), M3 Pro 1398 MHz
+# (https://hmc-tech.com/gpu/apple-32-core-m4-max-vs-apple-18-core-m3-pro), M3 Max 1398 MHz and M4 Max 1678 MHz
+# (https://hmc-tech.com/gpu/apple-32-core-m4-max-vs-apple-40-core-m3-max), M4 Pro 1470 MHz
+# (https://hmc-tech.com/gpu/apple-20-core-m4-pro-vs-intel-hd-620-1000mhz; the base M4's cores taken at that clock).
+# An M3 Ultra is two M3 Max dies joined by UltraFusion (Apple, 2025-03-05, quoted at
+# https://mjtsai.com/blog/2025/03/05/apple-m3-ultra/: "links two M3 Max dies"), so its cores run at the M3 Max's clock.
+# These are third-party clocks: a chip's sustained clock may differ by several per cent.
+APPLE_GPU_CLOCK_GHZ = {"M1": 1.278, "M1 Pro": 1.296, "M1 Max": 1.296, "M1 Ultra": 1.296, "M2": 1.398,
+                       "M2 Pro": 1.398, "M2 Max": 1.398, "M2 Ultra": 1.398, "M3": 1.398, "M3 Pro": 1.398,
+                       "M3 Max": 1.398, "M3 Ultra": 1.398, "M4": 1.470, "M4 Pro": 1.470, "M4 Max": 1.678}
+# M5 GPUs add a Neural Accelerator to each core for matrix products, which the ALU count does not see. Apple gives
+# only a ratio: M5 "over 4x the peak GPU compute performance for AI compared to M4"
+# (https://www.apple.com/newsroom/2025/10/apple-unleashes-m5-the-next-big-leap-in-ai-performance-for-apple-silicon/),
+# M5 Pro / M5 Max "over 4x the peak AI compute compared to M4 Pro and M4 Max" (Apple, 2026-03-03, as reported at
+# https://news.while1.co.il/article/33565624). So an M5-tier chip's FP16 peak is taken as 4 x its cores at the M4
+# tier's ALU rate: a lower bound ("over"). A base M5 ran llama.cpp's 7B Q4_0 pp512 at 608 tokens/s through the
+# accelerators (ggml-org/llama.cpp#16634), ~8.8 TFLOPs, above its 4.45 TFLOPs of ALUs and 58% of this 15 TFLOPs.
+APPLE_M5_AI_FACTOR = 4
+APPLE_CHIP = re.compile(r"Apple (M\d)(?: (Pro|Max|Ultra))? .*?(\d+)-core GPU")
+
+
+def apple_fp16_tflops(g: Gpu) -> tuple[float, str] | None:
+    """(FP16 TFLOPs, how it was derived) of an Apple GPU, from its name's chip and GPU cores; None for a chip without
+    a recorded clock."""
+    chip = APPLE_CHIP.match(g.name) if g.vendor == "Apple" else None
+    if chip is None:
+        return None
+    family, tier, cores = chip[1], chip[2], int(chip[3])
+    name = f"{family} {tier}" if tier else family
+    if family == "M5":
+        m4 = f"M4 {tier}" if tier else "M4"
+        return (APPLE_M5_AI_FACTOR * cores * 128 * 2 * APPLE_GPU_CLOCK_GHZ[m4] * 1e9 / TFLOP,
+                f"FP16 through the GPU cores' Neural Accelerators: {APPLE_M5_AI_FACTOR} x {cores} cores x 128 ALUs x "
+                f"2 x {APPLE_GPU_CLOCK_GHZ[m4]:g} GHz, the {m4}'s rate (Apple: over 4x the {m4}'s peak GPU compute "
+                "for AI; publishes no TFLOPs)")
+    if name not in APPLE_GPU_CLOCK_GHZ:
+        return None
+    return (cores * 128 * 2 * APPLE_GPU_CLOCK_GHZ[name] * 1e9 / TFLOP,
+            f"FP16 from {cores} GPU cores x 128 ALUs x 2 x {APPLE_GPU_CLOCK_GHZ[name]:g} GHz (Apple publishes none)")
 
 # Formats whose GEMMs run on FP8 / INT8 tensor cores when the GPU has them (W8A8: vLLM quantization/fp8.py
 # Fp8LinearMethod uses cutlass_scaled_mm on sm89+; w8a8-int8 compressed-tensors). Every other format is measured
@@ -379,14 +408,15 @@ def host_copy_seconds(copied_bytes: float, g: Gpu, engine: str,
 def lookup_efficiency(table: dict[tuple[str, ...], Efficiency], engine: str, klass: str, phase: str,
                       kernel: str, gpu: str = "") -> Efficiency:
     """The most specific efficiency of `table`: (engine, GPU class, phase, kernel), then without the kernel, then
-    the GPU class with any engine (the hardware sets most of what is achievable), the engine on any GPU, and the
-    phase over every record (speed.json's rule). Where only one GPU's records set a key, the key names that GPU
-    (`gpu`, a catalog id) instead of its class, and is looked up before the class at the same level."""
+    the GPU class with any engine (the hardware sets most of what is achievable), of the kernel kind, then of any,
+    the engine on any GPU, and the phase over every record (speed.json's rule). Where only one GPU's records set a
+    key, the key names that GPU (`gpu`, a catalog id) instead of its class, and is looked up before the class at the
+    same level."""
     engine = ENGINE_FAMILY.get(engine, engine)
     own = ((engine, gpu, phase, kernel), (engine, gpu, phase, "")) if gpu else ()
     shared = (("", gpu, phase, ""),) if gpu else ()
     for key in own + ((engine, klass, phase, kernel), (engine, klass, phase, "")) + shared + (
-            ("", klass, phase, ""), (engine, "", phase, ""), ("", "", phase, "")):
+            ("", klass, phase, kernel), ("", klass, phase, ""), (engine, "", phase, ""), ("", "", phase, "")):
         if key in table:
             return table[key]
     raise ValueError(f"estimator/data/speed.json has no efficiency for phase {phase!r}")
@@ -432,8 +462,8 @@ class Peaks:
 def peaks(g: Gpu, format_id: str) -> Peaks:
     notes = []
     tflops, path = g.bf16_tflops or g.fp16_tflops, "dense BF16/FP16"
-    if tflops is None and g.id in APPLE_FP16_TFLOPS:
-        tflops, path = APPLE_FP16_TFLOPS[g.id], "FP16 from GPU cores x 128 ALUs x 2 x clock (Apple publishes none)"
+    if tflops is None and (apple := apple_fp16_tflops(g)) is not None:
+        tflops, path = apple
     attention = tflops
     if format_id in FP8_COMPUTE_FORMATS and g.fp8_tflops:
         tflops, path = g.fp8_tflops, f"dense FP8 (W8A8 GEMMs; attention at the {attention:g} TFLOPs 16-bit peak)"

@@ -215,10 +215,32 @@ def test_sparse_attention_attends_to_the_indexers_top_k_and_scores_every_key_on_
 
 def test_apple_peak_is_shaders_times_two_times_clock():
     assert speed.peaks(catalog.gpu("m2-ultra-192gb"), "bf16").flops == pytest.approx(76 * 128 * 2 * 1.398e9)
-    # an M3 Ultra is two M3 Max dies: 80 cores at the M3 Max's 1398 MHz, 28.6 TFLOPs; no entry for an M5 (its cores'
-    # neural accelerators are not in the count), so no compute peak
+    # an M3 Ultra is two M3 Max dies: 80 cores at the M3 Max's 1398 MHz, 28.6 TFLOPs
     assert speed.peaks(catalog.gpu("m3-ultra-80c-512gb"), "bf16").flops == pytest.approx(28.63e12, rel=1e-3)
-    assert speed.peaks(catalog.gpu("m5-max-40c-128gb"), "bf16").flops is None
+    # every Apple chip of the catalog, from its name's GPU cores: M2 Max 38 cores x 256 x 1.398 GHz = 13.6 TFLOPs
+    # (metal-benchmarks' 13,600 GFLOPS), M1 Pro 14 cores x 256 x 1.296 = 4.64, M4 Pro 16 cores x 256 x 1.470 = 6.02
+    assert speed.peaks(catalog.gpu("m2-max-38c-64gb"), "bf16").flops == pytest.approx(13.60e12, rel=1e-3)
+    assert speed.peaks(catalog.gpu("m1-pro-14c-16gb"), "bf16").flops == pytest.approx(4.645e12, rel=1e-3)
+    assert speed.peaks(catalog.gpu("m4-pro-16c-24gb"), "bf16").flops == pytest.approx(6.021e12, rel=1e-3)
+    assert all(speed.peaks(g, "bf16").flops for g in catalog.gpus() if g.vendor == "Apple")
+
+
+def test_an_m5_peak_is_apples_4x_of_the_m4_tiers_alus():
+    """M5 GPU cores carry Neural Accelerators; Apple gives only "over 4x the peak GPU compute for AI" of the M4 tier:
+    M5 10 cores x 256 x 1.470 GHz (M4) x 4 = 15.05 TFLOPs; M5 Pro 20 x 256 x 1.470 x 4 = 30.11; M5 Max 40 x 256 x
+    1.678 (M4 Max) x 4 = 68.73."""
+    for gpu_id, tflops in (("m5-10c-16gb", 15.05), ("m5-pro-20c-64gb", 30.11), ("m5-max-40c-128gb", 68.73)):
+        p = speed.peaks(catalog.gpu(gpu_id), "bf16")
+        assert p.flops == pytest.approx(tflops * 1e12, rel=1e-3)
+        assert "Neural Accelerators" in p.notes[0]
+
+
+def test_the_dgx_spark_peak_is_derived_from_nvidias_fp4_figure():
+    """1 PFLOP of FP4 with sparsity / 2 (dense) / 2 (FP8) / 2 (BF16): 125 TFLOPs BF16, 250 FP8; the prefill of a
+    512-token prompt of Llama 2 7B is now compute-bound (it was bandwidth-bound, ~30x too fast)."""
+    spark = catalog.gpu("dgx-spark")
+    assert speed.peaks(spark, "bf16").flops == 125e12 and speed.peaks(spark, "fp8").flops == 250e12
+    assert speed.prefill_phase(LLAMA2_7B, "bf16", 1, 512, speed.peaks(spark, "bf16"), 1.0, 1.0).bound == "compute"
 
 
 def test_decode_throughput_grows_with_concurrency_and_per_sequence_speed_falls():

@@ -10,13 +10,15 @@ batch 1; prefill: of the peak FLOPs). A decode step also costs the engine time b
 each short kernel's floor, scheduling, sampling) that a small model's step is mostly made of, so a decode key with at
 least MIN_STEP_RECORDS records is fitted as measured step time = t_step + roofline step time / e_bw (Theil-Sen: the
 median of the pairwise slopes, then the median intercept; robust to outliers as the median is), kept when
-0 < e_bw <= 1 and t_step > 0. The key of one engine fits that line per decoder layer (both times divided by the
-model's layers: t_step = layers x t_layer, the floor of the kernels each layer runs one after another,
+0 < e_bw <= 1 and t_step > 0 (else the key is not made, but for the last fallback, phase alone). The key of one
+engine fits that line per decoder layer (both times divided by the model's layers: t_step = layers x t_layer, the
+floor of the kernels each layer runs one after another,
 speed.LAYER_COST); a key shared by every engine, whose records ran different engines' kernels, keeps t_step a
 constant per step. Any other
 efficiency is the median achieved fraction of the records of one key,
 from the most specific key with at least MIN_RECORDS records to the least:
-(engine, GPU class, phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase;
+(engine, GPU class, phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase, kernel) -> (GPU class, phase)
+-> (engine, phase) -> phase;
 a (GPU class, phase) key, shared by every engine, needs the records of at least MIN_SHARED_ENGINES engines, and a key
 whose records all ran on one GPU names that GPU instead of its class (the efficiency one GPU reached is that GPU's).
 Held-out records (crc32 of the id % HOLDOUT_MODULUS == 0) never enter a median; their error is reported apart. Only
@@ -281,13 +283,16 @@ RULE = ("An efficiency is the median, over the published records of its key, of 
         "100% efficiency): decode records give the achieved fraction of the memory bandwidth, prefill records of the "
         f"peak FLOPs. A decode key needs at least {MIN_STEP_RECORDS} records and is fitted as measured step time = "
         "step_ms + roofline step time at 100% / value (Theil-Sen: median pairwise slope, then median intercept; kept "
-        "when 0 < value <= 1 and step_ms > 0, else the median fraction and no step cost): the engine's cost per step "
+        "when 0 < value <= 1 and step_ms > 0, else the key is not made and the next key's line applies; the last "
+        "fallback, phase alone, then keeps the median fraction and no step cost): the engine's cost per step "
         "beyond its bytes (launches, each short kernel's floor, scheduling, sampling) and the achieved fraction of "
         "bandwidth. A key of one engine fits the same line per decoder layer (both times divided by the record's "
         "layers: layer_us, the floor of the kernels a layer runs one after another, times the layers is the step "
         "cost); a key shared by every engine keeps step_ms per step. Keys from the most "
         f"specific with at least {MIN_RECORDS} records (decode: {MIN_STEP_RECORDS}) to the least: (engine, GPU class, "
-        "phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase) -> (engine, phase) -> phase; a record "
+        "phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase, kernel) -> (GPU class, phase) -> (engine, "
+        "phase) -> phase (the kernel kind: a MoE's grouped GEMMs, FP8 or weight-only kernels reach another fraction "
+        "than a dense 16-bit GEMM, on any engine); a record "
         "of a superseded engine generation (vLLM before v0.8.0, the V0 engine: 'vllm-v0') sets only its "
         "generation's keys, not the keys shared by every engine; a GPU-class key shared by every engine needs "
         f"records of at least {MIN_SHARED_ENGINES} engines (one engine's records set that engine's keys and the "
@@ -648,7 +653,8 @@ def derive(cases: list[Case]) -> dict:
         if c.phase == "training":  # keyed by framework; one kernel (16-bit matmuls)
             engine, kernel = training_framework(c.record), ""
         own = ((engine, c.klass, c.phase, kernel), (engine, c.klass, c.phase, ""), (engine, "", c.phase, ""))
-        shared = () if engine in speed.SUPERSEDED_ENGINES else (("", c.klass, c.phase, ""), ("", "", c.phase, ""))
+        shared = () if engine in speed.SUPERSEDED_ENGINES else (
+            ("", c.klass, c.phase, kernel), ("", c.klass, c.phase, ""), ("", "", c.phase, ""))
         for key in dict.fromkeys(own + shared):
             keys.setdefault(key, []).append(c)
             engines.setdefault(key, set()).add(engine)
@@ -668,7 +674,10 @@ def derive(cases: list[Case]) -> dict:
         entry = {"key": list(key), "value": round(statistics.median(fractions), 4),
                  "records": sorted(c.record["id"] for c in members)}
         if key[2] == "decode":
-            entry.update(decode_fit(members, per_layer=key[0] != "") or {})  # one engine's kernels: per layer
+            line = decode_fit(members, per_layer=key[0] != "")  # one engine's kernels: per layer
+            if line is None and key[:2] != ("", ""):
+                continue  # no line through these records: the next key's applies
+            entry.update(line or {})
         if key[2] == "training":  # the fine-tuning speed's range
             entry["range"] = [round(min(fractions), 4), round(max(fractions), 4)]
         entries.append(entry)

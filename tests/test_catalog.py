@@ -355,3 +355,29 @@ def test_derived_tensor_rates_equal_the_published_ones(gpu_id, field, published)
     """Cards whose tensor TFLOPs the catalog derives (cores x boost clock x the architecture's ratio) land on the
     figure NVIDIA publishes for them."""
     assert getattr(est.gpu(gpu_id), field) == published
+
+
+@pytest.mark.parametrize("gpu_id, field, tflops", [
+    # RDNA 3 WMMA, FP16 = BF16, FP32 accumulate: 96 CUs x 512 FLOPs/CU/clock x 2.5 GHz boost = 122.88
+    ("rx-7900-xtx", "bf16_tflops", 122.9),
+    ("rx-7900-xtx", "fp16_tflops", 122.9),
+    ("rx-7900-xtx", "fp8_tflops", None),  # no FP8 WMMA on RDNA 3
+    # RDNA 2, no matrix units: packed FP16 = 2 x FP32 = 80 CUs x 256 x 2.25 GHz = 46.08; no BF16 arithmetic
+    ("rx-6900-xt", "fp16_tflops", 46.1),
+    ("rx-6900-xt", "bf16_tflops", None),
+    # RDNA 4 WMMA dense: 64 CUs x 1024 x 2.97 GHz = 194.6 (AMD's 389 is with sparsity); FP8 64 x 2048 x 2.97 = 389.3
+    ("rx-9070-xt", "bf16_tflops", 194.6),
+    ("rx-9070-xt", "fp8_tflops", 389.3),
+    # NVIDIA: 2064 AI TOPS (FP4, sparse) / 2 dense = 1032 FP4 -> 516 FP8 -> 258 BF16 (DERIVED, as the RTX PRO 6000)
+    ("rtx-pro-5000-blackwell", "bf16_tflops", 258),
+    ("rtx-pro-5000-blackwell", "fp8_tflops", 516),
+])
+def test_radeon_and_rtx_pro_compute_peaks_are_the_derived_dense_figures(gpu_id, field, tflops):
+    assert getattr(est.gpu(gpu_id), field) == tflops
+
+
+def test_every_radeon_rx_has_a_16_bit_compute_peak():
+    """Without one prefill is estimated memory-bound only (10-50x too fast); RDNA 2 records FP16 only."""
+    radeons = [g for g in est.gpus() if g.id.startswith("rx-")]
+    assert len(radeons) >= 20
+    assert all((g.bf16_tflops or g.fp16_tflops) for g in radeons)

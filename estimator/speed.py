@@ -51,7 +51,7 @@ from .architecture import Architecture, parameter_counts, tensors
 from .catalog import Gpu
 from .catalog import gpu as catalog_gpu
 from .engines.base import ServeReport, ServeScenario, override_rules, tensor_size
-from .engines.llama_cpp import OFFLOAD_MIN_BATCH, host_matrices
+from .engines.llama_cpp import DEFAULT_UBATCH, OFFLOAD_MIN_BATCH, host_matrices
 from .formats import CHECKPOINT, WEIGHT_FORMATS, weight_format
 from .inference import QUICK_ROWS
 from .quick import quick_inference
@@ -161,6 +161,41 @@ def apple_fp16_tflops(g: Gpu) -> tuple[float, str] | None:
         return None
     return (cores * 128 * 2 * APPLE_GPU_CLOCK_GHZ[name] * 1e9 / TFLOP,
             f"FP16 from {cores} GPU cores x 128 ALUs x 2 x {APPLE_GPU_CLOCK_GHZ[name]:g} GHz (Apple publishes none)")
+
+# llama.cpp multiplies a prompt by GGUF-quantized weights with its MMQ kernels on the int8 tensor cores (the
+# activations quantized to q8_1) since ggml-org/llama.cpp#7676 and #7860 (June 2024; before, it dequantised to FP16
+# for cuBLAS): `mma(tile<16, 8, int> ...)` issues mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 on Ampere and later,
+# m8n8k16 on Turing (ggml/src/ggml-cuda/mma.cuh at 032f69d46583da942e41ac6780d31211c3f2c0eb). Its peak is the dense
+# INT8 rate: on GeForce cards, which run 16-bit products with FP32 accumulate at half rate but int8 at full rate,
+# 4x the catalog's 16-bit figure (Turing TU102 whitepaper: RTX 2080 Ti 56.9 FP16-FP32-acc vs 227.7 INT8 TOPS; Ampere
+# GA102 appendix: RTX 3090 71 vs 284; Ada AD102: RTX 4090 165.2 vs 660.6; RTX Blackwell: RTX 5090 209.5 vs 838);
+# elsewhere the FP8 rate where the GPU has FP8 tensor cores (INT8 = FP8 on Ada, Hopper and Blackwell: H100 SXM 1,979
+# both), else 2x the 16-bit rate (T4 65 / 130, A100 312 / 624: NVIDIA datasheets). Volta has FP16-only tensor cores,
+# and Blackwell Ultra cut INT8 to 0.15 POPS dense (https://verda.com/blog/gb300-nvl72-architecture), below its 16-bit
+# rate. Modern MMQ on an RTX 4090 reaches 0.94-1.14 of the 16-bit FP32-accumulate peak (SPEED_SOURCES.md section 32),
+# which only the int8 path allows.
+INT8_TOPS_EXCEPTIONS = {"b300": 150.0, "v100-16gb": None, "v100-32gb": None}
+GGUF_FORMATS = frozenset(f.id for f in WEIGHT_FORMATS.values() if f.scope == "gguf")
+
+
+def peak_format(a: Architecture, format_id: str) -> str:
+    """The format whose peak a model's FLOPs are timed at: its own, but a MoE in GGUF at the 16-bit peak, as every
+    MoE prompt is ('moe' kernels: grouped expert GEMMs of a few dozen tokens each, whose efficiency routing and tile
+    sizes set, and whose records, MXFP4 gpt-oss under llama.cpp among them, are fractions of the 16-bit peak; no
+    GGUF MoE record on an int8 GPU sets a fraction of the INT8 one yet)."""
+    return "bf16" if a.is_moe and format_id in GGUF_FORMATS else format_id
+
+
+def int8_tops(g: Gpu) -> float | None:
+    """The dense INT8 tensor rate of an NVIDIA GPU (TOPS), by the rule above; None where it has no int8 tensor path
+    or no 16-bit figure."""
+    sixteen = g.bf16_tflops or g.fp16_tflops
+    if g.vendor != "NVIDIA" or sixteen is None:
+        return None
+    if g.id in INT8_TOPS_EXCEPTIONS:
+        return INT8_TOPS_EXCEPTIONS[g.id]
+    return 4 * sixteen if g.kind == "consumer" else g.fp8_tflops or 2 * sixteen
+
 
 # Formats whose GEMMs run on FP8 / INT8 tensor cores when the GPU has them (W8A8: vLLM quantization/fp8.py
 # Fp8LinearMethod uses cutlass_scaled_mm on sm89+; w8a8-int8 compressed-tensors). Every other format is measured
@@ -415,8 +450,13 @@ def lookup_efficiency(table: dict[tuple[str, ...], Efficiency], engine: str, kla
     engine = ENGINE_FAMILY.get(engine, engine)
     own = ((engine, gpu, phase, kernel), (engine, gpu, phase, "")) if gpu else ()
     shared = (("", gpu, phase, ""),) if gpu else ()
-    for key in own + ((engine, klass, phase, kernel), (engine, klass, phase, "")) + shared + (
-            ("", klass, phase, kernel), ("", klass, phase, ""), (engine, "", phase, ""), ("", "", phase, "")):
+    # a prompt's time is its GEMMs': the kernel kind on the GPU class tells more than the engine over every kind;
+    # a decode step's cost beyond its bytes is the engine's (launches, scheduling), so its engine comes first
+    mine = ((engine, klass, phase, ""),)
+    kind = (("", klass, phase, kernel),)
+    for key in own + ((engine, klass, phase, kernel),) + (shared + kind + mine if phase == "prefill" else
+                                                            mine + shared + kind) + (
+            ("", klass, phase, ""), (engine, "", phase, ""), ("", "", phase, "")):
         if key in table:
             return table[key]
     raise ValueError(f"estimator/data/speed.json has no efficiency for phase {phase!r}")
@@ -467,6 +507,9 @@ def peaks(g: Gpu, format_id: str) -> Peaks:
     attention = tflops
     if format_id in FP8_COMPUTE_FORMATS and g.fp8_tflops:
         tflops, path = g.fp8_tflops, f"dense FP8 (W8A8 GEMMs; attention at the {attention:g} TFLOPs 16-bit peak)"
+    elif format_id in GGUF_FORMATS and (int8 := int8_tops(g)) is not None:
+        tflops, path = int8, (f"dense INT8 (llama.cpp's MMQ on the int8 tensor cores; attention at the "
+                              f"{attention:g} TFLOPs 16-bit peak)")
     if tflops is None:
         notes.append(f"{g.name}: no TFLOPs recorded, so compute never bounds a phase (prefill is optimistic)")
     else:
@@ -633,10 +676,19 @@ def decode_phase(a: Architecture, format_id: str, kv_dtype: str, tp: int, sequen
 
 
 def prefill_phase(a: Architecture, format_id: str, tp: int, prompt: int, p: Peaks, e_bw: float,
-                  e_flops: float) -> Phase:
-    """The forward of one `prompt`-token prompt: weights read once, the prompt's FLOPs."""
+                  e_flops: float, chunk: int = 0) -> Phase:
+    """The forward of one `prompt`-token prompt, the prompt's FLOPs, in forwards of at most `chunk` tokens (0: one
+    forward), each reading the weights again: llama.cpp splits a prompt into ubatches of n_ubatch tokens (512 by
+    default, common.h) and runs the whole graph on each, so every ubatch reads every layer's weights and the experts
+    its tokens route to (`experts_touched`). A MoE's experts are then read once per ubatch, not once per prompt: a
+    2,048-token prompt of gpt-oss-120b (~61 GB) streams ~244 GB, which on the 273 GB/s of a DGX Spark is the time."""
     w = weight_traffic(a, format_id)
-    weights = (w.layers + w.experts * experts_touched(a, prompt)) / tp + w.vectors
+
+    def read(tokens: int) -> float:
+        return (w.layers + w.experts * experts_touched(a, tokens)) / tp + w.vectors
+
+    full, rest = divmod(prompt, chunk) if 0 < chunk < prompt else (0, prompt)
+    weights = full * read(chunk) + (read(rest) if rest else 0.0)
     attention = prefill_attention_flops(a, prompt) / tp
     indexer = indexer_flops(a, 1) * (prompt * (prompt + 1) // 2)  # token t scores its t keys, on every rank
     flops = 2 * matmul_parameters(a) * prompt / tp + attention + indexer
@@ -727,19 +779,20 @@ class Speed:
 
 def inference_speed(a: Architecture, g: Gpu, format_id: str, kv_dtype: str = "bf16", tp: int = 1,
                     sequences: int = 1, prompt: int = 512, context: int = 512, engine: str = "",
-                    mla_latent: bool = True, scope: tuple[str, ...] = (), client: bool = False) -> Speed:
-    """Prefill of one `prompt`-token prompt, and a decode step of `sequences` sequences at `context` cached
-    tokens each, on `tp` GPUs of type `g` running `engine` ('' = no engine chosen: the GPU class's efficiencies
-    over every engine); `scope` says in words what scenario that is (the first assumptions). `client`: the TTFT as
-    a serving client times it, the forward + the engine's fixed cost per request (`request_cost`) where speed.json
-    has one; the prefill throughput stays the forward's."""
+                    mla_latent: bool = True, scope: tuple[str, ...] = (), client: bool = False,
+                    chunk: int = 0) -> Speed:
+    """Prefill of one `prompt`-token prompt (in forwards of at most `chunk` tokens: `prefill_phase`), and a decode
+    step of `sequences` sequences at `context` cached tokens each, on `tp` GPUs of type `g` running `engine` ('' =
+    no engine chosen: the GPU class's efficiencies over every engine); `scope` says in words what scenario that is
+    (the first assumptions). `client`: the TTFT as a serving client times it, the forward + the engine's fixed cost
+    per request (`request_cost`) where speed.json has one; the prefill throughput stays the forward's."""
     own = (a.checkpoint.format_id if _quantized_checkpoint(a) else "bf16") if format_id == CHECKPOINT else format_id
-    p, klass = peaks(g, own), gpu_class(g)
+    p, klass = peaks(g, peak_format(a, own)), gpu_class(g)
     e_bw = efficiency(engine, klass, "decode", kernel_kind(own, g), g.id)
     e_flops = efficiency(engine, klass, "prefill", prefill_kernel_kind(a, own, g), g.id)
     step = decode_phase(a, format_id, kv_dtype, tp, sequences, context, p, e_bw.value, e_flops.value, mla_latent,
                         e_bw.fixed_s(a.num_layers))
-    fill = prefill_phase(a, format_id, tp, prompt, p, e_bw.value, e_flops.value)
+    fill = prefill_phase(a, format_id, tp, prompt, p, e_bw.value, e_flops.value, chunk)
     request = request_cost(engine) if client else None
     basis = Basis(a, g, format_id, kv_dtype, tp, sequences, prompt, context, step, fill, p, e_bw, e_flops, client,
                   request)
@@ -759,8 +812,9 @@ def compute_note(format_id: str, g: Gpu) -> str:
     if weight_format(format_id).scope == "gguf":
         return ("GGUF weights: fewer bytes read; llama.cpp's decode multiplies the quantized blocks directly (int8 "
                 "dot products, ggml-cuda mmvq.cu); its prefill on tensor-core GPUs dequantised to FP16 for cuBLAS "
-                "(ggml-org/llama.cpp#3412, 2023) until int8 tensor-core MMQ kernels (#7676, #7860, June 2024); "
-                "measured against the 16-bit peak")
+                "(ggml-org/llama.cpp#3412, 2023) until int8 tensor-core MMQ kernels (#7676, #7860, June 2024): "
+                "measured against the INT8 peak on NVIDIA GPUs with int8 tensor cores (4x the 16-bit FP32-accumulate "
+                "figure on GeForce cards), else the 16-bit peak")
     return ("Quantized weights: fewer bytes read; the kernels (Marlin, AWQ, bitsandbytes) dequantise to 16-bit "
             "inside the GEMM, measured against the 16-bit peak")
 
@@ -775,7 +829,7 @@ def llama_bench(a: Architecture, g: Gpu, format_id: str, kv_dtype: str = "bf16",
     of N tokens generated from an empty context at batch 1 (the cache grows 0..N: on average N / 2 tokens).
     llama-bench times the forward in process, with no server: its TTFT holds no cost per request."""
     return inference_speed(a, g, format_id, kv_dtype, tp, sequences=1, prompt=pp, context=tg // 2,
-                           engine="llama.cpp")
+                           engine="llama.cpp", chunk=DEFAULT_UBATCH)
 
 
 @dataclass(frozen=True)
@@ -920,8 +974,9 @@ def serve_speed(s: ServeScenario, report: ServeReport, host: bool = True) -> Spe
     sequences = max(1, min(limit, report.kv_cache_tokens // request)) if report.kv_cache_tokens else 1
     g = catalog_gpu(s.gpu)
     engine = engine_key(s.engine, s.engine_version)
+    chunk = int(settings.get("n_ubatch", 0))  # llama.cpp's ubatches each read the weights (prefill_phase)
     one = inference_speed(s.model, g, s.weights, s.kv_dtype, s.tensor_parallel, 1, SERVE_PROMPT,
-                          SERVE_GENERATED // 2, engine, client=True)
+                          SERVE_GENERATED // 2, engine, client=True, chunk=chunk)
     many = inference_speed(s.model, g, s.weights, s.kv_dtype, s.tensor_parallel, sequences, SERVE_PROMPT,
                            SERVE_PROMPT + SERVE_GENERATED // 2, engine)
     offloaded = host and bool(report.host_bytes and s.cpu_offload_gb)

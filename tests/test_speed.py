@@ -243,6 +243,43 @@ def test_the_dgx_spark_peak_is_derived_from_nvidias_fp4_figure():
     assert speed.prefill_phase(LLAMA2_7B, "bf16", 1, 512, speed.peaks(spark, "bf16"), 1.0, 1.0).bound == "compute"
 
 
+def test_the_int8_peak_llama_cpps_mmq_runs_on():
+    """GeForce cards: 4x the 16-bit FP32-accumulate figure (RTX 4090 4 x 165.2 = 660.8; RTX 3090 4 x 71 = 284, the
+    GA102 whitepaper's INT8); FP8 tensor cores: their rate (H100 SXM 1,979); else 2x (A100 2 x 312 = 624); none on
+    Volta, Apple or AMD; Blackwell Ultra's 150. GGUF-quantized weights take it, other formats do not."""
+    expected = {"rtx-4090": 660.8, "rtx-3090": 284, "h100-sxm": 1979, "a100-80gb-sxm": 624, "t4": 130,
+                "b300": 150.0, "v100-32gb": None, "m4-max-128gb": None, "rx-7900-xtx": None}
+    for gpu_id, tops in expected.items():
+        assert speed.int8_tops(catalog.gpu(gpu_id)) == pytest.approx(tops) if tops else \
+            speed.int8_tops(catalog.gpu(gpu_id)) is None
+    p = speed.peaks(RTX_4090, "q4_k_m")
+    assert (p.flops, p.attention_flops) == (pytest.approx(660.8e12), 165.2e12)
+    assert speed.peaks(RTX_4090, "awq-4bit").flops == speed.peaks(RTX_4090, "bf16").flops == 165.2e12
+    # a MoE in GGUF stays at the 16-bit peak, as every MoE prompt's grouped GEMMs (speed.peak_format)
+    moe = catalog.model("Qwen/Qwen3-30B-A3B").architecture
+    assert (speed.peak_format(moe, "q4_k_m"), speed.peak_format(LLAMA2_7B, "q4_k_m")) == ("bf16", "q4_k_m")
+    assert speed.inference_speed(moe, RTX_4090, "q4_k_m", engine="llama.cpp").basis.peaks.flops == 165.2e12
+
+
+def test_a_prompt_in_ubatches_reads_the_weights_once_per_ubatch():
+    """llama.cpp runs a 2,048-token prompt as 4 ubatches of 512: Llama 2 7B in Q4_0 reads its 3,750,273,024 B of
+    matrices and 1,064,960 B of vectors 4 times (15,005,351,936 B; 2,000 tokens are 3 ubatches of 512 and one of
+    464: 4 reads too), the FLOPs unchanged. gpt-oss-120b's 60,914,073,600 B of MXFP4 experts: 512 tokens routing to
+    4 of 128 touch 1 - (124/128)^512 of them, all but ~1e-7, so each ubatch reads them again: 4 x ~64.09 GB =
+    256.36 GB, 0.939 s at the DGX Spark's 273 GB/s, where the FLOPs take 0.17 s at its 125 TFLOPs."""
+    spark = speed.peaks(catalog.gpu("dgx-spark"), "q4_0")
+    one, four = (speed.prefill_phase(LLAMA2_7B, "q4_0", 1, 2048, spark, 1.0, 1.0, chunk) for chunk in (0, 512))
+    assert one.bytes == 3_750_273_024 + 1_064_960 and four.bytes == 4 * one.bytes == 15_005_351_936
+    assert four.flops == one.flops
+    assert speed.prefill_phase(LLAMA2_7B, "q4_0", 1, 2000, spark, 1.0, 1.0, 512).bytes == four.bytes
+    oss = catalog.model("openai/gpt-oss-120b").architecture
+    p = speed.peaks(catalog.gpu("dgx-spark"), "mxfp4")
+    whole, ubatches = (speed.prefill_phase(oss, "mxfp4", 1, 2048, p, 1.0, 1.0, chunk) for chunk in (0, 512))
+    assert whole.bytes == pytest.approx(3_095_838_720 + 60_914_073_600 + 80_636_544, rel=1e-6)
+    assert ubatches.bytes == pytest.approx(4 * whole.bytes, rel=1e-6)
+    assert ubatches.memory_s == pytest.approx(256.36e9 / 273e9, rel=1e-3) and ubatches.bound == "memory"
+
+
 def test_decode_throughput_grows_with_concurrency_and_per_sequence_speed_falls():
     one = speed.inference_speed(LLAMA2_7B, RTX_4090, "bf16", sequences=1, context=1024)
     many = speed.inference_speed(LLAMA2_7B, RTX_4090, "bf16", sequences=64, context=1024)

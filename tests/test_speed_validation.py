@@ -286,6 +286,38 @@ def test_a_class_key_shared_by_every_engine_keeps_the_kernel_kind():
     assert {("", "nvidia-consumer", "prefill", "16-bit"), ("", "nvidia-datacenter", "prefill", "moe")} <= derived
 
 
+def test_llama_cpp_builds_before_int8_mmq_ran_16_bit_gemms():
+    """XiongjieDai's May 2024 RTX 4090 pp512 (Llama 3 8B Q4_K_M) ran a build from before llama.cpp#7676 / #7860:
+    dequantised FP16 cuBLAS GEMMs, measured against the 16-bit peak (165.2 TFLOPs) and keyed apart; llama.cpp's
+    June 2026 master (#24127's column, Q4_K_S) reached 12,394 tokens/s, 1.14 of that peak, which only the int8 path
+    allows: it is measured against the INT8 peak (660.8), ~0.28. A prompt of llama.cpp is read in ubatches of 512."""
+    cases = {c.record["id"]: c for c in vs.cases_of(vs.load_records())}
+    old, new = cases["xd-4090-24gb-8b-q4-k-m-pp512"], cases["mmq24127-4090-llama8b-q4_k_s-pp512"]
+    assert (old.cublas_prefill, old.prefill_kernel, old.peak_format) == (True, vs.CUBLAS_KERNEL, "bf16")
+    assert (new.cublas_prefill, new.prefill_kernel, new.peak_format) == (False, "quantized", "q4_k_s")
+    assert old.prefill_chunk == new.prefill_chunk == 512
+    assert vs.achieved(new) == pytest.approx(0.28, abs=0.015)
+    data = json.loads(vs.SPEED_JSON.read_text(encoding="utf-8"))
+    keys = {tuple(e["key"]): e["records"] for e in data["efficiencies"]}
+    dated = {r["id"]: r["date"] for r in vs.load_records()}
+    assert all(dated[i] < vs.LLAMA_CPP_INT8_MMQ
+               for i in keys[("llama.cpp", "nvidia-consumer", "prefill", vs.CUBLAS_KERNEL)])
+    assert all(dated[i] > vs.LLAMA_CPP_INT8_MMQ for i in keys[("llama.cpp", "nvidia-consumer", "prefill", "quantized")])
+
+
+def test_a_prompts_kernel_kind_on_the_gpu_class_comes_before_the_engines_any_kind_key():
+    """Prefill: ('', class, kernel) before (engine, class, any kernel), a prompt's time being its GEMMs'; decode:
+    the engine's own key first, its step cost being the engine's."""
+    from estimator import speed
+
+    e = {v: speed.Efficiency(v, str(v), ()) for v in (0.27, 0.64, 0.5)}
+    for phase in ("prefill", "decode"):
+        table = {("", "nvidia-consumer", phase, "moe"): e[0.27], ("llama.cpp", "nvidia-consumer", phase, ""): e[0.64],
+                 ("", "", phase, ""): e[0.5]}
+        found = speed.lookup_efficiency(table, "llama.cpp", "nvidia-consumer", phase, "moe", "dgx-spark").value
+        assert found == (0.27 if phase == "prefill" else 0.64)
+
+
 def test_sglangs_decode_keys_name_a_gpu_only_while_their_records_ran_on_one():
     """The Qwen team's SGLang 0.4.6 batch-1 decode rows all ran on one H20; the SGLang cookbook's Gemma 4 26B-A4B-it
     TPOT at 1 request on one H200 is the only other fit SGLang decode record. SGLang's FP8 and quantized keys hold H20

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from estimator import catalog, speed
+from estimator.engines.llama_cpp import DEFAULT_UBATCH
 from estimator.formats import WEIGHT_FORMATS, resolve_word
 
 SPEED_CSV = Path(__file__).parent / "published" / "speed.csv"
@@ -93,6 +94,15 @@ SHORT_TTFT = "prefill, short TTFT"
 # share the FLOPs, so the run's token rate is one request's; a generated token costs one more token's forward).
 # The decode-only steps left at the end of the run are not counted.
 OFFLINE_PREFILL_MAX_OUTPUT = 0.01
+# llama.cpp before its int8 tensor-core MMQ kernels (ggml-org/llama.cpp#7676 and #7860, opened and merged in June
+# 2024) dequantised GGUF weights to FP16 and multiplied a prompt with cuBLAS (#3412): a record of such a build (dated
+# before this day) on an NVIDIA GPU ran 16-bit GEMMs behind a dequantisation pass, so its prefill is measured against
+# the 16-bit peak, not the INT8 peak today's builds use (`speed.int8_tops`), and keyed as a kernel of its own,
+# CUBLAS_KERNEL, that no estimate of today's llama.cpp looks up (the dequantisation makes it slower than F16
+# weights' cuBLAS GEMMs: 0.59-0.90 of the peak against 0.79-1.0 in the same tables).
+LLAMA_CPP_INT8_MMQ = "2024-06-01"
+CUBLAS_KERNEL = "dequantised-cublas"
+UBATCH_STATED = re.compile(r"(?:-ub|--ubatch-size|n_ubatch)[ =]?(\d+)")  # a llama.cpp command's ubatch
 # Published model names -> the catalog id whose architecture (layers, widths, heads, experts) the record ran, and
 # why. A quantized re-upload keeps its base model's shapes; the record's `weights` column says how it is stored.
 MODEL_NAMES = {
@@ -390,9 +400,10 @@ def request_record(c: Case) -> bool:
 def roofline_bound(c: Case) -> str:
     """'memory' or 'compute': what bounds the record's phase at 100% efficiency."""
     r = c.record
-    p = speed.peaks(c.gpu, c.weights)
+    p = speed.peaks(c.gpu, c.peak_format)
     if c.phase == "prefill":
-        return speed.prefill_phase(c.model, c.weights, int(r["tp"] or 1), prefill_tokens(r), p, 1.0, 1.0).bound
+        return speed.prefill_phase(c.model, c.weights, int(r["tp"] or 1), prefill_tokens(r), p, 1.0, 1.0,
+                                   c.prefill_chunk).bound
     context = int(r["output_tokens"] or 0) // 2 if r["metric"] == "llama_bench_tg" \
         else int(r["input_tokens"] or 0) + int(r["output_tokens"] or 0) // 2
     return speed.decode_phase(c.model, c.weights, c.kv_dtype, int(r["tp"] or 1), int(r["concurrency"] or 1),
@@ -424,7 +435,33 @@ class Case:
 
     @property
     def prefill_kernel(self) -> str:
+        if self.cublas_prefill and not self.model.is_moe:
+            return CUBLAS_KERNEL
         return speed.prefill_kernel_kind(self.model, self.weights, self.gpu)
+
+    @property
+    def cublas_prefill(self) -> bool:
+        """A llama.cpp build before int8 tensor-core MMQ (`LLAMA_CPP_INT8_MMQ`) with GGUF-quantized weights on an
+        NVIDIA GPU whose INT8 peak the estimate would take: its prompt ran FP16 cuBLAS GEMMs."""
+        return (speed.engine_key(self.record["engine"]) == "llama.cpp" and self.weights in speed.GGUF_FORMATS
+                and self.record["date"] < LLAMA_CPP_INT8_MMQ and speed.int8_tops(self.gpu) is not None)
+
+    @property
+    def prefill_chunk(self) -> int:
+        """Tokens per forward of the record's prompt: for llama.cpp / Ollama the ubatch its command states (-ub N,
+        n_ubatch N in the notes or the quoted table), else llama.cpp's default 512; one forward for other engines
+        (the vLLM and SGLang chunks, 2,048-16,384 tokens, are not modelled: no record's time is near their weight
+        traffic)."""
+        if speed.engine_key(self.record["engine"]) != "llama.cpp":
+            return 0
+        stated = UBATCH_STATED.search(f"{self.record['notes']} {self.record['quote']}")
+        return int(stated[1]) if stated else DEFAULT_UBATCH
+
+    @property
+    def peak_format(self) -> str:
+        """The weight format whose peak the record's FLOPs are measured against (`speed.peak_format`; 16-bit for
+        `cublas_prefill`)."""
+        return "bf16" if self.cublas_prefill else speed.peak_format(self.model, self.weights)
 
 
 def weight_format_id(text: str) -> str | None:
@@ -579,7 +616,7 @@ def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, t
         return training_estimate(c, speed.training_efficiency_in(table, training_framework(r), c.klass, c.gpu.id))
     tp, conc = int(r["tp"] or 1), int(r["concurrency"] or 1)
     inp, out = int(r["input_tokens"] or 0), int(r["output_tokens"] or 0)
-    p = speed.peaks(c.gpu, c.weights)
+    p = speed.peaks(c.gpu, c.peak_format)
     step_s = 0.0  # the engine's fixed cost per decode step: none at the roofline (e_bw given)
     request_s = 0.0  # the server's fixed cost per request, in a short client-timed TTFT: none at the roofline
     if e_bw is None:
@@ -593,7 +630,7 @@ def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, t
         e_flops = speed.lookup_efficiency(table, engine, c.klass, "prefill", c.prefill_kernel, c.gpu.id).value
     if c.phase == "prefill":  # an offline prefill-bound run: its prompt + generated tokens (prefill_tokens)
         tokens = prefill_tokens(r)
-        fill = speed.prefill_phase(c.model, c.weights, tp, tokens, p, e_bw, e_flops)
+        fill = speed.prefill_phase(c.model, c.weights, tp, tokens, p, e_bw, e_flops, c.prefill_chunk)
         return (fill.seconds + request_s) * 1000 if r["metric"] == "ttft_ms" else tokens / fill.seconds
     context = out // 2 if r["metric"] == "llama_bench_tg" else inp + out // 2
     step = speed.decode_phase(c.model, c.weights, c.kv_dtype, tp, conc, context, p, e_bw, e_flops, step_s=step_s)

@@ -584,6 +584,15 @@ def attention_layer_counts(a: Architecture) -> tuple[int, int]:
     return len(a.attention_layers) - windowed, windowed
 
 
+def query_widths(a: Architecture) -> tuple[int, int]:
+    """(query width of a full-attention layer, of a windowed one): n_h x the layer's head size, which differs where
+    the full layers have their own (Gemma 4's global_head_dim 512 beside head_dim 256: `Architecture.attention_shape`),
+    so their QK^T and PV products are twice as wide."""
+    if a.is_mla or not a.global_head_dim:
+        return a.q_width, a.q_width
+    return a.num_heads * a.global_head_dim, a.q_width
+
+
 def attended_tokens(a: Architecture, context: int) -> int:
     """Keys one new token attends to, summed over the attention layers (windowed layers see at most the window;
     sparse-attention layers the index_topk keys their indexer selects; linear-attention and Mamba layers keep a fixed
@@ -601,8 +610,12 @@ def indexer_flops(a: Architecture, keys: int) -> int:
 
 
 def attention_flops(a: Architecture, context: int) -> int:
-    """FLOPs of one token's attention at `context` cached tokens: QK^T and PV, 2 x 2 x q_width per key."""
-    return 4 * a.q_width * attended_tokens(a, context)
+    """FLOPs of one token's attention at `context` cached tokens: QK^T and PV, 2 x 2 x the layer's query width per
+    key (`query_widths`)."""
+    full, windowed = attention_layer_counts(a)
+    wide, narrow = query_widths(a)
+    return 4 * (wide * full * min(context, a.index_topk or context)
+                + narrow * windowed * min(context, a.sliding_window))
 
 
 def _capped_causal(prompt: int, cap: int) -> int:
@@ -614,8 +627,9 @@ def prefill_attention_flops(a: Architecture, prompt: int) -> int:
     """Causal attention of a whole prompt: token t attends to t keys (sum 1..P = P(P+1)/2), windowed layers to at
     most the window, sparse-attention layers to at most index_topk (their indexer's scores: `indexer_flops`)."""
     full, windowed_layers = attention_layer_counts(a)
+    wide, narrow = query_widths(a)
     causal = _capped_causal(prompt, a.index_topk or prompt)
-    return 4 * a.q_width * (full * causal + windowed_layers * _capped_causal(prompt, a.sliding_window or prompt))
+    return 4 * (wide * full * causal + narrow * windowed_layers * _capped_causal(prompt, a.sliding_window or prompt))
 
 
 def allreduce_seconds(a: Architecture, tokens: int, tp: int, link: float, latency: float = 0.0) -> float:
@@ -852,9 +866,9 @@ class TrainingSpeed:
 def training_flops_per_token(a: Architecture, seq_len: int, technique: str, checkpointing: bool) -> float:
     """FLOPs per trained token: forward 2N, backward to the activations 2N, backward to the weights 2N for full
     fine-tuning only (LoRA adapters' own FLOPs are a fraction of a percent), one more forward with gradient
-    checkpointing; attention (2 x q_width x seq per layer forward) scales the same way."""
+    checkpointing; attention (2 x the query width x seq per layer forward) scales the same way."""
     n = matmul_parameters(a)
-    attention = 2 * a.q_width * attended_tokens(a, seq_len)  # causal: half the 4 x q_width x seq of a full row
+    attention = attention_flops(a, seq_len) // 2  # causal: half of a full row's 4 x query width x seq
     passes = (3 if technique == "full" else 2) + (1 if checkpointing else 0)
     return passes * (2 * n + attention)
 

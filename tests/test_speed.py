@@ -243,6 +243,17 @@ def test_the_dgx_spark_peak_is_derived_from_nvidias_fp4_figure():
     assert speed.prefill_phase(LLAMA2_7B, "bf16", 1, 512, speed.peaks(spark, "bf16"), 1.0, 1.0).bound == "compute"
 
 
+def test_full_attention_layers_with_their_own_head_size_attend_that_wide():
+    """Gemma 4 26B-A4B: 16 query heads of 256 in its 25 sliding layers (window 1,024), of 512 (global_head_dim) in its
+    5 full layers. A 4,096-token prompt: full 4 x 8,192 x 5 x (4,096 x 4,097 / 2 = 8,390,656) + windowed 4 x 4,096 x
+    25 x (1,024 x 1,025 / 2 + 3,072 x 1,024 = 3,670,528) = 1,374,725,079,040 + 1,503,448,268,800 FLOPs."""
+    gemma4 = catalog.model("google/gemma-4-26b-a4b-it").architecture
+    assert speed.query_widths(gemma4) == (8192, 4096) and speed.attention_layer_counts(gemma4) == (5, 25)
+    assert speed.prefill_attention_flops(gemma4, 4096) == 4 * (8192 * 5 * 8_390_656 + 4096 * 25 * 3_670_528) \
+        == 1_374_725_079_040 + 1_503_448_268_800
+    assert speed.query_widths(LLAMA2_7B) == (4096, 4096)
+
+
 def test_the_int8_peak_llama_cpps_mmq_runs_on():
     """GeForce cards: 4x the 16-bit FP32-accumulate figure (RTX 4090 4 x 165.2 = 660.8; RTX 3090 4 x 71 = 284, the
     GA102 whitepaper's INT8); FP8 tensor cores: their rate (H100 SXM 1,979); else 2x (A100 2 x 312 = 624); none on

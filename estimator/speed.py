@@ -162,6 +162,7 @@ def apple_fp16_tflops(g: Gpu) -> tuple[float, str] | None:
     return (cores * 128 * 2 * APPLE_GPU_CLOCK_GHZ[name] * 1e9 / TFLOP,
             f"FP16 from {cores} GPU cores x 128 ALUs x 2 x {APPLE_GPU_CLOCK_GHZ[name]:g} GHz (Apple publishes none)")
 
+
 # llama.cpp multiplies a prompt by GGUF-quantized weights with its MMQ kernels on the int8 tensor cores (the
 # activations quantized to q8_1) since ggml-org/llama.cpp#7676 and #7860 (June 2024; before, it dequantised to FP16
 # for cuBLAS): `mma(tile<16, 8, int> ...)` issues mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 on Ampere and later,
@@ -695,7 +696,8 @@ def prefill_phase(a: Architecture, format_id: str, tp: int, prompt: int, p: Peak
     forward), each reading the weights again: llama.cpp splits a prompt into ubatches of n_ubatch tokens (512 by
     default, common.h) and runs the whole graph on each, so every ubatch reads every layer's weights and the experts
     its tokens route to (`experts_touched`). A MoE's experts are then read once per ubatch, not once per prompt: a
-    2,048-token prompt of gpt-oss-120b (~61 GB) streams ~244 GB, which on the 273 GB/s of a DGX Spark is the time."""
+    2,048-token prompt of gpt-oss-120b (~61 GB of experts) in ubatches of 512 streams ~256 GB, 0.94 s at a DGX
+    Spark's 273 GB/s, where its FLOPs take 0.17 s at the 125 TFLOPs peak."""
     w = weight_traffic(a, format_id)
 
     def read(tokens: int) -> float:

@@ -18,7 +18,7 @@ constant per step. Any other
 efficiency is the median achieved fraction of the records of one key,
 from the most specific key with at least MIN_RECORDS records to the least:
 (engine, GPU class, phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase, kernel) -> (GPU class, phase)
--> (engine, phase) -> phase;
+-> (engine, phase) -> phase, a prompt's (GPU class, phase, kernel) before (engine, GPU class, phase);
 a (GPU class, phase) key, shared by every engine, needs the records of at least MIN_SHARED_ENGINES engines, and a key
 whose records all ran on one GPU names that GPU instead of its class (the efficiency one GPU reached is that GPU's).
 Held-out records (crc32 of the id % HOLDOUT_MODULUS == 0) never enter a median; their error is reported apart. Only
@@ -302,7 +302,8 @@ RULE = ("An efficiency is the median, over the published records of its key, of 
         f"specific with at least {MIN_RECORDS} records (decode: {MIN_STEP_RECORDS}) to the least: (engine, GPU class, "
         "phase, kernel) -> (engine, GPU class, phase) -> (GPU class, phase, kernel) -> (GPU class, phase) -> (engine, "
         "phase) -> phase (the kernel kind: a MoE's grouped GEMMs, FP8 or weight-only kernels reach another fraction "
-        "than a dense 16-bit GEMM, on any engine); a record "
+        "than a dense 16-bit GEMM, on any engine; for a prompt, whose time is its GEMMs', (GPU class, phase, kernel) "
+        "comes before (engine, GPU class, phase)); a record "
         "of a superseded engine generation (vLLM before v0.8.0, the V0 engine: 'vllm-v0') sets only its "
         "generation's keys, not the keys shared by every engine; a GPU-class key shared by every engine needs "
         f"records of at least {MIN_SHARED_ENGINES} engines (one engine's records set that engine's keys and the "

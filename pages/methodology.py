@@ -397,7 +397,11 @@ touches (MoE: the experts its tokens route to, $1-(1-k/E)^B$ of them for $B$ seq
 and does $2N_{active}$ FLOPs per token plus attention; a **prefill** does $2N_{active}$ FLOPs per prompt token plus
 causal attention; each takes
 $\\max(\\text{bytes}/(\\text{bandwidth}\\cdot e_{bw}),\\ \\text{FLOPs}/(\\text{peak}\\cdot e_{flops}))$
-(attention's FLOPs at the 16-bit peak even under FP8 weights: it multiplies by the 16-bit KV cache),
+(attention's FLOPs at the 16-bit peak even under FP8 weights: it multiplies by the 16-bit KV cache; the rest at the
+peak of the kernels that run it: FP8 W8A8 GEMMs at the FP8 rate, llama.cpp's GGUF prompt GEMMs, its int8 tensor-core
+MMQ kernels, at the INT8 rate, 4x the 16-bit FP32-accumulate figure on GeForce cards; Apple GPUs at cores x 128 ALUs x
+2 x clock, an M5 at Apple's "over 4x" that for its Neural Accelerators; a llama.cpp prompt runs in ubatches of `-ub`
+tokens, each reading the weights again),
 plus two all-reduces per layer with tensor parallelism (each the link's latency for a small message, from published
 measurements: the custom all-reduce over NVLink 8.8 µs, NCCL over PCIe 15.9 µs, Infinity Fabric 6.3 µs; plus its
 bytes over the link), and a decode step also the engine's cost beyond its bytes

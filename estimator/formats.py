@@ -85,7 +85,14 @@ GGML_TYPES = {t.name: t for t in (
 
 # llama.cpp recipes (llama-quantize names) -> the ggml type of every tensor their rules do not single out
 GGUF_BASE = {"q8_0": "Q8_0", "q6_k": "Q6_K", "q5_k_m": "Q5_K", "q5_0": "Q5_0", "q4_k_m": "Q4_K", "q4_k_s": "Q4_K",
-             "q4_0": "Q4_0", "q3_k_m": "Q3_K", "q2_k": "Q2_K", "iq4_xs": "IQ4_XS", "iq4_nl": "IQ4_NL"}
+             "q4_0": "Q4_0", "q3_k_m": "Q3_K", "q2_k": "Q2_K", "iq4_xs": "IQ4_XS", "iq4_nl": "IQ4_NL",
+             "mxfp4_moe": "Q8_0"}
+# MXFP4_MOE (llama.cpp's file type of gpt-oss GGUFs, "MXFP4 MoE" in llama-bench's model column): the MoE expert
+# tensors (ne[2] > 1) MXFP4, every other matrix and the output Q8_0 (src/llama-quant.cpp `llama_tensor_get_type`,
+# `ftype == LLAMA_FTYPE_MOSTLY_MXFP4_MOE`). llama-bench prints "gpt-oss 20B MXFP4 MoE | 11.27 GiB" and "gpt-oss 120B
+# MXFP4 MoE | 59.02 GiB" for ggml-org's files (ggml-org/llama.cpp benches/dgx-spark.md@4c7e9893), where MXFP4 experts
+# with 16-bit elsewhere (`mxfp4`, the checkpoint's layout) would be 12.82 and 60.77.
+GGUF_EXPERT_TYPE = {"mxfp4_moe": "MXFP4"}
 # Architectures whose GGUF keeps Q, K and V as one `attn_qkv` tensor per layer (ggml-org/llama.cpp
 # gguf-py/gguf/tensor_mapping.py at 0024aa74, block_mappings_cfg MODEL_TENSOR.ATTN_QKV: gptneox
 # `attention.query_key_value`, gpt2 and qwen `attn.c_attn`, falcon `self_attention.query_key_value`, phi3
@@ -156,7 +163,7 @@ WEIGHT_FORMATS = {f.id: f for f in (
     WeightFormat("nvfp4", "NVFP4 (16-element blocks, FP8 scale)", 4 + Fraction(8, 16), "linear",
                  "NVIDIA NVFP4: E2M1 values, one E4M3 scale per 16, one fp32 scale per tensor", tensor_bits=32,
                  value_bits=4, group=16, group_bits=8),
-    *(WeightFormat(gguf_id, f"GGUF {gguf_id.upper()}", GGML_TYPES[base].bits, "gguf",
+    *(WeightFormat(gguf_id, f"GGUF {gguf_id.upper()}", GGML_TYPES[GGUF_EXPERT_TYPE.get(gguf_id, base)].bits, "gguf",
                    "llama.cpp ggml-common.h block sizes; llama-quant.cpp recipes")
       for gguf_id, base in GGUF_BASE.items()),
 )}
@@ -235,6 +242,9 @@ def gguf_tensor_type(format_id: str, t: Tensor, a: Architecture) -> str:
         return "F32"  # norms, biases: 1-D tensors are never quantized
     if t.role == "router":
         return "F32"  # ffn_gate_inp is excluded from quantization
+    if format_id in GGUF_EXPERT_TYPE:  # MXFP4_MOE: experts MXFP4, every other matrix (and the output) the base
+        chosen = GGUF_EXPERT_TYPE[format_id] if t.is_expert else base
+        return chosen if t.cols % GGML_TYPES[chosen].block == 0 else "F16"
     n, i = a.num_layers, t.layer
     gqa = a.num_heads // a.num_kv_heads
     eight_experts = a.num_experts == 8

@@ -67,7 +67,7 @@ SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?
 STRING, ARRAY = 8, 9
 # llama.cpp general.file_type (gguf-py LlamaFileType) -> the --weights id of that recipe, where the estimator has it
 FILE_TYPES = {0: "fp32", 1: "bf16", 32: "bf16", 7: "q8_0", 8: "q5_0", 2: "q4_0", 10: "q2_k", 12: "q3_k_m",
-              14: "q4_k_s", 15: "q4_k_m", 17: "q5_k_m", 18: "q6_k", 25: "iq4_nl", 30: "iq4_xs"}
+              14: "q4_k_s", 15: "q4_k_m", 17: "q5_k_m", 18: "q6_k", 25: "iq4_nl", 30: "iq4_xs", 38: "mxfp4_moe"}
 # llama.cpp architecture names (gguf-py MODEL_ARCH_NAMES) -> the HF model_type whose reader applies, for the families
 # whose fields FIELDS carries in full; any other architecture goes to the generic reader under its own name (the
 # weights stay exact: they come from the tensors)

@@ -133,3 +133,25 @@ def test_common_words_name_formats():
     assert all(target in WEIGHT_FORMATS for target in ALIASES.values())
     with pytest.raises(ValueError, match="weights must be one of"):
         weight_format("fp17")
+
+
+def test_mxfp4_moe_is_llama_cpps_gpt_oss_gguf():
+    """llama-quant.cpp's MXFP4_MOE (the file type of ggml-org's gpt-oss GGUFs): the experts MXFP4 (17 B per 32), every
+    other matrix, the token embedding and the output Q8_0 (34 B per 32), vectors and the router F32. llama-bench
+    prints "gpt-oss 20B MXFP4 MoE | 11.27 GiB" and "gpt-oss 120B MXFP4 MoE | 59.02 GiB" for those files
+    (ggml-org/llama.cpp benches/dgx-spark.md@4c7e9893); `mxfp4`, the checkpoint's 16-bit outside the experts, is
+    1.55 / 1.75 GiB more."""
+    from estimator.architecture import tensors
+    from estimator.gguf import FILE_TYPES
+
+    for model_id, gib, more in (("openai/gpt-oss-20b", 11.27, 1.55), ("openai/gpt-oss-120b", 59.02, 1.75)):
+        a = est.model(model_id).architecture
+        size = weight_bytes(a, "mxfp4_moe").total / 2**30
+        assert size == pytest.approx(gib, abs=0.005)
+        assert weight_bytes(a, "mxfp4").total / 2**30 - size == pytest.approx(more, abs=0.01)
+    a = est.model("openai/gpt-oss-20b").architecture
+    kinds = {t.role: gguf_tensor_type("mxfp4_moe", t, a) for t in tensors(a) if t.layer in (0, -1)}
+    assert kinds["expert_down"] == kinds["expert_up"] == kinds["expert_gate"] == "MXFP4"
+    assert kinds["attn_q"] == kinds["attn_output"] == kinds["output"] == kinds["token_embd"] == "Q8_0"
+    assert kinds["router"] == "F32" and WEIGHT_FORMATS["mxfp4_moe"].bits == Fraction(17, 4)
+    assert FILE_TYPES[38] == "mxfp4_moe"  # LLAMA_FTYPE_MOSTLY_MXFP4_MOE

@@ -173,9 +173,10 @@ def apple_fp16_tflops(g: Gpu) -> tuple[float, str] | None:
 # elsewhere the FP8 rate where the GPU has FP8 tensor cores (INT8 = FP8 on Ada, Hopper and Blackwell: H100 SXM 1,979
 # both), else 2x the 16-bit rate (T4 65 / 130, A100 312 / 624: NVIDIA datasheets). Volta has FP16-only tensor cores,
 # and Blackwell Ultra cut INT8 to 0.15 POPS dense (https://verda.com/blog/gb300-nvl72-architecture), below its 16-bit
-# rate. Modern MMQ on an RTX 4090 reaches 0.94-1.14 of the 16-bit FP32-accumulate peak (SPEED_SOURCES.md section 32),
-# which only the int8 path allows.
-INT8_TOPS_EXCEPTIONS = {"b300": 150.0, "v100-16gb": None, "v100-32gb": None}
+# rate. Pascal has no tensor cores: its MMQ runs __dp4a int8 dot products on the CUDA cores, the Tesla P40's 47 TOPS
+# (NVIDIA Tesla P40 datasheet, the catalog entry's source: "INT8 47 TOPS"). Modern MMQ on an RTX 4090 reaches
+# 0.94-1.14 of the 16-bit FP32-accumulate peak (SPEED_SOURCES.md section 32), which only the int8 path allows.
+INT8_TOPS_EXCEPTIONS = {"b300": 150.0, "v100-16gb": None, "v100-32gb": None, "tesla-p40": 47.0}
 GGUF_FORMATS = frozenset(f.id for f in WEIGHT_FORMATS.values() if f.scope == "gguf")
 
 
@@ -190,11 +191,11 @@ def peak_format(a: Architecture, format_id: str) -> str:
 def int8_tops(g: Gpu) -> float | None:
     """The dense INT8 tensor rate of an NVIDIA GPU (TOPS), by the rule above; None where it has no int8 tensor path
     or no 16-bit figure."""
+    if g.id in INT8_TOPS_EXCEPTIONS:
+        return INT8_TOPS_EXCEPTIONS[g.id]
     sixteen = g.bf16_tflops or g.fp16_tflops
     if g.vendor != "NVIDIA" or sixteen is None:
         return None
-    if g.id in INT8_TOPS_EXCEPTIONS:
-        return INT8_TOPS_EXCEPTIONS[g.id]
     return 4 * sixteen if g.kind == "consumer" else g.fp8_tflops or 2 * sixteen
 
 
@@ -509,8 +510,10 @@ def peaks(g: Gpu, format_id: str) -> Peaks:
     if format_id in FP8_COMPUTE_FORMATS and g.fp8_tflops:
         tflops, path = g.fp8_tflops, f"dense FP8 (W8A8 GEMMs; attention at the {attention:g} TFLOPs 16-bit peak)"
     elif format_id in GGUF_FORMATS and (int8 := int8_tops(g)) is not None:
-        tflops, path = int8, (f"dense INT8 (llama.cpp's MMQ on the int8 tensor cores; attention at the "
-                              f"{attention:g} TFLOPs 16-bit peak)")
+        tflops, path = int8, ("dense INT8 (llama.cpp's MMQ on the int8 tensor cores; attention at the "
+                              f"{attention:g} TFLOPs 16-bit peak)" if attention else
+                              "INT8 dot products (llama.cpp's MMQ with __dp4a: no tensor cores; attention taken at "
+                              "the same rate, no 16-bit figure recorded)")
     if tflops is None:
         notes.append(f"{g.name}: no TFLOPs recorded, so compute never bounds a phase (prefill is optimistic)")
     else:
@@ -830,7 +833,7 @@ def compute_note(format_id: str, g: Gpu) -> str:
                 "dot products, ggml-cuda mmvq.cu); its prefill on tensor-core GPUs dequantised to FP16 for cuBLAS "
                 "(ggml-org/llama.cpp#3412, 2023) until int8 tensor-core MMQ kernels (#7676, #7860, June 2024): "
                 "measured against the INT8 peak on NVIDIA GPUs with int8 tensor cores (4x the 16-bit FP32-accumulate "
-                "figure on GeForce cards), else the 16-bit peak")
+                "figure on GeForce cards; Pascal's dp4a rate), else the 16-bit peak")
     return ("Quantized weights: fewer bytes read; the kernels (Marlin, AWQ, bitsandbytes) dequantise to 16-bit "
             "inside the GEMM, measured against the 16-bit peak")
 

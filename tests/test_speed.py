@@ -257,15 +257,19 @@ def test_full_attention_layers_with_their_own_head_size_attend_that_wide():
 def test_the_int8_peak_llama_cpps_mmq_runs_on():
     """GeForce cards: 4x the 16-bit FP32-accumulate figure (RTX 4090 4 x 165.2 = 660.8; RTX 3090 4 x 71 = 284, the
     GA102 whitepaper's INT8); FP8 tensor cores: their rate (H100 SXM 1,979); else 2x (A100 2 x 312 = 624); none on
-    Volta, Apple or AMD; Blackwell Ultra's 150. GGUF-quantized weights take it, other formats do not."""
+    Volta, Apple or AMD; Blackwell Ultra's 150; the P40's dp4a 47. GGUF-quantized weights take it, other formats
+    do not."""
     expected = {"rtx-4090": 660.8, "rtx-3090": 284, "h100-sxm": 1979, "a100-80gb-sxm": 624, "t4": 130,
-                "b300": 150.0, "v100-32gb": None, "m4-max-128gb": None, "rx-7900-xtx": None}
+                "b300": 150.0, "tesla-p40": 47.0, "v100-32gb": None, "m4-max-128gb": None, "rx-7900-xtx": None}
     for gpu_id, tops in expected.items():
         assert speed.int8_tops(catalog.gpu(gpu_id)) == pytest.approx(tops) if tops else \
             speed.int8_tops(catalog.gpu(gpu_id)) is None
     p = speed.peaks(RTX_4090, "q4_k_m")
     assert (p.flops, p.attention_flops) == (pytest.approx(660.8e12), 165.2e12)
     assert speed.peaks(RTX_4090, "awq-4bit").flops == speed.peaks(RTX_4090, "bf16").flops == 165.2e12
+    # a Tesla P40 has no tensor cores: GGUF prompts at its dp4a INT8 rate (datasheet 47 TOPS), 16-bit ones no peak
+    p40 = catalog.gpu("tesla-p40")
+    assert speed.peaks(p40, "q4_k_m").flops == 47e12 and speed.peaks(p40, "bf16").flops is None
     # a MoE in GGUF stays at the 16-bit peak, as every MoE prompt's grouped GEMMs (speed.peak_format)
     moe = catalog.model("Qwen/Qwen3-30B-A3B").architecture
     assert (speed.peak_format(moe, "q4_k_m"), speed.peak_format(LLAMA2_7B, "q4_k_m")) == ("bf16", "q4_k_m")

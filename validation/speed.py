@@ -445,7 +445,8 @@ class Case:
         """A llama.cpp build before int8 tensor-core MMQ (`LLAMA_CPP_INT8_MMQ`) with GGUF-quantized weights on an
         NVIDIA GPU whose INT8 peak the estimate would take: its prompt ran FP16 cuBLAS GEMMs."""
         return (speed.engine_key(self.record["engine"]) == "llama.cpp" and self.weights in speed.GGUF_FORMATS
-                and self.record["date"] < LLAMA_CPP_INT8_MMQ and speed.int8_tops(self.gpu) is not None)
+                and self.record["date"] < LLAMA_CPP_INT8_MMQ and speed.int8_tops(self.gpu) is not None
+                and bool(self.gpu.bf16_tflops or self.gpu.fp16_tflops))  # Pascal ran dp4a MMQ all along
 
     @property
     def prefill_chunk(self) -> int:

@@ -247,6 +247,33 @@ def test_bandwidth_is_the_vendor_figure(gpu_id, gb_s):
     assert est.gpu(gpu_id).bandwidth_gb_s == gb_s
 
 
+@pytest.mark.parametrize("gpu_id, cores, gb, gb_s", [
+    # Apple M5 Pro / M5 Max bins (MacBook Pro, 2026-03-03). Apple's MacBook Pro tech specs
+    # (https://www.apple.com/macbook-pro/specs/): M5 Max with 32-core GPU '460GB/s', with 40-core GPU '614GB/s',
+    # 128GB only with the 40-core GPU; Popular Science
+    # (https://www.popsci.com/gear/apple-m6-mac-mini-m5-ultra-mac-studio-specs-details/): the entry MacBook Pro's M5 Pro
+    # has a 15-core CPU and 16-core GPU, and 'The M5 Pro sits at 307GB/s regardless of configuration'
+    ("m5-pro-16c-24gb", 16, 24, 307),
+    ("m5-pro-16c-48gb", 16, 48, 307),
+    ("m5-pro-16c-64gb", 16, 64, 307),
+    ("m5-pro-20c-64gb", 20, 64, 307),
+    ("m5-max-32c-36gb", 32, 36, 460),  # the 32-core M5 Max has less bandwidth than the 40-core
+    ("m5-max-40c-48gb", 40, 48, 614),
+    ("m5-max-40c-64gb", 40, 64, 614),
+    ("m5-max-40c-128gb", 40, 128, 614),
+])
+def test_m5_bins_have_their_own_bandwidth(gpu_id, cores, gb, gb_s):
+    """Each M5 Pro / M5 Max GPU-core bin and memory size, its name in the form speed.py parses ('N-core GPU'), the
+    macOS default GPU limit (2/3 up to 36 GB, 3/4 above)."""
+    raw = next(g for g in RAW_GPUS if g["id"] == gpu_id)
+    tier = "Pro" if "-pro-" in gpu_id else "Max"
+    assert raw["name"] == f"Apple M5 {tier} {gb}GB ({cores}-core GPU)" and raw["bandwidth_gb_s"] == gb_s
+    assert raw["memory_bytes"] == gb * 2**30
+    assert raw["default_gpu_limit_bytes"] == gb * 2**30 * (2 if gb <= 36 else 3) // (3 if gb <= 36 else 4)
+    assert f"Apple M5 {tier} ({cores}-core GPU)" in raw["aliases"] and "Top configuration only" not in raw["note"]
+    assert est.gpu(gpu_id).bandwidth_gb_s == gb_s
+
+
 @pytest.mark.parametrize("gpu_id, link, gb_s", [
     ("h100-sxm", "NVLink 4", 450),  # 900 GB/s total NVLink (datasheet), one direction
     ("b200", "NVLink 5", 900),  # 1.8 TB/s total

@@ -597,14 +597,6 @@ def query_widths(a: Architecture) -> tuple[int, int]:
     return a.num_heads * a.global_head_dim, a.q_width
 
 
-def attended_tokens(a: Architecture, context: int) -> int:
-    """Keys one new token attends to, summed over the attention layers (windowed layers see at most the window;
-    sparse-attention layers the index_topk keys their indexer selects; linear-attention and Mamba layers keep a fixed
-    state and attend to none)."""
-    full, windowed = attention_layer_counts(a)
-    return full * min(context, a.index_topk or context) + windowed * min(context, a.sliding_window)
-
-
 def indexer_flops(a: Architecture, keys: int) -> int:
     """The indexer's scores of one query against `keys` cached keys, every indexer layer: index_heads dot products of
     index_head_dim (DeepSeek-V3.2, Liu et al. 2025 eq. 1; the per-head weights and ReLU are negligible). Every
@@ -614,8 +606,9 @@ def indexer_flops(a: Architecture, keys: int) -> int:
 
 
 def attention_flops(a: Architecture, context: int) -> int:
-    """FLOPs of one token's attention at `context` cached tokens: QK^T and PV, 2 x 2 x the layer's query width per
-    key (`query_widths`)."""
+    """FLOPs of one token's attention at `context` cached tokens: QK^T and PV, 2 x 2 x the layer's query width
+    (`query_widths`) per key it attends to (windowed layers at most the window; sparse-attention layers the index_topk
+    keys their indexer selects; linear-attention and Mamba layers keep a fixed state and attend to none)."""
     full, windowed = attention_layer_counts(a)
     wide, narrow = query_widths(a)
     return 4 * (wide * full * min(context, a.index_topk or context)

@@ -46,6 +46,7 @@ LARGE_GPU_BYTES = 70 * GiB
 DEFAULT_BATCHED_TOKENS = {True: 8192, False: 2048}
 DEFAULT_MAX_SEQS = {True: 1024, False: 256}
 DEFAULT_BLOCK = 16  # CacheConfig.block_size for CUDA
+DEFAULT_MAX_LORAS = 1  # LoRAConfig.max_loras
 MLA_BLOCK = 64  # FlashMLA (the default MLA backend on Hopper and later) forces 64-token blocks
 MAMBA_BLOCK_ALIGN = 16  # HybridAttentionMambaModelConfig: attention blocks grow in steps the kernels accept
 
@@ -422,8 +423,9 @@ def lora_bytes(s: ServeScenario) -> int:
     linear's shard) x 2 bytes, over the decoder layers of the largest pipeline stage."""
     if not s.enable_lora:
         return 0
-    return _lora_bytes(s.model, s.max_loras or 1, s.max_lora_rank, s.tensor_parallel, s.pipeline_parallel,
-                       s.tensor_parallel * s.data_parallel if s.expert_parallel else 0, at_least(s, *MOE_LORA_SINCE))
+    return _lora_bytes(s.model, s.max_loras or DEFAULT_MAX_LORAS, s.max_lora_rank, s.tensor_parallel,
+                       s.pipeline_parallel, s.tensor_parallel * s.data_parallel if s.expert_parallel else 0,
+                       at_least(s, *MOE_LORA_SINCE))
 
 
 @functools.lru_cache(maxsize=256)
@@ -638,7 +640,8 @@ def estimate(s: ServeScenario, total_bytes: int | None = None) -> ServeReport:
         f"{length:,} tokens holds {need:,} pages",
     ]
     if lora:
-        notes.append(f"LoRA: {s.max_loras or 1} adapter slot(s) of rank {s.max_lora_rank} on every decoder linear, "
+        notes.append(f"LoRA: {s.max_loras or DEFAULT_MAX_LORAS} adapter slot(s) of rank {s.max_lora_rank} on every "
+                     "decoder linear, "
                      f"{gib(lora)} GiB per GPU (vllm/lora/layers create_lora_weights)"
                      + ("; every CUDA graph is captured twice, without and with adapters" if at_least(
                          s, *LORA_GRAPHS_SINCE) and graphs else ""))
@@ -787,7 +790,8 @@ def command(s: ServeScenario) -> str:
         parts.append(f"--quantization {QUANTIZATION_FLAGS[s.weights]}")
     if s.enable_lora:
         parts.append("--enable-lora" + "".join(f" {flag} {value}" for flag, value, default in (
-            ("--max-loras", s.max_loras or 1, 1), ("--max-lora-rank", s.max_lora_rank, 16)) if value != default))
+            ("--max-loras", s.max_loras or DEFAULT_MAX_LORAS, DEFAULT_MAX_LORAS),
+            ("--max-lora-rank", s.max_lora_rank, 16)) if value != default))
     if s.rope_scaling or s.context_override:
         parts.append(f"--hf-overrides {config_overrides(s)}")
     return " ".join(parts)

@@ -290,6 +290,30 @@ def prefill_kernel_kind(a: Architecture, format_id: str, g: Gpu) -> str:
     return kernel_kind(format_id, g)
 
 
+# GPUs FlashAttention 4 runs on: Hopper (SM90) and datacenter Blackwell (SM100 / SM103); its CuTe kernels use their
+# TMA and WGMMA / tcgen05 instructions (Dao-AILab/flash-attention, flash_attn/cute), which Ampere, Ada and the
+# consumer / GB10 Blackwell parts (SM120 / SM121) lack
+FLASH_ATTENTION_4_GPUS = frozenset({"h100-pcie", "h100-sxm", "h100-nvl", "h200", "h200-nvl", "h20", "b200", "b300",
+                                    "gb200"})
+FLASH_ATTENTION_MAX_HEAD = 256  # FlashAttention 2 / 3 and FlashInfer's prefill kernels take head sizes up to 256
+ATTENTION_KERNEL_WORDS = {"flash": "the engine's fused FlashAttention-class kernel",
+                          "triton": "vLLM's Triton attention, which it forces for head sizes over "
+                                    f"{FLASH_ATTENTION_MAX_HEAD} on GPUs without FlashAttention 4"}
+
+
+def attention_kernel(engine: str, a: Architecture, g: Gpu) -> str:
+    """The kernel a prompt's attention runs in, where it is known to differ from the engine's fused FlashAttention-
+    class kernel ('flash'): 'triton' for vLLM serving a model whose full-attention layers have their own head size
+    over FLASH_ATTENTION_MAX_HEAD (Gemma 4's global_head_dim 512 beside head_dim 256) on a GPU without FlashAttention 4:
+    vLLM then puts every layer on its Triton attention (Gemma4Config.verify_and_update_config: "FA4 not available,
+    forcing TRITON_ATTN backend", https://docs.vllm.ai/en/v0.25.0/api/vllm/model_executor/models/config/), whose
+    prompt attention reaches a far lower fraction of the peak (`attention_efficiency`)."""
+    if (engine == "vllm" and a.global_head_dim > FLASH_ATTENTION_MAX_HEAD and not a.is_mla
+            and g.id not in FLASH_ATTENTION_4_GPUS):
+        return "triton"
+    return "flash"
+
+
 @dataclass(frozen=True)
 class Efficiency:
     """An achieved fraction of a peak, and where it comes from."""
@@ -300,6 +324,7 @@ class Efficiency:
     spread: tuple[float, float] | None = None  # lowest and highest achieved fraction of those records (training)
     step_s: float = 0.0  # decode: fixed seconds per step (launches, scheduling, sampling) derived with the value
     layer_s: float = 0.0  # decode: seconds per decoder layer per step (its kernels' floors), derived with the value
+    sweeps: int = 0  # attention: the prompt-length sweeps whose lines it is the median of
 
     def fixed_s(self, layers: int) -> float:
         """A decode step's seconds beyond its bytes and FLOPs for a model of `layers` decoder layers."""
@@ -309,6 +334,10 @@ class Efficiency:
     def text(self) -> str:
         if not self.records:
             return f"{self.value:.3f} ({self.key})"
+        if self.sweeps:
+            return (f"{self.value:.2f} (median of {self.sweeps} prompt-length sweep(s), {len(self.records)} published "
+                    f"record(s), each a Theil-Sen line of time on attention's share whose slope is 1 / this fraction: "
+                    f"{self.key})")
         if self.layer_s:
             return (f"{self.value:.2f} plus {self.layer_s * 1e6:.0f} us per layer a step (Theil-Sen fit of step time "
                     f"per layer on bytes per layer over {len(self.records)} published record(s): {self.key}; "
@@ -324,7 +353,8 @@ def efficiency_table(data: dict) -> dict[tuple[str, ...], Efficiency]:
     '' = any)."""
     return {tuple(e["key"]): Efficiency(float(e["value"]), ", ".join(part for part in e["key"] if part),
                                         tuple(e["records"]), tuple(e["range"]) if "range" in e else None,
-                                        e.get("step_ms", 0.0) / 1e3, e.get("layer_us", 0.0) / 1e6)
+                                        e.get("step_ms", 0.0) / 1e3, e.get("layer_us", 0.0) / 1e6,
+                                        e.get("sweeps", 0))
             for e in data["efficiencies"]}
 
 
@@ -468,6 +498,24 @@ def lookup_efficiency(table: dict[tuple[str, ...], Efficiency], engine: str, kla
 def efficiency(engine: str, klass: str, phase: str, kernel: str, gpu: str = "") -> Efficiency:
     """`lookup_efficiency` in the derived efficiencies of estimator/data/speed.json."""
     return lookup_efficiency(_efficiency_table(), engine, klass, phase, kernel, gpu)
+
+
+def attention_efficiency_in(table: dict[tuple[str, ...], Efficiency], engine: str, klass: str, kernel: str,
+                            gpu: str = "") -> Efficiency | None:
+    """The achieved fraction of the 16-bit peak of a prompt's attention in `kernel` (`attention_kernel`) under
+    `engine`: (engine, GPU, 'attention', kernel), then the GPU class, then any GPU; None where no sweep of that engine
+    and kernel sets one, and the prompt's attention then runs at its GEMMs' fraction."""
+    engine = ENGINE_FAMILY.get(engine, engine)
+    for place in ((gpu,) if gpu else ()) + (klass, ""):
+        if (key := (engine, place, "attention", kernel)) in table:
+            return table[key]
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def attention_efficiency(engine: str, klass: str, kernel: str, gpu: str = "") -> Efficiency | None:
+    """`attention_efficiency_in` the derived efficiencies of estimator/data/speed.json."""
+    return attention_efficiency_in(_efficiency_table(), engine, klass, kernel, gpu)
 
 
 def training_efficiency_in(table: dict[tuple[str, ...], Efficiency], framework: str, klass: str,
@@ -660,13 +708,14 @@ class Phase:
 
 
 def _phase(num_bytes: float, flops: float, comm_s: float, p: Peaks, e_bw: float, e_flops: float,
-           step_s: float = 0.0, attention: float = 0.0, indexer: float = 0.0) -> Phase:
-    """`attention` of the `flops` run at the 16-bit peak (`Peaks.attention_flops`), `indexer` at the FP8 peak where
-    the GPU has one (DeepGEMM's fp8_mqa_logits scores the FP8 indexer keys, as vLLM and SGLang run DeepSeek-V3.2's
-    indexer), the rest at the weight format's."""
+           step_s: float = 0.0, attention: float = 0.0, indexer: float = 0.0, e_attention: float = 0.0) -> Phase:
+    """`attention` of the `flops` run at the 16-bit peak (`Peaks.attention_flops`) and at `e_attention` of it where
+    one is given (its own kernel's fraction: `attention_efficiency`), else at `e_flops`; `indexer` at the FP8 peak
+    where the GPU has one (DeepGEMM's fp8_mqa_logits scores the FP8 indexer keys, as vLLM and SGLang run
+    DeepSeek-V3.2's indexer), the rest at the weight format's, both at `e_flops`."""
     rest = flops - attention - indexer
-    compute = (rest / p.flops + attention / (p.attention_flops or p.flops)
-               + indexer / (p.indexer_flops or p.attention_flops or p.flops)) / e_flops if p.flops else 0.0
+    compute = ((rest / p.flops + indexer / (p.indexer_flops or p.attention_flops or p.flops)) / e_flops
+               + attention / (p.attention_flops or p.flops) / (e_attention or e_flops)) if p.flops else 0.0
     return Phase(num_bytes, flops, num_bytes / (p.bandwidth * e_bw), compute, comm_s, step_s)
 
 
@@ -687,13 +736,14 @@ def decode_phase(a: Architecture, format_id: str, kv_dtype: str, tp: int, sequen
 
 
 def prefill_phase(a: Architecture, format_id: str, tp: int, prompt: int, p: Peaks, e_bw: float,
-                  e_flops: float, chunk: int = 0) -> Phase:
-    """The forward of one `prompt`-token prompt, the prompt's FLOPs, in forwards of at most `chunk` tokens (0: one
-    forward), each reading the weights again: llama.cpp splits a prompt into ubatches of n_ubatch tokens (512 by
-    default, common.h) and runs the whole graph on each, so every ubatch reads every layer's weights and the experts
-    its tokens route to (`experts_touched`). A MoE's experts are then read once per ubatch, not once per prompt: a
-    2,048-token prompt of gpt-oss-120b (~61 GB of experts) in ubatches of 512 streams ~256 GB, 0.94 s at a DGX
-    Spark's 273 GB/s, where its FLOPs take 0.17 s at the 125 TFLOPs peak."""
+                  e_flops: float, chunk: int = 0, e_attention: float = 0.0) -> Phase:
+    """The forward of one `prompt`-token prompt, the prompt's FLOPs (its attention at `e_attention` where given:
+    `_phase`), in forwards of at most `chunk` tokens (0: one forward), each reading the weights again: llama.cpp
+    splits a prompt into ubatches of n_ubatch tokens (512 by default, common.h) and runs the whole graph on each, so
+    every ubatch reads every layer's weights and the experts its tokens route to (`experts_touched`). A MoE's experts
+    are then read once per ubatch, not once per prompt: a 2,048-token prompt of gpt-oss-120b (~61 GB of experts) in
+    ubatches of 512 streams ~256 GB, 0.94 s at a DGX Spark's 273 GB/s, where its FLOPs take 0.17 s at the 125 TFLOPs
+    peak."""
     w = weight_traffic(a, format_id)
 
     def read(tokens: int) -> float:
@@ -705,7 +755,7 @@ def prefill_phase(a: Architecture, format_id: str, tp: int, prompt: int, p: Peak
     indexer = indexer_flops(a, 1) * (prompt * (prompt + 1) // 2)  # token t scores its t keys, on every rank
     flops = 2 * matmul_parameters(a) * prompt / tp + attention + indexer
     return _phase(weights, flops, allreduce_seconds(a, prompt, tp, p.link, p.link_latency), p, e_bw, e_flops,
-                  attention=attention, indexer=indexer)
+                  attention=attention, indexer=indexer, e_attention=e_attention)
 
 
 @dataclass(frozen=True)
@@ -725,6 +775,8 @@ class Basis:
     peaks: Peaks
     e_bw: Efficiency
     e_flops: Efficiency
+    e_attention: Efficiency | None = None  # the prompt attention's own kernel fraction, where a sweep sets one
+    attention_kernel: str = "flash"
     client: bool = False  # the TTFT as a serving client times it (`inference_speed`)
     request: RequestCost | None = None  # the server's fixed cost per request in that TTFT
 
@@ -754,6 +806,8 @@ class Basis:
                f"experts, a {self.prompt:,}-token prompt {experts_touched(a, self.prompt):.1%}",) if a.is_moe else ()),
             *(self.peaks.notes if tp > 1 else self.peaks.notes[:-1]),  # the link matters only between GPUs
             f"Achieved fraction of bandwidth {self.e_bw.text}; of peak FLOPs {self.e_flops.text}",
+            *((f"The prompt's attention ({ATTENTION_KERNEL_WORDS[self.attention_kernel]}) at its own fraction of the "
+               f"16-bit peak: {self.e_attention.text}",) if self.e_attention is not None else ()),
             compute_note(self.format_id, self.gpu),
             *((f"Tensor parallel over {tp}: bytes and FLOPs split, plus two all-reduces per layer "
                f"({(step.comm_s * 1e3):.3g} ms per decode step, {2 * a.num_layers * self.peaks.link_latency * 1e3:.3g} "
@@ -802,12 +856,15 @@ def inference_speed(a: Architecture, g: Gpu, format_id: str, kv_dtype: str = "bf
     p, klass = peaks(g, peak_format(a, own)), gpu_class(g)
     e_bw = efficiency(engine, klass, "decode", kernel_kind(own, g), g.id)
     e_flops = efficiency(engine, klass, "prefill", prefill_kernel_kind(a, own, g), g.id)
+    kernel = attention_kernel(engine, a, g)
+    e_attention = attention_efficiency(engine, klass, kernel, g.id)
     step = decode_phase(a, format_id, kv_dtype, tp, sequences, context, p, e_bw.value, e_flops.value, mla_latent,
                         e_bw.fixed_s(a.num_layers))
-    fill = prefill_phase(a, format_id, tp, prompt, p, e_bw.value, e_flops.value, chunk)
+    fill = prefill_phase(a, format_id, tp, prompt, p, e_bw.value, e_flops.value, chunk,
+                         e_attention.value if e_attention is not None else 0.0)
     request = request_cost(engine) if client else None
-    basis = Basis(a, g, format_id, kv_dtype, tp, sequences, prompt, context, step, fill, p, e_bw, e_flops, client,
-                  request)
+    basis = Basis(a, g, format_id, kv_dtype, tp, sequences, prompt, context, step, fill, p, e_bw, e_flops,
+                  e_attention, kernel, client, request)
     return Speed(prefill_tokens_per_s=prompt / fill.seconds,
                  ttft_s=fill.seconds + (request.seconds if request is not None else 0.0),
                  decode_tokens_per_s=1 / step.seconds, throughput_tokens_per_s=sequences / step.seconds,

@@ -417,7 +417,13 @@ GEMMs apart, and a dense weight-only format with 16-bit, its dequantisation amor
 (`validation/published/speed.csv`, every record
 with its URL, quote and settings; `python -m validation speed --derive`); $e_{bw}$ and $t_{step}$ are fitted
 together (measured step time = $t_{step}$ + roofline step time / $e_{bw}$, Theil-Sen; an engine's key fits the same
-line with both times divided by the layers) where a key has three records or more. Records of a superseded
+line with both times divided by the layers) where a key has three records or more. A prompt's attention runs in
+another kernel than its GEMMs and can reach another fraction: where records time one model's prompts on one GPU at
+three or more lengths (the longest at least 4x the shortest), measured time / GEMM time at the peak =
+$1/e_{flops}$ + (attention time / GEMM time at the peak) / $e_{attention}$ is a line whose slope gives the attention
+kernel's fraction (Theil-Sen; phase "attention" in the table below): vLLM's Triton attention, which it forces for
+Gemma 4's 512-wide heads on GPUs without FlashAttention 4, reaches far less of the peak than FlashAttention. Without
+such a sweep the attention runs at $e_{flops}$. Records of a superseded
 engine generation (vLLM before v0.8.0, the V0 engine) set only that generation's keys, so the estimate describes the
 engines run today. A key whose records all ran on one GPU is that GPU's (SGLang's on the H20, vLLM V0's on the
 A100 80GB), not its class's, and a class key shared by every engine needs records of two engines. A TTFT timed by a

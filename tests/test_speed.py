@@ -188,6 +188,39 @@ def test_attention_runs_at_the_16_bit_peak_under_fp8_weights():
     assert bf16.compute_s == pytest.approx((matmuls + attention) / 989e12) == pytest.approx(59.18e-3, abs=5e-6)
 
 
+def test_a_prompts_attention_at_its_own_kernels_fraction():
+    """The same FP8 prompt with the GEMMs at 0.5 of their peak and the attention at 0.25 of the BF16 peak:
+    54,127,358,902,272 / (1,979e12 x 0.5) + 4,399,120,252,928 / (989e12 x 0.25) = 54.70 + 17.79 = 72.49 ms; with
+    no attention fraction given the attention runs at the GEMMs' 0.5: 54.70 + 8.90 = 63.60 ms."""
+    p = speed.peaks(catalog.gpu("h100-sxm"), "fp8")
+    own = speed.prefill_phase(LLAMA2_7B, "fp8", 1, 4096, p, 1.0, 0.5, e_attention=0.25)
+    assert own.compute_s == pytest.approx(54_127_358_902_272 / 989.5e12 + 4_399_120_252_928 / 247.25e12)
+    assert own.compute_s == pytest.approx(72.49e-3, abs=5e-6)
+    assert speed.prefill_phase(LLAMA2_7B, "fp8", 1, 4096, p, 1.0, 0.5).compute_s == pytest.approx(63.60e-3, abs=5e-6)
+
+
+def test_vllm_runs_gemma_4_attention_on_triton_where_flashattention_4_is_missing():
+    """Gemma 4's full layers have 512-wide heads: vLLM's Gemma4Config takes FlashAttention 4 for every layer where
+    the GPU has it (Hopper, datacenter Blackwell), else forces TRITON_ATTN. Other engines and models keep their fused
+    kernel."""
+    gemma4 = catalog.model("google/gemma-4-26B-A4B").architecture
+    assert gemma4.global_head_dim == 512 and gemma4.head_dim == 256
+    spark, h100, rtx = (catalog.gpu(i) for i in ("dgx-spark", "h100-sxm", "rtx-4090"))
+    assert [speed.attention_kernel("vllm", gemma4, g) for g in (spark, rtx, h100)] == ["triton", "triton", "flash"]
+    assert speed.attention_kernel("sglang", gemma4, spark) == "flash"
+    assert speed.attention_kernel("vllm", LLAMA2_7B, spark) == "flash"
+
+
+def test_an_attention_fraction_is_looked_up_by_gpu_then_class_then_any_and_is_none_without_a_sweep():
+    table = {("vllm", "dgx-spark", "attention", "triton"): speed.Efficiency(0.15, "spark", ("a",), sweeps=2),
+             ("vllm", "", "attention", "flash"): speed.Efficiency(0.6, "any", ("b",), sweeps=1)}
+    assert speed.attention_efficiency_in(table, "vllm", "nvidia-consumer", "triton", "dgx-spark").value == 0.15
+    assert speed.attention_efficiency_in(table, "vllm", "nvidia-consumer", "triton", "rtx-4090") is None
+    assert speed.attention_efficiency_in(table, "vllm", "nvidia-datacenter", "flash", "h100-sxm").value == 0.6
+    assert speed.attention_efficiency_in(table, "sglang", "nvidia-datacenter", "flash", "h100-sxm") is None
+    assert "2 prompt-length sweep(s)" in table[("vllm", "dgx-spark", "attention", "triton")].text
+
+
 def test_sparse_attention_attends_to_the_indexers_top_k_and_scores_every_key_on_every_rank():
     """DeepSeek-V3.2 (61 MLA layers, query width 128 x 192 = 24,576; indexer 64 heads x 128, top-k 2,048) at TP 8 on
     an H200 in FP8, an 8,192-token prompt. Main attention: token t attends to min(t, 2,048) keys, sum = 2,048 x

@@ -170,6 +170,36 @@ def test_a_decode_key_fits_a_fixed_step_cost_and_a_bandwidth_fraction(monkeypatc
     assert vs.decode_fit([(x / 1e3, (1 + x / 1.5) / 1e3) for x in (10, 20, 40)]) is None
 
 
+def test_a_prompt_length_sweep_separates_the_attention_kernels_fraction_from_the_gemms():
+    """Gemma 4 26B-A4B prompts of 4,096, 16,384 and 65,536 tokens on a DGX Spark under vLLM, each timed as its GEMMs
+    at 0.6 of their peak + its attention at 0.15 of the 16-bit peak: the points (attention / GEMM time, measured /
+    GEMM time) at the peak lie on the line 1 / 0.6 + x / 0.15, so the sweep's attention fraction is 1 / slope = 0.15,
+    the key the DGX Spark's (one GPU), and each record's GEMM fraction with that attention taken out is 0.6. Two
+    lengths, or a longest prompt under 4x the shortest, make no sweep."""
+    def record(tokens: int, value: str = "1000") -> dict:
+        return _record(id=f"gemma4-sweep-{tokens}", gpu="dgx-spark", model="google/gemma-4-26B-A4B", weights="nvfp4",
+                       input_tokens=str(tokens), output_tokens="", metric="prefill_tokens_per_s", value=value)
+
+    cases = []
+    for tokens in (4096, 16384, 65536):
+        gemm, attend, _ = vs.prompt_times(vs.case(record(tokens)))
+        cases.append(vs.case(record(tokens, repr(tokens / (gemm / 0.6 + attend / 0.15)))))
+    assert vs.attention_kernel_of(cases[0]) == "triton" and all(vs.derivable(c) for c in cases)
+    assert vs.sweeps(cases) == [cases] and vs.attention_line(cases) == 0.15
+    (entry,) = vs.attention_entries(cases)
+    assert entry == {"key": ["vllm", "dgx-spark", "attention", "triton"], "value": 0.15, "sweeps": 1,
+                     "records": ["gemma4-sweep-16384", "gemma4-sweep-4096", "gemma4-sweep-65536"]}
+    attention = speed_efficiency(0.15)
+    assert [round(vs.achieved(c, attention), 6) for c in cases] == [0.6] * 3
+    assert vs.sweeps(cases[:2]) == [] and vs.sweeps([cases[1], vs.case(record(8192)), vs.case(record(12288))]) == []
+
+
+def speed_efficiency(value: float):
+    from estimator import speed
+
+    return speed.Efficiency(value, "given", ())
+
+
 def test_one_engines_decode_key_fits_a_cost_per_layer(monkeypatch):
     """Three models of 28, 40 and 80 layers with rooflines of 1, 4 and 20 ms, each step 0.1 ms a layer + roofline /
     0.8: 2.8 + 1.25 = 4.05, 4 + 5 = 9 and 8 + 25 = 33 ms. Divided by the layers, the points lie on one line of slope

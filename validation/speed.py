@@ -73,6 +73,10 @@ PREFILL_METRICS = ("llama_bench_pp", "prefill_tokens_per_s", "ttft_ms")
 MIN_RECORDS = 2
 MIN_STEP_RECORDS = 3  # a line through the records needs more than two of them to have a median slope
 MIN_SHARED_ENGINES = 2  # a GPU-class key shared by every engine stands for more than one engine's records
+MIN_SWEEP_RATIO = 4  # a prompt-length sweep's longest prompt over its shortest (`sweeps`)
+ATTENTION_LINE = ("each sweep's prompts of one model on one GPU timed at several lengths give measured time / GEMM "
+                  "time at the peak = 1 / GEMM fraction + (attention time at the peak / GEMM time at the peak) / "
+                  "attention fraction, a line whose slope is 1 / the attention kernel's fraction")
 MIN_REQUEST_RECORDS = 3  # an engine's cost per request is a median over at least three runs, as a decode line is
 HOLDOUT_MODULUS = 4
 # A TTFT is timed by a serving benchmark's client (vllm bench serve, AIPerf, sglang.bench_serving; only AccelMark's
@@ -311,7 +315,15 @@ RULE = ("An efficiency is the median, over the published records of its key, of 
         "place of the class, looked up before the class at the same level), not its class's or every GPU's. "
         f"Records whose id has crc32 % {HOLDOUT_MODULUS} == 0 are held out of every median, and only records of one "
         "sequence on one GPU (concurrency 1, tp 1) whose roofline at 100% is bound as its phase (decode: memory; "
-        "prefill: compute) enter one: batches, tensor parallelism and serving throughput are compared only, and so is "
+        "prefill: compute) enter one. A prompt's attention runs in another kernel than its GEMMs: where such records "
+        "time one model's prompts on one GPU at "
+        f"{MIN_STEP_RECORDS} or more lengths, the longest at least {MIN_SWEEP_RATIO}x the shortest (a sweep), "
+        f"{ATTENTION_LINE} (Theil-Sen; kept when the slope is at least 1 and the intercept positive), and the "
+        "median over a key's sweeps is the attention fraction of (engine, GPU class, 'attention', attention "
+        "kernel) -> (engine, 'attention', attention kernel) (the kernel: speed.attention_kernel, e.g. vLLM's Triton "
+        "attention for Gemma 4's 512-wide heads); a prompt with such a fraction gives its GEMMs' fraction as their "
+        "time at the peak / (measured time - its attention's time at that fraction), one without runs its attention "
+        "at the GEMMs' fraction. Batches, tensor parallelism and serving throughput are compared only, and so is "
         f"a client-timed TTFT of a prompt under {CLIENT_TTFT_MIN_PROMPT:,} tokens (mostly the request's fixed cost: "
         "HTTP, chat template, tokenisation, scheduling). Those short TTFTs set an engine's request_ms instead (the "
         "server's fixed cost per request, added to the forward in a TTFT a serving client times): with at least "
@@ -621,9 +633,12 @@ def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, t
     p = speed.peaks(c.gpu, c.peak_format)
     step_s = 0.0  # the engine's fixed cost per decode step: none at the roofline (e_bw given)
     request_s = 0.0  # the server's fixed cost per request, in a short client-timed TTFT: none at the roofline
+    e_attention = 0.0  # the prompt's attention at its own kernel's fraction: none at the roofline
     if e_bw is None:
         table = speed._efficiency_table() if table is None else table
         engine = speed.engine_key(r["engine"], r["engine_version"])
+        attention = attention_of(c, table)
+        e_attention = attention.value if attention is not None else 0.0
         cost = (speed._request_costs() if costs is None else costs).get(engine)
         request_s = cost.seconds if cost is not None and short_ttft(c) else 0.0
         decode = speed.lookup_efficiency(table, engine, c.klass, "decode", speed.kernel_kind(c.weights, c.gpu),
@@ -632,22 +647,103 @@ def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, t
         e_flops = speed.lookup_efficiency(table, engine, c.klass, "prefill", c.prefill_kernel, c.gpu.id).value
     if c.phase == "prefill":  # an offline prefill-bound run: its prompt + generated tokens (prefill_tokens)
         tokens = prefill_tokens(r)
-        fill = speed.prefill_phase(c.model, c.weights, tp, tokens, p, e_bw, e_flops, c.prefill_chunk)
+        fill = speed.prefill_phase(c.model, c.weights, tp, tokens, p, e_bw, e_flops, c.prefill_chunk, e_attention)
         return (fill.seconds + request_s) * 1000 if r["metric"] == "ttft_ms" else tokens / fill.seconds
     context = out // 2 if r["metric"] == "llama_bench_tg" else inp + out // 2
     step = speed.decode_phase(c.model, c.weights, c.kv_dtype, tp, conc, context, p, e_bw, e_flops, step_s=step_s)
     if c.phase == "throughput":  # each of `conc` requests: its prefill, then `out` steps of the batch
-        request_s = speed.prefill_phase(c.model, c.weights, tp, max(inp, 1), p, e_bw, e_flops).seconds \
+        request_s = speed.prefill_phase(c.model, c.weights, tp, max(inp, 1), p, e_bw, e_flops,
+                                        e_attention=e_attention).seconds \
             + out * step.seconds
         return conc * (out if r["metric"] == "output_throughput" else inp + out) / request_s
     return step.seconds * 1000 if r["metric"] == "tpot_ms" else 1 / step.seconds
 
 
-def achieved(c: Case) -> float:
-    """Measured over the roofline at 100% efficiency (a time metric: the other way round)."""
+def achieved(c: Case, attention: speed.Efficiency | None = None) -> float:
+    """Measured over the roofline at 100% efficiency (a time metric: the other way round). With `attention` (a
+    prompt's attention kernel fraction): the GEMMs' fraction, their time at the peak over the measured time less the
+    attention's at that fraction (`prompt_times`)."""
+    if attention is not None and c.phase == "prefill":
+        gemm, attend, measured = prompt_times(c)
+        if measured > attend / attention.value:
+            return gemm / (measured - attend / attention.value)
     ideal = estimate(c, 1.0, 1.0)
     value = float(c.record["value"])
     return ideal / value if c.record["metric"] in ("tpot_ms", "ttft_ms") else value / ideal
+
+
+def prompt_times(c: Case) -> tuple[float, float, float]:
+    """A compute-bound prefill record's (GEMM and indexer seconds at the peak, attention seconds at the 16-bit peak,
+    measured seconds): the two parts of its roofline at 100% that run in different kernels."""
+    r = c.record
+    tokens, tp = prefill_tokens(r), int(r["tp"] or 1)
+    p = speed.peaks(c.gpu, c.peak_format)
+    whole = speed.prefill_phase(c.model, c.weights, tp, tokens, p, 1.0, 1.0, c.prefill_chunk).compute_s
+    attend = speed.prefill_attention_flops(c.model, tokens) / tp / (p.attention_flops or p.flops)
+    value = float(r["value"])
+    return whole - attend, attend, value / 1000 if r["metric"] == "ttft_ms" else tokens / value
+
+
+def attention_kernel_of(c: Case) -> str:
+    return speed.attention_kernel(speed.engine_key(c.record["engine"], c.record["engine_version"]), c.model, c.gpu)
+
+
+def attention_of(c: Case, table: dict) -> speed.Efficiency | None:
+    """The attention kernel fraction of `table` for the record's engine, GPU and kernel (`speed.attention_kernel`)."""
+    engine = speed.engine_key(c.record["engine"], c.record["engine_version"])
+    return speed.attention_efficiency_in(table, engine, c.klass, attention_kernel_of(c), c.gpu.id)
+
+
+def sweeps(fit: list[Case]) -> list[list[Case]]:
+    """The fit prefill records that time one model's prompts on one GPU at several lengths (one engine and version,
+    weights, KV dtype and ubatch), the longest at least MIN_SWEEP_RATIO x the shortest: attention's share of the time
+    grows with the prompt, so such a sweep separates the attention kernel's fraction from the GEMMs'."""
+    groups: dict[tuple, list[Case]] = {}
+    for c in fit:
+        if c.phase == "prefill":
+            r = c.record
+            key = (r["engine"], r["engine_version"], c.gpu.id, r["model"], c.weights, c.kv_dtype, c.prefill_chunk)
+            groups.setdefault(key, []).append(c)
+    out = []
+    for members in groups.values():
+        lengths = [prefill_tokens(c.record) for c in members]
+        if len(set(lengths)) >= MIN_STEP_RECORDS and max(lengths) >= MIN_SWEEP_RATIO * min(lengths):
+            out.append(members)
+    return out
+
+
+def attention_line(sweep: list[Case]) -> float | None:
+    """The attention kernel's fraction of one sweep (ATTENTION_LINE): the Theil-Sen line of measured / GEMM
+    time on attention / GEMM time (both at the peak), 1 / its slope; None where the line does not set one (a slope
+    under 1 or an intercept at or under 0: no attention fraction <= 1 and GEMM fraction > 0 fits the sweep)."""
+    points = [(attend / gemm, measured / gemm) for gemm, attend, measured in map(prompt_times, sweep)]
+    slope, intercept = theil_sen(points)
+    return round(1 / slope, 4) if slope >= 1 and intercept > 0 else None
+
+
+def attention_entries(fit: list[Case]) -> list[dict]:
+    """speed.json's attention kernel fractions: the median of the `attention_line`s of every sweep of a key
+    (engine, GPU class, 'attention', attention kernel), then the engine on any GPU; a key of one GPU's sweeps names
+    that GPU."""
+    keys: dict[tuple, list[tuple[list[Case], float]]] = {}
+    for sweep in sweeps(fit):
+        if (value := attention_line(sweep)) is None:
+            continue
+        c = sweep[0]
+        engine, kernel = speed.engine_key(c.record["engine"], c.record["engine_version"]), attention_kernel_of(c)
+        for key in ((engine, c.klass, "attention", kernel), (engine, "", "attention", kernel)):
+            keys.setdefault(key, []).append((sweep, value))
+    entries = []
+    for key, lines in sorted(keys.items()):
+        records = sorted(c.record["id"] for sweep, _ in lines for c in sweep)
+        gpus = {sweep[0].gpu.id for sweep, _ in lines}
+        if len(gpus) == 1:
+            key = (key[0], gpus.pop(), key[2], key[3])
+            if any(e["key"] == list(key) for e in entries):
+                continue
+        entries.append({"key": list(key), "value": round(statistics.median(v for _, v in lines), 4),
+                        "sweeps": len(lines), "records": records})
+    return entries
 
 
 def step_seconds(c: Case) -> tuple[float, float]:
@@ -697,7 +793,8 @@ def derive(cases: list[Case]) -> dict:
         for key in dict.fromkeys(own + shared):
             keys.setdefault(key, []).append(c)
             engines.setdefault(key, set()).add(engine)
-    entries = []
+    entries = attention_entries(fit)
+    attention = speed.efficiency_table({"efficiencies": entries})
     for key, members in sorted(keys.items()):
         least = MIN_STEP_RECORDS if key[2] == "decode" else MIN_RECORDS  # a decode key sets a step cost too
         if len(members) < least and key[:2] != ("", ""):
@@ -709,7 +806,7 @@ def derive(cases: list[Case]) -> dict:
             key = (key[0], gpus.pop(), key[2], key[3])
             if any(e["key"] == list(key) for e in entries):  # the class key and the any-GPU key: the same records
                 continue
-        fractions = [achieved(c) for c in members]
+        fractions = [achieved(c, attention_of(c, attention)) for c in members]
         entry = {"key": list(key), "value": round(statistics.median(fractions), 4),
                  "records": sorted(c.record["id"] for c in members)}
         if key[2] == "decode":

@@ -237,6 +237,7 @@ ENGINE_GENERATIONS = {"vllm": ((0, 8), "vllm-v0")}
 SUPERSEDED_ENGINES = frozenset(name for _, name in ENGINE_GENERATIONS.values())
 
 
+@functools.lru_cache(maxsize=256)
 def engine_key(engine: str, version: str = "") -> str:
     """The engine an efficiency is keyed by: its family (Ollama -> llama.cpp), or the superseded generation its
     `version` (the first dotted number in the text, e.g. '0.6.3') belongs to; no version = today's."""
@@ -378,19 +379,36 @@ class RequestCost:
     client-timed TTFTs of short prompts at concurrency 1)."""
 
     seconds: float
-    engine: str
+    engine: str  # '': pooled over the records of `engines`
     records: tuple[str, ...]  # ids of validation/published/speed.csv it is the median over
+    engines: tuple[str, ...] = ()  # a pooled cost: the engines whose records it is the median over
 
     @property
     def text(self) -> str:
+        whose = self.engine or f"{' and '.join(self.engines)} pooled (too few of one engine's own)"
         return (f"TTFT includes the server's fixed cost per request, {self.seconds * 1e3:.1f} ms (median of "
-                f"{len(self.records)} published client-timed TTFTs of {self.engine}: {', '.join(self.records)})")
+                f"{len(self.records)} published client-timed TTFTs of {whose}: {', '.join(self.records)})")
 
 
 def request_cost_table(data: dict) -> dict[str, RequestCost]:
-    """speed.json's request costs by engine key (`engine_key`)."""
-    return {e["engine"]: RequestCost(e["request_ms"] / 1e3, e["engine"], tuple(e["records"]))
+    """speed.json's request costs by engine key (`engine_key`; '' the pooled one)."""
+    return {e["engine"]: RequestCost(e["request_ms"] / 1e3, e["engine"], tuple(e["records"]),
+                                     tuple(e.get("engines", ())))
             for e in data.get("request_costs", ())}
+
+
+def request_cost_in(table: dict[str, RequestCost], engine: str) -> RequestCost | None:
+    """The engine's own request cost of `table`, else the cost pooled over the short TTFTs of every engine (engine
+    '') where the engine's records are among them: vLLM's and SGLang's servers do the same work per request (an HTTP
+    front end in Python, the chat template and tokenisation, the hand-over to the scheduler process over ZMQ), so
+    an engine with too few short TTFTs of its own takes their median; an engine with none in the pool (llama.cpp's
+    C++ llama-server, other servers) takes none."""
+    engine = ENGINE_FAMILY.get(engine, engine)
+    own = table.get(engine)
+    if own is not None:
+        return own
+    pooled = table.get("")
+    return pooled if pooled is not None and engine in pooled.engines else None
 
 
 @functools.lru_cache(maxsize=1)
@@ -401,7 +419,7 @@ def _request_costs() -> dict[str, RequestCost]:
 def request_cost(engine: str) -> RequestCost | None:
     """The engine's fixed cost per client-timed request, or None where speed.json has none for it (no engine
     chosen, or fewer published records than the rule needs)."""
-    return _request_costs().get(ENGINE_FAMILY.get(engine, engine))
+    return request_cost_in(_request_costs(), engine)
 
 
 def host_offload_table(data: dict) -> dict[str, Efficiency]:
@@ -1037,8 +1055,8 @@ def serve_speed(s: ServeScenario, report: ServeReport, host: bool = True) -> Spe
     where speed.json derives one (`request_cost`). `host=False`: the GPU's part alone, without the time of weights
     in host memory (validation subtracts it from measured times)."""
     settings = dict(report.settings)
-    limit = next((int(settings[k]) for k in ("max_num_seqs", "n_parallel", "num_parallel", "batch") if k in settings),
-                 s.max_num_seqs or 1)
+    limits = ("max_num_seqs", "max_running_requests", "n_parallel", "num_parallel", "batch")  # vLLM, SGLang, ...
+    limit = next((int(settings[k]) for k in limits if k in settings), s.max_num_seqs or 1)
     request = SERVE_PROMPT + SERVE_GENERATED
     sequences = max(1, min(limit, report.kv_cache_tokens // request)) if report.kv_cache_tokens else 1
     g = catalog_gpu(s.gpu)

@@ -430,7 +430,10 @@ A100 80GB), not its class's, and a class key shared by every engine needs record
 serving client for a prompt under 2,000 tokens is compared apart ("prefill, short TTFT"): the request's fixed cost
 (HTTP, chat template, tokenisation, scheduling) is most of it, and no efficiency is fitted to it; such TTFTs of one
 request at a time on one GPU set the engine's fixed cost per request instead (the median of measured TTFT - the
-estimated forward, three records or more: `request_costs` in speed.json), which `serve`'s TTFT adds to the forward.
+estimated forward, three records or more: `request_costs` in speed.json; an engine with fewer, SGLang, takes the
+median pooled with vLLM's, whose servers do the same work per request), which `serve`'s TTFT adds to the forward.
+Every TTFT a serving client timed holds that cost, a long prompt's too, so those set the prefill efficiency with it
+taken out (an 8,192-token prompt's TTFT on a B200 is ~100 ms, ~28 of them the request's).
 Fine-tuning: $6N$
 FLOPs per token ($4N$ for LoRA's frozen base, $+2N$ with gradient checkpointing) at the median achieved fraction of
 the peak of published training runs of the framework on the GPU class (torchtitan, torchtune, llm.q; by the same

@@ -546,3 +546,21 @@ def test_serve_ttft_is_the_forward_plus_vllms_request_cost_and_llama_bench_pp512
     served = ServeScenario(LLAMA2_7B, engine="llama.cpp", gpu="rtx-4090", weights="q4_0",
                            model_id="meta-llama/Llama-2-7b-hf")
     assert speed.serve_speed(served, serve(served)).ttft_s == bench.ttft_s
+
+
+def test_sglangs_serve_throughput_runs_as_many_requests_as_its_max_running_requests_and_kv_cache_hold():
+    """SGLang's running-request limit is max_running_requests (its settings), not vLLM's max_num_seqs: the
+    throughput runs min(that limit, KV-cache tokens // 640) requests of 512 + 128 tokens at once, not one."""
+    from estimator.engines import ServeScenario, serve
+
+    s = ServeScenario(LLAMA2_7B, engine="sglang", gpu="h100-sxm", model_id="meta-llama/Llama-2-7b-hf")
+    report = serve(s)
+    limit = dict(report.settings)["max_running_requests"]
+    sequences = min(limit, report.kv_cache_tokens // 640)
+    assert sequences > 1
+    rate = speed.serve_speed(s, report)
+    assert f"throughput over {sequences} concurrent 640-token request(s) (the engine's running-request limit " \
+           f"{limit}," in rate.assumptions[0]
+    many = speed.inference_speed(LLAMA2_7B, catalog.gpu("h100-sxm"), "bf16", sequences=sequences, prompt=512,
+                                 context=512 + 64, engine="sglang")
+    assert rate.throughput_tokens_per_s == many.throughput_tokens_per_s

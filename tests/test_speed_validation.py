@@ -185,8 +185,8 @@ def test_a_prompt_length_sweep_separates_the_attention_kernels_fraction_from_the
         gemm, attend, _ = vs.prompt_times(vs.case(record(tokens)))
         cases.append(vs.case(record(tokens, repr(tokens / (gemm / 0.6 + attend / 0.15)))))
     assert vs.attention_kernel_of(cases[0]) == "triton" and all(vs.derivable(c) for c in cases)
-    assert vs.sweeps(cases) == [cases] and vs.attention_line(cases) == 0.15
-    (entry,) = vs.attention_entries(cases)
+    assert vs.sweeps(cases) == [cases] and vs.attention_line(cases, {}) == 0.15
+    (entry,) = vs.attention_entries(cases, {})
     assert entry == {"key": ["vllm", "dgx-spark", "attention", "triton"], "value": 0.15, "sweeps": 1,
                      "records": ["gemma4-sweep-16384", "gemma4-sweep-4096", "gemma4-sweep-65536"]}
     attention = speed_efficiency(0.15)
@@ -451,9 +451,15 @@ VLLM_REQUEST_RECORDS = ["gpustack-h100-qwen3-8b-vllm-c1-ttft", "v1pf-bench3-h200
                         "v1pf-vsx-4090-qwen25-7b-sweep-c1-ttft", "v1pf-wmx-l4-qwen25-0.5b-c1-ttft"]
 
 
+def first_pass_table():
+    """The efficiencies of the records as they are, which the request costs are taken over (`vs.derive`)."""
+    fit = [c for c in vs.cases_of(vs.load_records()) if vs.derivable(c)]
+    return vs.speed.efficiency_table({"efficiencies": vs.efficiency_entries(fit, {})})
+
+
 def test_vllms_request_cost_is_the_median_of_its_short_client_ttfts_less_their_forwards():
     """speed.json's vLLM cost per request, by hand from the four records that set it (client-timed TTFTs of
-    prompts under 2,000 tokens, one request at a time, one GPU, not held out): measured - forward at the derived
+    prompts under 2,000 tokens, one request at a time, one GPU, not held out): measured - forward at the first pass's
     prefill efficiency = 59.01 - 6.7668 = 52.2432 (GPUStack, Qwen3-8B, H100), 30.5079 - 3.7703 = 26.7376 (bench3,
     Llama 3 8B, H200), 29.9918 - 24.0129 = 5.9789 (vsx's sweep run, Qwen2.5-7B, RTX 4090), 27.0 - 3.9929 = 23.0071
     (wmx, Qwen2.5-0.5B, L4); the median of four is the mean of the middle two, (23.0071 + 26.7376) / 2 = 24.8724 ms."""
@@ -463,37 +469,65 @@ def test_vllms_request_cost_is_the_median_of_its_short_client_ttfts_less_their_f
     cases = {c.record["id"]: c for c in vs.cases_of(vs.load_records())}
     measured = [float(cases[i].record["value"]) for i in VLLM_REQUEST_RECORDS]
     assert measured == [59.01, 30.507872998714447, 29.991763029247522, 27.0]
-    forward = [vs.estimate(cases[i], costs={}) for i in VLLM_REQUEST_RECORDS]
+    table = first_pass_table()
+    forward = [vs.estimate(cases[i], table=table, costs={}) for i in VLLM_REQUEST_RECORDS]
     assert forward == pytest.approx([6.7668, 3.7703, 24.0129, 3.9929], abs=1e-4)
     assert sorted(m - f for m, f in zip(measured, forward)) == pytest.approx([5.9789, 23.0071, 26.7376, 52.2432],
                                                                              abs=1e-4)
     assert cost["request_ms"] == pytest.approx(((27.0 - 3.992893) + (30.507873 - 3.770258)) / 2, abs=1e-4) == 24.8724
-    # the short-TTFT comparison adds it to the forward; the roofline (e = 1) and a long prompt's TTFT do not
-    assert vs.estimate(cases["v1pf-wmx-l4-qwen25-0.5b-c1-ttft"]) == pytest.approx(3.9929 + 24.8724, abs=1e-4)
-    long = cases["accelmark-b200-llama31-8b-vllm020-c1-ttft"]
-    assert vs.estimate(long) == vs.estimate(long, costs={})
+    # every client-timed TTFT adds it to the forward, a short or a long prompt's; the roofline (e = 1) and
+    # AccelMark's TTFTs, timed in process, do not
+    wmx = cases["v1pf-wmx-l4-qwen25-0.5b-c1-ttft"]
+    assert vs.estimate(wmx) == pytest.approx(vs.estimate(wmx, costs={}) + 24.8724, abs=1e-9)
+    long = cases["vllm20469-a100-qwen3-14b-awq-c1-ttft"]
+    assert vs.client_ttft(long) and vs.estimate(long) == pytest.approx(vs.estimate(long, costs={}) + 24.8724)
+    in_process = cases["accelmark-b200-llama31-8b-vllm020-c1-ttft"]
+    assert not vs.client_ttft(in_process) and vs.estimate(in_process) == vs.estimate(in_process, costs={})
     # held out (the notes run on the RTX 4090 and the TP 4 row), several requests at once (GPUStack's c2-c8), TP 4:
     # not in the median
     for other in ("v1pf-vsx-4090-qwen25-7b-c1-ttft", "v1pf-kubesimplify-rtxpro6000-qwen3-235b-fp8-tp4-c1-ttft",
                   "gpustack-h100-qwen3-8b-vllm-c2-ttft", "gpustack-h100-qwen3-8b-vllm-c8-ttft"):
         assert vs.short_ttft(cases[other]) and not vs.request_record(cases[other])
-    # SGLang has two such records (the Gemma 4 cookbook run, GPUStack's EAGLE3 run), too few: no key, its TTFT
-    # estimate is the forward
-    assert "sglang" not in {e["engine"] for e in data["request_costs"]}
-    assert [i for i, c in cases.items() if vs.request_record(c) and c.record["engine"] == "sglang"] == [
-        "sglcb-h200-gemma-4-26b-a4b-it-c1-ttft", "gpustack-h100-qwen3-8b-sglang-fp8-eagle3-c1-ttft"]
+
+
+def test_sglang_takes_the_request_cost_pooled_with_vllms_records():
+    """SGLang has two short client TTFTs at one request (the Gemma 4 cookbook run, GPUStack's EAGLE3 run), too few
+    for its own cost. Pooled with vLLM's four (two engines): measured - forward = 103.74 - 28.6558 = 75.0842 and
+    34.70 - 6.1262 = 28.5738 beside vLLM's 5.9789, 23.0071, 26.7376, 52.2432; the median of six, (26.7376 + 28.5738)
+    / 2 = 27.6557 ms. SGLang's TTFTs take it (its 8,192-token cookbook TTFT on a B200 too); vLLM keeps its own;
+    llama.cpp's server and the other engines, none of whose records are in the pool, take none."""
+    from estimator import speed
+
+    data = json.loads(vs.SPEED_JSON.read_text(encoding="utf-8"))
+    pooled = {e["engine"]: e for e in data["request_costs"]}[""]
+    assert pooled["engines"] == ["sglang", "vllm"] and pooled["request_ms"] == 27.6557
+    assert pooled["records"] == sorted(VLLM_REQUEST_RECORDS + ["gpustack-h100-qwen3-8b-sglang-fp8-eagle3-c1-ttft",
+                                                               "sglcb-h200-gemma-4-26b-a4b-it-c1-ttft"])
+    cases = {c.record["id"]: c for c in vs.cases_of(vs.load_records())}
+    table = first_pass_table()
+    assert [float(cases[i].record["value"]) - vs.estimate(cases[i], table=table, costs={}) for i in (
+        "sglcb-h200-gemma-4-26b-a4b-it-c1-ttft", "gpustack-h100-qwen3-8b-sglang-fp8-eagle3-c1-ttft")] == \
+        pytest.approx([75.0842, 28.5738], abs=1e-4)
+    assert (26.7376 + 28.5738) / 2 == pytest.approx(27.6557)
+    b200 = cases["sgl35-b200-qwen35-35b-bf16-c1-ttft"]
+    assert vs.estimate(b200) == pytest.approx(vs.estimate(b200, costs={}) + 27.6557)
+    assert speed.request_cost("sglang").seconds == 0.0276557 and speed.request_cost("vllm").seconds == 0.0248724
+    assert speed.request_cost("llama.cpp") is None and speed.request_cost("transformers") is None
+    assert "sglang and vllm pooled" in speed.request_cost("sglang").text
 
 
 def test_an_engine_needs_three_short_client_ttfts_for_a_request_cost():
-    """Without two of vLLM's four records the rule sets no vLLM cost per request (a median needs three runs); with
-    one left out (a record's leave-one-out estimate is derived that way) the other three set it, their median: a
-    short TTFT of a key's own record is not its own fit."""
+    """Without two of vLLM's four records the rule sets no vLLM cost per request (a median needs three runs), only
+    the pooled one over its two and SGLang's two (5.9789, 23.0071, 28.5738, 75.0842: 25.7904); with one left out (a
+    record's leave-one-out estimate is derived that way) the other three set it, their median: a short TTFT of a
+    key's own record is not its own fit."""
     every_case = vs.cases_of(vs.load_records())
+    table = first_pass_table()
     cases = [c for c in every_case if c.record["id"] not in VLLM_REQUEST_RECORDS[:2]]
-    assert vs.request_costs(cases, vs.speed._efficiency_table()) == []
-    without_bench3 = vs.request_costs([c for c in every_case if c.record["id"] != VLLM_REQUEST_RECORDS[1]],
-                                      vs.speed._efficiency_table())
-    # the median of the other three's differences (0.0949, 23.0071, 52.2432): wmx's
-    assert [(e["engine"], e["request_ms"]) for e in without_bench3] == [("vllm", 23.0071)]
-    every = vs.request_costs(vs.cases_of(vs.load_records()), vs.speed._efficiency_table())
-    assert [(e["engine"], e["request_ms"], e["records"]) for e in every] == [("vllm", 24.8724, VLLM_REQUEST_RECORDS)]
+    assert [(e["engine"], e["request_ms"]) for e in vs.request_costs(cases, table)] == [("", 25.7904)]
+    without_bench3 = vs.request_costs([c for c in every_case if c.record["id"] != VLLM_REQUEST_RECORDS[1]], table)
+    # the median of the other three's differences (5.9789, 23.0071, 52.2432): wmx's
+    assert [(e["engine"], e["request_ms"]) for e in without_bench3][1:] == [("vllm", 23.0071)]
+    every = vs.request_costs(every_case, table)
+    assert [(e["engine"], e["request_ms"]) for e in every] == [("", 27.6557), ("vllm", 24.8724)]
+    assert every[1]["records"] == VLLM_REQUEST_RECORDS

@@ -28,14 +28,17 @@ efficiency, as is a client-timed TTFT of a prompt under CLIENT_TTFT_MIN_PROMPT t
 short TTFT": the request's fixed cost is most of it). Those short TTFTs set instead the engine's fixed cost per
 request (`request_costs`, speed.RequestCost): for an engine with at least MIN_REQUEST_RECORDS of them at
 concurrency 1 on one GPU (tp 1), not held out, the median of (measured TTFT - the record's forward at the derived
-prefill efficiency). A median of differences, not a Theil-Sen line TTFT = t_request + forward / e over every
-client-timed TTFT: the short prompts' forwards span a few milliseconds (no leverage on a slope), and the long
-prompts' TTFTs set the prefill efficiency itself (some timed in process, AccelMark, with no server to pay for), so a
-line through both would fit one term twice; the median leaves the efficiency to the long prompts and is robust to
-one run's outlier, as the other medians are. The short-TTFT rows are compared against the forward + that cost (what
-serve gives a user); the long-prompt TTFT rows (the prefill bar) against the forward alone, as before: they set the
-prefill efficiency whole, so it already holds their share of the cost (vLLM's client-timed ones take 3.3 s at
-16,000 tokens, the in-process AccelMark ones 0.6-3.5 s: 24.9 ms is at most 4.2% of them). An offline run of every
+prefill efficiency); pooled over every engine's such records (engine '', at least MIN_SHARED_ENGINES engines) for an
+engine among them with fewer of its own (speed.request_cost_in). A median of differences, not a Theil-Sen line
+TTFT = t_request + forward / e over every client-timed TTFT: the short prompts' forwards span a few milliseconds (no
+leverage on a slope), and the long prompts' TTFTs set the prefill efficiency itself, so a line through both would fit
+one term twice; the median leaves the efficiency to the long prompts and is robust to one run's outlier, as the
+other medians are. Every client-timed TTFT, long or short, holds that cost (`client_ttft`: all but the in-process
+AccelMark rows): it is compared against the forward + the cost (what serve gives a user), and a long one sets the
+prefill efficiency with the cost taken out. The cost is derived first, over efficiencies of the records as they are,
+then the efficiencies again without it (`derive`): the short prompts' forwards it is taken net of are a small part
+of their TTFTs, so which pass's efficiencies price them moves it little. Taking it out matters: SGLang's cookbook
+TTFTs of 8,192-token prompts are 98-182 ms on a B200 or H200, of which ~28 ms is the request's. An offline run of every
 request at once whose requests generate at most OFFLINE_PREFILL_MAX_OUTPUT of their prompt tokens is a prefill record
 (`offline_prefill`): its prompts' forwards, compute-bound, are its time. Training records (train_tokens_per_s
 against the fine-tuning speed, train_mfu against the MFU the estimate implies) set the training efficiency by the
@@ -51,6 +54,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import itertools
 import json
 import re
@@ -87,6 +91,7 @@ HOLDOUT_MODULUS = 4
 # request instead (`request_costs`); from it on the forward is most of the time (issue 17's threshold: TTFT at
 # concurrency 1 with prompts of 2,000 tokens or more).
 CLIENT_TTFT_MIN_PROMPT = 2000
+IN_PROCESS_TTFT_SOURCES = ("FreedomIntelligence/AccelMark",)  # TTFTs timed inside the engine process (section 24)
 SHORT_TTFT = "prefill, short TTFT"
 # An offline run sends every request at once (`concurrency` empty: SPEED_SOURCES.md's convention), so the GPU is
 # never idle and, its prompts' forwards being compute-bound, serves them one chunk after another: vLLM V1's
@@ -328,7 +333,11 @@ RULE = ("An efficiency is the median, over the published records of its key, of 
         "HTTP, chat template, tokenisation, scheduling). Those short TTFTs set an engine's request_ms instead (the "
         "server's fixed cost per request, added to the forward in a TTFT a serving client times): with at least "
         f"{MIN_REQUEST_RECORDS} of them at concurrency 1 on one GPU, not held out, the median of measured TTFT - "
-        "the record's forward at the efficiencies above. An offline run of every request at once whose requests "
+        "the record's forward at the efficiencies of the records as they are; the same median over every engine's "
+        f"such records (engine '', at least {MIN_SHARED_ENGINES} engines) for an engine among them with fewer of its "
+        "own. Every TTFT a serving client timed (all but AccelMark's, timed in process), long or short, holds that "
+        "cost: the efficiencies are then derived again with it taken out of the long ones. An offline run of every "
+        "request at once whose requests "
         f"generate at most {OFFLINE_PREFILL_MAX_OUTPUT:.0%} of their prompt tokens is a prefill record (its total "
         "throughput: one request's prompt + generated tokens at the prefill's rate, the compute-bound prompts served "
         "one after another) and, on one GPU, enters the prefill median like a single prompt. Training "
@@ -439,6 +448,11 @@ class Case:
     @property
     def klass(self) -> str:
         return speed.gpu_class(self.gpu)
+
+    @functools.cached_property
+    def roofline(self) -> float:
+        """The record's metric at 100% efficiency (`estimate`), computed once: every derivation reads it."""
+        return estimate(self, 1.0, 1.0)
 
     @property
     def kernel(self) -> str:
@@ -639,8 +653,7 @@ def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, t
         engine = speed.engine_key(r["engine"], r["engine_version"])
         attention = attention_of(c, table)
         e_attention = attention.value if attention is not None else 0.0
-        cost = (speed._request_costs() if costs is None else costs).get(engine)
-        request_s = cost.seconds if cost is not None and short_ttft(c) else 0.0
+        request_s = request_seconds(c, speed._request_costs() if costs is None else costs)
         decode = speed.lookup_efficiency(table, engine, c.klass, "decode", speed.kernel_kind(c.weights, c.gpu),
                                          c.gpu.id)
         e_bw, step_s = decode.value, decode.fixed_s(c.model.num_layers)
@@ -659,29 +672,45 @@ def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, t
     return step.seconds * 1000 if r["metric"] == "tpot_ms" else 1 / step.seconds
 
 
-def achieved(c: Case, attention: speed.Efficiency | None = None) -> float:
-    """Measured over the roofline at 100% efficiency (a time metric: the other way round). With `attention` (a
-    prompt's attention kernel fraction): the GEMMs' fraction, their time at the peak over the measured time less the
-    attention's at that fraction (`prompt_times`)."""
+def achieved(c: Case, attention: speed.Efficiency | None = None, request_s: float = 0.0) -> float:
+    """Measured over the roofline at 100% efficiency (a time metric: the other way round), a client-timed TTFT less
+    `request_s` (its engine's fixed cost per request). With `attention` (a prompt's attention kernel fraction): the
+    GEMMs' fraction, their time at the peak over the measured time less the attention's at that fraction
+    (`prompt_times`)."""
     if attention is not None and c.phase == "prefill":
-        gemm, attend, measured = prompt_times(c)
+        gemm, attend, measured = prompt_times(c, request_s)
         if measured > attend / attention.value:
             return gemm / (measured - attend / attention.value)
-    ideal = estimate(c, 1.0, 1.0)
-    value = float(c.record["value"])
+    ideal = c.roofline
+    value = float(c.record["value"]) - request_s * 1000
     return ideal / value if c.record["metric"] in ("tpot_ms", "ttft_ms") else value / ideal
 
 
-def prompt_times(c: Case) -> tuple[float, float, float]:
+def client_ttft(c: Case) -> bool:
+    """A TTFT timed by a serving client (every TTFT record but the in-process ones, IN_PROCESS_TTFT_SOURCES): it holds
+    the engine's fixed cost per request beside the prompt's forward, at any prompt length."""
+    return c.record["metric"] == "ttft_ms" and not c.record["source"].startswith(IN_PROCESS_TTFT_SOURCES)
+
+
+def request_seconds(c: Case, costs: dict) -> float:
+    """The fixed cost per request a client-timed TTFT holds: its engine's of `costs` (`speed.request_cost_in`), else
+    none."""
+    if not client_ttft(c):
+        return 0.0
+    cost = speed.request_cost_in(costs, speed.engine_key(c.record["engine"], c.record["engine_version"]))
+    return cost.seconds if cost is not None else 0.0
+
+
+def prompt_times(c: Case, request_s: float = 0.0) -> tuple[float, float, float]:
     """A compute-bound prefill record's (GEMM and indexer seconds at the peak, attention seconds at the 16-bit peak,
-    measured seconds): the two parts of its roofline at 100% that run in different kernels."""
+    measured seconds less `request_s`): the two parts of its roofline at 100% that run in different kernels."""
     r = c.record
     tokens, tp = prefill_tokens(r), int(r["tp"] or 1)
     p = speed.peaks(c.gpu, c.peak_format)
     whole = speed.prefill_phase(c.model, c.weights, tp, tokens, p, 1.0, 1.0, c.prefill_chunk).compute_s
     attend = speed.prefill_attention_flops(c.model, tokens) / tp / (p.attention_flops or p.flops)
     value = float(r["value"])
-    return whole - attend, attend, value / 1000 if r["metric"] == "ttft_ms" else tokens / value
+    return whole - attend, attend, (value / 1000 if r["metric"] == "ttft_ms" else tokens / value) - request_s
 
 
 def attention_kernel_of(c: Case) -> str:
@@ -712,22 +741,23 @@ def sweeps(fit: list[Case]) -> list[list[Case]]:
     return out
 
 
-def attention_line(sweep: list[Case]) -> float | None:
+def attention_line(sweep: list[Case], costs: dict) -> float | None:
     """The attention kernel's fraction of one sweep (ATTENTION_LINE): the Theil-Sen line of measured / GEMM
     time on attention / GEMM time (both at the peak), 1 / its slope; None where the line does not set one (a slope
     under 1 or an intercept at or under 0: no attention fraction <= 1 and GEMM fraction > 0 fits the sweep)."""
-    points = [(attend / gemm, measured / gemm) for gemm, attend, measured in map(prompt_times, sweep)]
+    times = (prompt_times(c, request_seconds(c, costs)) for c in sweep)
+    points = [(attend / gemm, measured / gemm) for gemm, attend, measured in times]
     slope, intercept = theil_sen(points)
     return round(1 / slope, 4) if slope >= 1 and intercept > 0 else None
 
 
-def attention_entries(fit: list[Case]) -> list[dict]:
+def attention_entries(fit: list[Case], costs: dict) -> list[dict]:
     """speed.json's attention kernel fractions: the median of the `attention_line`s of every sweep of a key
     (engine, GPU class, 'attention', attention kernel), then the engine on any GPU; a key of one GPU's sweeps names
     that GPU."""
     keys: dict[tuple, list[tuple[list[Case], float]]] = {}
     for sweep in sweeps(fit):
-        if (value := attention_line(sweep)) is None:
+        if (value := attention_line(sweep, costs)) is None:
             continue
         c = sweep[0]
         engine, kernel = speed.engine_key(c.record["engine"], c.record["engine_version"]), attention_kernel_of(c)
@@ -748,7 +778,7 @@ def attention_entries(fit: list[Case]) -> list[dict]:
 
 def step_seconds(c: Case) -> tuple[float, float]:
     """A decode record's (roofline step time at 100% efficiency, measured step time), in seconds."""
-    ideal, value = estimate(c, 1.0, 1.0), float(c.record["value"])
+    ideal, value = c.roofline, float(c.record["value"])
     return (ideal / 1e3, value / 1e3) if c.record["metric"] == "tpot_ms" else (1 / ideal, 1 / value)
 
 
@@ -778,8 +808,21 @@ def decode_fit(members: list[Case], per_layer: bool = False) -> dict | None:
 
 
 def derive(cases: list[Case]) -> dict:
-    """speed.json: the efficiencies of every key with enough fit records, each with its record ids."""
+    """speed.json: the efficiencies of every key with enough fit records, each with its record ids, and the engines'
+    fixed costs per request. Two passes: the request costs are taken over the efficiencies of the records without
+    them (`request_costs`), then the efficiencies again with every client-timed TTFT less its engine's cost
+    (`client_ttft`)."""
     fit = [c for c in cases if derivable(c)]
+    costs = request_costs(cases, speed.efficiency_table({"efficiencies": efficiency_entries(fit, {})}))
+    return {"rule": RULE,
+            "source": "validation/published/speed.csv (each record with its URL, quote and settings)",
+            "efficiencies": efficiency_entries(fit, speed.request_cost_table({"request_costs": costs})),
+            "request_costs": costs}
+
+
+def efficiency_entries(fit: list[Case], costs: dict) -> list[dict]:
+    """The efficiencies of every key with enough of the `fit` records, a client-timed TTFT less its engine's fixed
+    cost per request of `costs`."""
     keys: dict[tuple, list[Case]] = {}
     engines: dict[tuple, set[str]] = {}  # the engines (training: frameworks) of each key's records
     for c in fit:
@@ -793,7 +836,7 @@ def derive(cases: list[Case]) -> dict:
         for key in dict.fromkeys(own + shared):
             keys.setdefault(key, []).append(c)
             engines.setdefault(key, set()).add(engine)
-    entries = attention_entries(fit)
+    entries = attention_entries(fit, costs)
     attention = speed.efficiency_table({"efficiencies": entries})
     for key, members in sorted(keys.items()):
         least = MIN_STEP_RECORDS if key[2] == "decode" else MIN_RECORDS  # a decode key sets a step cost too
@@ -806,7 +849,7 @@ def derive(cases: list[Case]) -> dict:
             key = (key[0], gpus.pop(), key[2], key[3])
             if any(e["key"] == list(key) for e in entries):  # the class key and the any-GPU key: the same records
                 continue
-        fractions = [achieved(c, attention_of(c, attention)) for c in members]
+        fractions = [achieved(c, attention_of(c, attention), request_seconds(c, costs)) for c in members]
         entry = {"key": list(key), "value": round(statistics.median(fractions), 4),
                  "records": sorted(c.record["id"] for c in members)}
         if key[2] == "decode":
@@ -818,10 +861,7 @@ def derive(cases: list[Case]) -> dict:
             entry["range"] = [round(min(fractions), 4), round(max(fractions), 4)]
         entries.append(entry)
     entries.sort(key=lambda e: e["key"])
-    return {"rule": RULE,
-            "source": "validation/published/speed.csv (each record with its URL, quote and settings)",
-            "efficiencies": entries, "request_costs": request_costs(cases, speed.efficiency_table(
-                {"efficiencies": entries}))}
+    return entries
 
 
 def request_costs(cases: list[Case], table: dict) -> list[dict]:
@@ -830,11 +870,16 @@ def request_costs(cases: list[Case], table: dict) -> list[dict]:
     engines: dict[str, list[Case]] = {}
     for c in cases:
         if request_record(c):
-            engines.setdefault(speed.engine_key(c.record["engine"], c.record["engine_version"]), []).append(c)
+            engine = speed.engine_key(c.record["engine"], c.record["engine_version"])
+            engines.setdefault(engine, []).append(c)
+            if engine not in speed.SUPERSEDED_ENGINES:
+                engines.setdefault("", []).append(c)
+    shared = sorted({speed.engine_key(c.record["engine"], c.record["engine_version"]) for c in engines.get("", ())})
     return [{"engine": engine, "request_ms": round(statistics.median(
                 float(c.record["value"]) - estimate(c, table=table, costs={}) for c in members), 4),
-             "records": sorted(c.record["id"] for c in members)}
-            for engine, members in sorted(engines.items()) if len(members) >= MIN_REQUEST_RECORDS]
+             "records": sorted(c.record["id"] for c in members), **({} if engine else {"engines": shared})}
+            for engine, members in sorted(engines.items()) if len(members) >= MIN_REQUEST_RECORDS
+            and (engine or len(shared) >= MIN_SHARED_ENGINES)]
 
 
 def leave_one_out(c: Case, cases: list[Case]) -> float:

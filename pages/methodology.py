@@ -419,7 +419,8 @@ with its URL, quote and settings; `python -m validation speed --derive`); $e_{bw
 together (measured step time = $t_{step}$ + roofline step time / $e_{bw}$, Theil-Sen; an engine's key fits the same
 line with both times divided by the layers) where a key has three records or more. A prompt's attention runs in
 another kernel than its GEMMs and can reach another fraction: where records time one model's prompts on one GPU at
-three or more lengths (the longest at least 4x the shortest), measured time / GEMM time at the peak =
+three or more lengths (over which attention's time at the peak grows by at least half the GEMMs'), measured
+time / GEMM time at the peak =
 $1/e_{flops}$ + (attention time / GEMM time at the peak) / $e_{attention}$ is a line whose slope gives the attention
 kernel's fraction (Theil-Sen; phase "attention" in the table below): vLLM's Triton attention, which it forces for
 Gemma 4's 512-wide heads on GPUs without FlashAttention 4, reaches far less of the peak than FlashAttention. Without

@@ -77,7 +77,13 @@ PREFILL_METRICS = ("llama_bench_pp", "prefill_tokens_per_s", "ttft_ms")
 MIN_RECORDS = 2
 MIN_STEP_RECORDS = 3  # a line through the records needs more than two of them to have a median slope
 MIN_SHARED_ENGINES = 2  # a GPU-class key shared by every engine stands for more than one engine's records
-MIN_SWEEP_RATIO = 4  # a prompt-length sweep's longest prompt over its shortest (`sweeps`)
+# A prompt-length sweep (`sweeps`) separates the attention kernel's fraction only where the attention's share moves:
+# its attention time at the peak, over its GEMM time at the peak, must span at least this much across the sweep
+# (from a 4K to a 64K-token prompt of Gemma 4 on a DGX Spark: 0.09 to 0.75). Over a smaller span, the few percent a
+# record's time varies run to run move the line's slope more than the attention fractions to tell apart: over 0.2
+# of span, attention at 0.3 or at 0.6 of the peak changes a sweep's time by 0.2 / 0.3 - 0.2 / 0.6 = 0.33 GEMM-times,
+# 4% of a prompt whose GEMMs reach 0.12 of their peak.
+MIN_SWEEP_SPREAD = 0.5
 ATTENTION_LINE = ("each sweep's prompts of one model on one GPU timed at several lengths give measured time / GEMM "
                   "time at the peak = 1 / GEMM fraction + (attention time at the peak / GEMM time at the peak) / "
                   "attention fraction, a line whose slope is 1 / the attention kernel's fraction")
@@ -322,7 +328,9 @@ RULE = ("An efficiency is the median, over the published records of its key, of 
         "sequence on one GPU (concurrency 1, tp 1) whose roofline at 100% is bound as its phase (decode: memory; "
         "prefill: compute) enter one. A prompt's attention runs in another kernel than its GEMMs: where such records "
         "time one model's prompts on one GPU at "
-        f"{MIN_STEP_RECORDS} or more lengths, the longest at least {MIN_SWEEP_RATIO}x the shortest (a sweep), "
+        f"{MIN_STEP_RECORDS} or more lengths over which the attention's time at the peak, over the GEMMs', spans "
+        f"at least {MIN_SWEEP_SPREAD} (a sweep: over less, run-to-run noise moves the slope more than the fractions "
+        "to tell apart), "
         f"{ATTENTION_LINE} (Theil-Sen; kept when the slope is at least 1 and the intercept positive), and the "
         "median over a key's sweeps is the attention fraction of (engine, GPU class, 'attention', attention "
         "kernel) -> (engine, 'attention', attention kernel) (the kernel: speed.attention_kernel, e.g. vLLM's Triton "
@@ -724,9 +732,10 @@ def attention_of(c: Case, table: dict) -> speed.Efficiency | None:
 
 
 def sweeps(fit: list[Case]) -> list[list[Case]]:
-    """The fit prefill records that time one model's prompts on one GPU at several lengths (one engine and version,
-    weights, KV dtype and ubatch), the longest at least MIN_SWEEP_RATIO x the shortest: attention's share of the time
-    grows with the prompt, so such a sweep separates the attention kernel's fraction from the GEMMs'."""
+    """The fit prefill records that time one model's prompts on one GPU at MIN_STEP_RECORDS or more lengths (one
+    engine and version, weights, KV dtype and ubatch) over which the attention's time at the peak, over the GEMMs',
+    spans at least MIN_SWEEP_SPREAD: attention's share of the time grows with the prompt, so such a sweep separates
+    the attention kernel's fraction from the GEMMs'."""
     groups: dict[tuple, list[Case]] = {}
     for c in fit:
         if c.phase == "prefill":
@@ -735,8 +744,9 @@ def sweeps(fit: list[Case]) -> list[list[Case]]:
             groups.setdefault(key, []).append(c)
     out = []
     for members in groups.values():
-        lengths = [prefill_tokens(c.record) for c in members]
-        if len(set(lengths)) >= MIN_STEP_RECORDS and max(lengths) >= MIN_SWEEP_RATIO * min(lengths):
+        shares = [attend / gemm for gemm, attend, _ in map(prompt_times, members)]
+        if (len({prefill_tokens(c.record) for c in members}) >= MIN_STEP_RECORDS
+                and max(shares) - min(shares) >= MIN_SWEEP_SPREAD):
             out.append(members)
     return out
 

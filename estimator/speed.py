@@ -825,7 +825,11 @@ class Basis:
             *(self.peaks.notes if tp > 1 else self.peaks.notes[:-1]),  # the link matters only between GPUs
             f"Achieved fraction of bandwidth {self.e_bw.text}; of peak FLOPs {self.e_flops.text}",
             *((f"The prompt's attention ({ATTENTION_KERNEL_WORDS[self.attention_kernel]}) at its own fraction of the "
-               f"16-bit peak: {self.e_attention.text}",) if self.e_attention is not None else ()),
+               f"16-bit peak: {self.e_attention.text}",) if self.e_attention is not None else
+              (f"The prompt's attention runs in {ATTENTION_KERNEL_WORDS[self.attention_kernel]}; no prompt-length "
+               "sweep of it on this GPU sets its fraction, so it is taken at the GEMMs'. Where a sweep measured it "
+               "(vLLM on a DGX Spark) it reached far less of the peak than FlashAttention: a long prompt is likely "
+               "slower than this",) if self.attention_kernel == "triton" else ()),
             compute_note(self.format_id, self.gpu),
             *((f"Tensor parallel over {tp}: bytes and FLOPs split, plus two all-reduces per layer "
                f"({(step.comm_s * 1e3):.3g} ms per decode step, {2 * a.num_layers * self.peaks.link_latency * 1e3:.3g} "

@@ -209,6 +209,12 @@ def test_vllm_runs_gemma_4_attention_on_triton_where_flashattention_4_is_missing
     assert [speed.attention_kernel("vllm", gemma4, g) for g in (spark, rtx, h100)] == ["triton", "triton", "flash"]
     assert speed.attention_kernel("sglang", gemma4, spark) == "flash"
     assert speed.attention_kernel("vllm", LLAMA2_7B, spark) == "flash"
+    # the assumptions say which kernel runs the attention, and whether a sweep on that GPU sets its fraction
+    notes = {g.id: " ".join(speed.inference_speed(gemma4, g, "bf16", prompt=32768, engine="vllm").assumptions)
+             for g in (spark, rtx, h100)}
+    assert "Triton attention" in notes["dgx-spark"] and "its own fraction of the 16-bit peak" in notes["dgx-spark"]
+    assert "Triton attention" in notes["rtx-4090"] and "taken at the GEMMs'" in notes["rtx-4090"]
+    assert "Triton" not in notes["h100-sxm"]
 
 
 def test_an_attention_fraction_is_looked_up_by_gpu_then_class_then_any_and_is_none_without_a_sweep():

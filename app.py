@@ -10,7 +10,7 @@ from ui import state
 
 st.set_page_config(page_title="LLM GPU Memory Estimator", page_icon=":material/memory:", layout="wide")
 
-PAGES = {name: st.Page(f"pages/{name}.py", title=title, icon=icon, url_path=state.URL_PATHS[name] or None,
+PAGES = {name: st.Page(f"views/{name}.py", title=title, icon=icon, url_path=state.URL_PATHS[name] or None,
                        default=name == "inference")
          for name, (title, icon) in state.TITLES.items()}
 

@@ -55,7 +55,7 @@ def _step(at: AppTest, i: int, vary: bool) -> None:
         return values[(local + shift) % len(values)]
 
     if local == 0:
-        at.switch_page(f"pages/{page}.py")
+        at.switch_page(f"views/{page}.py")
     elif local == 10:
         _segmented(at, f"{page}.src").set_value("catalog")
     elif local == 13:

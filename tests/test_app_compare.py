@@ -44,10 +44,10 @@ def test_scenarios_added_on_the_estimate_pages_appear_side_by_side():
     at = start()
     at.button(key="inference.add").click().run()
     assert "Added to the comparison (1 of 6)" in at.toast[0].value
-    at.switch_page("pages/finetune.py").run()
+    at.switch_page("views/finetune.py").run()
     at.selectbox(key="finetune.technique").set_value("qlora-4bit").run()
     at.button(key="finetune.add").click().run()
-    at.switch_page("pages/compare.py").run()
+    at.switch_page("views/compare.py").run()
     assert_clean(at)
     frame = compare_table(at)
     assert list(frame.columns) == ["7B · Inference (16-bit) · 2,048 tok × 1",
@@ -97,7 +97,7 @@ def test_the_comparison_holds_at_most_six_scenarios():
     for _ in range(links.MAX_COMPARE):
         at.button(key="inference.add").click().run()
     assert at.button(key="inference.add").disabled
-    at.switch_page("pages/compare.py").run()
+    at.switch_page("views/compare.py").run()
     assert len(compare_table(at).columns) == links.MAX_COMPARE
 
 

@@ -103,15 +103,15 @@ def test_the_share_control_shows_the_link():
 def test_inputs_survive_moving_between_pages():
     at = start()
     at.number_input(key="inference.seq_len").set_value(4096).run()
-    at.switch_page("pages/finetune.py").run()
+    at.switch_page("views/finetune.py").run()
     at.number_input(key="finetune.batch_size").set_value(8).run()
     segmented(at, "finetune.unit").set_value("GiB").run()
-    at.switch_page("pages/inference.py").run()
+    at.switch_page("views/inference.py").run()
     assert_clean(at)
     assert at.number_input(key="inference.seq_len").value == 4096
     assert segmented(at, "inference.unit").value == "GiB"
     assert at.query_params == {"v": "1", "p": "inference", "seq": "4096", "unit": "GiB"}
-    at.switch_page("pages/finetune.py").run()
+    at.switch_page("views/finetune.py").run()
     assert at.number_input(key="finetune.batch_size").value == 8
 
 
@@ -121,8 +121,8 @@ def test_a_pasted_config_survives_a_visit_to_another_page():
     at = start()
     segmented(at, "inference.src").set_value("config").run()
     at.text_area(key="inference.cfg").input(text).run()
-    at.switch_page("pages/compare.py").run()
-    at.switch_page("pages/inference.py").run()
+    at.switch_page("views/compare.py").run()
+    at.switch_page("views/inference.py").run()
     assert_clean(at)
     assert at.text_area(key="inference.cfg").value == text
     assert totals(at) == gb(est.inference_table(est.InferenceScenario(est.architecture_from_config(json.loads(text)))))

@@ -1,6 +1,6 @@
 """Layering: the `estimator` core uses the Python standard library only, and never the app or the tracing harness.
 
-The app (app.py, pages/, ui/) and the validation package (validation/) sit on top of the core; the core must
+The app (app.py, views/, ui/) and the validation package (validation/) sit on top of the core; the core must
 not reach up into them, nor into their third-party stacks (streamlit, plotly, pandas, torch, transformers,
 peft). Two checks: every core module is imported in a `python -S -I` subprocess (no site-packages, so any
 third-party import fails), and every core source file is parsed so imports inside functions count too.
@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 CORE = REPO / "estimator"
 # the upper layers of this repository and the third-party stacks they bring
-UPPER_LAYERS = {"ui", "pages", "app", "validation"}
+UPPER_LAYERS = {"ui", "views", "app", "validation"}
 APP_AND_TRACING_STACKS = {"streamlit", "plotly", "pandas", "torch", "transformers", "peft", "accelerate"}
 
 

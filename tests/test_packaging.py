@@ -101,7 +101,7 @@ def test_the_core_installs_alone_with_no_dependencies(installed):
     # the extras are optional: nothing is required without them
     assert all("extra ==" in r for r in info["requires"]), info["requires"]
     assert {r.split("=")[0].split(";")[0].strip() for r in info["requires"]} >= {"streamlit", "torch"}
-    # only the estimator package (with its data) and the metadata; not ui/, pages/, validation/, tests/...
+    # only the estimator package (with its data) and the metadata; not ui/, views/, validation/, tests/...
     top = {f.split("/")[0] for f in info["files"] if not f.startswith("..")}
     assert top == {"estimator", "llm_gpu_memory_estimator-0.1.0.dist-info"}, top
     assert {"estimator/data/models.json", "estimator/data/gpus.json", "estimator/cli.py"} <= set(info["files"])

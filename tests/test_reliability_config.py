@@ -234,7 +234,7 @@ FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "breakpoint"}
 FORBIDDEN_MODULES = {"pickle", "cPickle", "dill", "marshal", "shelve", "subprocess", "socket", "requests", "httpx",
                      "urllib.request", "http.client", "yaml", "joblib", "torch", "transformers", "huggingface_hub",
                      "ctypes"}
-SOURCES = sorted([*ROOT.glob("estimator/*.py"), *ROOT.glob("ui/*.py"), *ROOT.glob("pages/*.py"), ROOT / "app.py"])
+SOURCES = sorted([*ROOT.glob("estimator/*.py"), *ROOT.glob("ui/*.py"), *ROOT.glob("views/*.py"), ROOT / "app.py"])
 # Models by Hub id (issue 16): estimator/hub.py is the one module that reaches the network, only through
 # huggingface_hub; it and the GGUF header reader open files read-only (the Hub cache's config.json, a local .gguf)
 ALLOWED_MODULES = {"hub.py": {"huggingface_hub"}}

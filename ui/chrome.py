@@ -63,7 +63,7 @@ def navigation() -> None:
     browser records on a switch is already the page's link and writing it changes nothing."""
     with st.container(horizontal=True, gap="small", key="navigation"):
         for name, (title, icon) in state.TITLES.items():
-            st.page_link(f"pages/{name}.py", label=title, icon=icon, query_params=state.link_params(name))
+            st.page_link(f"views/{name}.py", label=title, icon=icon, query_params=state.link_params(name))
 
 
 def headline_slot():

@@ -21,8 +21,9 @@ GGUF_FILES = "_gguf_files"  # key -> links.GgufFile: the .gguf files this sessio
 # Title and icon of each page (the navigation and app.py's st.Page)
 TITLES = {"inference": ("Inference", ":material/bolt:"), "finetune": ("Fine-tuning", ":material/model_training:"),
           "compare": ("Compare", ":material/compare_arrows:"), "methodology": ("Methodology", ":material/menu_book:")}
-# URL path of each page. They differ from the file names on purpose: with a pages/ folder, the first request
-# a fresh server gets runs a page file whose name matches the path directly, without app.py.
+# URL path of each page (kept: shared links carry them). The page files live in views/, not pages/: with a pages/
+# folder Streamlit runs the first request of a fresh server in its old multipage mode, which does not know these
+# paths and shows "Page not found" over the page (streamlit PagesManager.uses_pages_directory).
 URL_PATHS = {"inference": "", "finetune": "fine-tuning", "compare": "comparison", "methodology": "how-it-works"}
 VIEW_KEYS = set(links.VIEW_FIELDS)
 
@@ -46,7 +47,7 @@ def enter(page: str) -> None:
     """Start a run of `page`. Coming from another page, drop this page's widget values left from its last
     visit, so its widgets are seeded again from the saved state (the view settings may have changed since)."""
     ss = st.session_state
-    if PAGES not in ss:  # a page run without app.py (see URL_PATHS): still read the link
+    if PAGES not in ss:  # a page run without app.py (a page file run on its own): still read the link
         load_link(page)
     for key, file in ss.get(GGUF_FILES, {}).items():  # the shared registry is bounded: this session's files back
         links.add_gguf_file(file, key)

@@ -136,3 +136,17 @@ def test_one_back_press_returns_to_the_previous_page_with_its_link(page, app_url
     page.go_back()
     wait_for_totals(page, {"Inference (16-bit)": "33.2"})
     assert "p=inference" in page.url and "params=13" in page.url
+
+
+def test_the_first_request_of_a_fresh_server_opens_a_page_path_without_page_not_found(page):
+    """The page files live in views/: with a pages/ folder next to app.py, Streamlit runs the first request of a
+    fresh server in its old multipage mode, which does not know the app's URL paths and shows "Page not found" over
+    the page (the first visitor after every start-up saw it)."""
+    from tests.e2e.conftest import ROOT, running_app
+
+    assert not (ROOT / "pages").exists()
+    with running_app() as url:
+        page.goto(f"{url}/how-it-works")
+        expect(page.get_by_role("heading", name="Methodology", exact=True)).to_be_visible(timeout=30_000)
+        page.wait_for_timeout(1500)  # the dialog would come with the first run's messages
+        expect(page.get_by_text("Page not found")).to_have_count(0)

@@ -14,7 +14,7 @@ from ui import charts, chrome, form, links, results, state, tables
 from ui.text import escape
 
 PAGE = "compare"
-PAGE_FILES = {"inference": "pages/inference.py", "finetune": "pages/finetune.py"}
+PAGE_FILES = {"inference": "views/inference.py", "finetune": "views/finetune.py"}
 
 
 def remove(uid: int) -> None:

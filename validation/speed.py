@@ -457,6 +457,11 @@ class Case:
     def klass(self) -> str:
         return speed.gpu_class(self.gpu)
 
+    @property
+    def engine(self) -> str:
+        """The engine generation the record's efficiencies are keyed by (`speed.engine_key`)."""
+        return speed.engine_key(self.record["engine"], self.record["engine_version"])
+
     @functools.cached_property
     def roofline(self) -> float:
         """The record's metric at 100% efficiency (`estimate`), computed once: every derivation reads it."""
@@ -658,7 +663,7 @@ def estimate(c: Case, e_bw: float | None = None, e_flops: float | None = None, t
     e_attention = 0.0  # the prompt's attention at its own kernel's fraction: none at the roofline
     if e_bw is None:
         table = speed._efficiency_table() if table is None else table
-        engine = speed.engine_key(r["engine"], r["engine_version"])
+        engine = c.engine
         attention = attention_of(c, table)
         e_attention = attention.value if attention is not None else 0.0
         request_s = request_seconds(c, speed._request_costs() if costs is None else costs)
@@ -705,7 +710,7 @@ def request_seconds(c: Case, costs: dict) -> float:
     none."""
     if not client_ttft(c):
         return 0.0
-    cost = speed.request_cost_in(costs, speed.engine_key(c.record["engine"], c.record["engine_version"]))
+    cost = speed.request_cost_in(costs, c.engine)
     return cost.seconds if cost is not None else 0.0
 
 
@@ -722,13 +727,12 @@ def prompt_times(c: Case, request_s: float = 0.0) -> tuple[float, float, float]:
 
 
 def attention_kernel_of(c: Case) -> str:
-    return speed.attention_kernel(speed.engine_key(c.record["engine"], c.record["engine_version"]), c.model, c.gpu)
+    return speed.attention_kernel(c.engine, c.model, c.gpu)
 
 
 def attention_of(c: Case, table: dict) -> speed.Efficiency | None:
     """The attention kernel fraction of `table` for the record's engine, GPU and kernel (`speed.attention_kernel`)."""
-    engine = speed.engine_key(c.record["engine"], c.record["engine_version"])
-    return speed.attention_efficiency_in(table, engine, c.klass, attention_kernel_of(c), c.gpu.id)
+    return speed.attention_efficiency_in(table, c.engine, c.klass, attention_kernel_of(c), c.gpu.id)
 
 
 def sweeps(fit: list[Case]) -> list[list[Case]]:
@@ -761,6 +765,15 @@ def attention_line(sweep: list[Case], costs: dict) -> float | None:
     return round(1 / slope, 4) if slope >= 1 and intercept > 0 else None
 
 
+def gpu_key(key: tuple, gpus: set[str], entries: list[dict]) -> tuple | None:
+    """A key whose records all ran on one GPU is that GPU's, not its class's (or every GPU's); None where that GPU's
+    key is already among `entries` (the class key and the any-GPU key hold the same records)."""
+    if len(gpus) != 1:
+        return key
+    key = (key[0], next(iter(gpus)), key[2], key[3])
+    return None if any(e["key"] == list(key) for e in entries) else key
+
+
 def attention_entries(fit: list[Case], costs: dict) -> list[dict]:
     """speed.json's attention kernel fractions: the median of the `attention_line`s of every sweep of a key
     (engine, GPU class, 'attention', attention kernel), then the engine on any GPU; a key of one GPU's sweeps names
@@ -770,17 +783,14 @@ def attention_entries(fit: list[Case], costs: dict) -> list[dict]:
         if (value := attention_line(sweep, costs)) is None:
             continue
         c = sweep[0]
-        engine, kernel = speed.engine_key(c.record["engine"], c.record["engine_version"]), attention_kernel_of(c)
+        engine, kernel = c.engine, attention_kernel_of(c)
         for key in ((engine, c.klass, "attention", kernel), (engine, "", "attention", kernel)):
             keys.setdefault(key, []).append((sweep, value))
     entries = []
     for key, lines in sorted(keys.items()):
         records = sorted(c.record["id"] for sweep, _ in lines for c in sweep)
-        gpus = {sweep[0].gpu.id for sweep, _ in lines}
-        if len(gpus) == 1:
-            key = (key[0], gpus.pop(), key[2], key[3])
-            if any(e["key"] == list(key) for e in entries):
-                continue
+        if (key := gpu_key(key, {sweep[0].gpu.id for sweep, _ in lines}, entries)) is None:
+            continue
         entries.append({"key": list(key), "value": round(statistics.median(v for _, v in lines), 4),
                         "sweeps": len(lines), "records": records})
     return entries
@@ -836,7 +846,7 @@ def efficiency_entries(fit: list[Case], costs: dict) -> list[dict]:
     keys: dict[tuple, list[Case]] = {}
     engines: dict[tuple, set[str]] = {}  # the engines (training: frameworks) of each key's records
     for c in fit:
-        engine = speed.engine_key(c.record["engine"], c.record["engine_version"])
+        engine = c.engine
         kernel = c.kernel
         if c.phase == "training":  # keyed by framework; one kernel (16-bit matmuls)
             engine, kernel = training_framework(c.record), ""
@@ -854,11 +864,8 @@ def efficiency_entries(fit: list[Case], costs: dict) -> list[dict]:
             continue
         if key[0] == "" and key[:2] != ("", "") and len(engines[key]) < MIN_SHARED_ENGINES:
             continue  # one engine's records are that engine's key, not every engine's
-        gpus = {c.gpu.id for c in members}
-        if key[:2] != ("", "") and len(gpus) == 1:  # one GPU's records: that GPU's key, not its class's
-            key = (key[0], gpus.pop(), key[2], key[3])
-            if any(e["key"] == list(key) for e in entries):  # the class key and the any-GPU key: the same records
-                continue
+        if key[:2] != ("", "") and (key := gpu_key(key, {c.gpu.id for c in members}, entries)) is None:
+            continue
         fractions = [achieved(c, attention_of(c, attention), request_seconds(c, costs)) for c in members]
         entry = {"key": list(key), "value": round(statistics.median(fractions), 4),
                  "records": sorted(c.record["id"] for c in members)}
@@ -880,11 +887,11 @@ def request_costs(cases: list[Case], table: dict) -> list[dict]:
     engines: dict[str, list[Case]] = {}
     for c in cases:
         if request_record(c):
-            engine = speed.engine_key(c.record["engine"], c.record["engine_version"])
+            engine = c.engine
             engines.setdefault(engine, []).append(c)
             if engine not in speed.SUPERSEDED_ENGINES:
                 engines.setdefault("", []).append(c)
-    shared = sorted({speed.engine_key(c.record["engine"], c.record["engine_version"]) for c in engines.get("", ())})
+    shared = sorted({c.engine for c in engines.get("", ())})
     return [{"engine": engine, "request_ms": round(statistics.median(
                 float(c.record["value"]) - estimate(c, table=table, costs={}) for c in members), 4),
              "records": sorted(c.record["id"] for c in members), **({} if engine else {"engines": shared})}
@@ -903,7 +910,7 @@ def results(cases: list[Case]) -> list[dict]:
     for c in cases:
         r = c.record
         # the engine generation the efficiencies are keyed by (vllm-v0: vLLM before 0.8, reported apart)
-        row = {"id": r["id"], "engine": speed.engine_key(r["engine"], r["engine_version"]), "gpu": r["gpu"],
+        row = {"id": r["id"], "engine": c.engine, "gpu": r["gpu"],
                "metric": r["metric"], "concurrency": r["concurrency"],
                "measured": float(r["value"]), "held_out": held_out(r["id"]), "skip": c.skip}
         if not c.skip:

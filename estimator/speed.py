@@ -243,10 +243,16 @@ def engine_key(engine: str, version: str = "") -> str:
     `version` (the first dotted number in the text, e.g. '0.6.3') belongs to; no version = today's."""
     engine = ENGINE_FAMILY.get(engine, engine)
     generation = ENGINE_GENERATIONS.get(engine)
-    found = re.search(r"\d+(?:\.\d+)+", version or "")
-    if generation and found and tuple(int(n) for n in found.group().split(".")) < generation[0]:
+    own = release(version)
+    if generation and own and own < generation[0]:
         return generation[1]
     return engine
+
+
+def release(version: str) -> tuple[int, ...]:
+    """The first dotted number of a version text ('0.6.3.dev116+g151ef4ef' -> (0, 6, 3)); () where none."""
+    found = re.search(r"\d+(?:\.\d+)+", version or "")
+    return tuple(int(n) for n in found.group().split(".")) if found else ()
 
 
 def gpu_class(g: Gpu) -> str:
@@ -299,16 +305,47 @@ FLASH_ATTENTION_4_GPUS = frozenset({"h100-pcie", "h100-sxm", "h100-nvl", "h200",
 FLASH_ATTENTION_MAX_HEAD = 256  # FlashAttention 2 / 3 and FlashInfer's prefill kernels take head sizes up to 256
 ATTENTION_KERNEL_WORDS = {"flash": "the engine's fused FlashAttention-class kernel",
                           "triton": "vLLM's Triton attention, which it forces for head sizes over "
-                                    f"{FLASH_ATTENTION_MAX_HEAD} on GPUs without FlashAttention 4"}
+                                    f"{FLASH_ATTENTION_MAX_HEAD} on GPUs without FlashAttention 4",
+                          "triton-prefix": "vLLM V0's Triton prefix-prefill kernel, which its ROCm backend runs for "
+                                           "every chunk of a chunked prompt"}
+
+# vLLM's V0 engine turned chunked prefill on by itself for a model served at more than 32K tokens (vllm-project/vllm
+# #6666, "Enable chunked prefill by default for long context models"; EngineArgs.create_engine_config in
+# vllm/engine/arg_utils.py, `use_long_context = max_model_len > 32768`), at 512 tokens a step (SchedulerConfig's
+# default with chunked prefill, "the best balance between ITL and TTFT on A100"; start-up logs of v0.6.1 to v0.6.4
+# print "Chunked prefill is enabled with max_num_batched_tokens=512"). Its condition was device_type == "cuda", which
+# ROCm devices are too, until v0.6.5 (vllm-project/vllm#11146, merged 2024-12-12: "On ROCm platform chunked prefill
+# is showing poor performance due to a suboptimal triton kernel"). Later V0 releases are not modelled here (v0.8.5's
+# start-up logs print max_num_batched_tokens=2048); V1 chunks every prompt by its own rules.
+V0_LONG_CONTEXT = 32768
+V0_CHUNK = 512
+V0_CHUNK_UNTIL = (0, 6, 5)
 
 
-def attention_kernel(engine: str, a: Architecture, g: Gpu) -> str:
+def default_prefill_chunk(engine: str, version: str, max_model_len: int) -> int:
+    """Tokens per forward of a prompt the engine splits by default: V0_CHUNK for vLLM's V0 engine before
+    V0_CHUNK_UNTIL served at more than V0_LONG_CONTEXT tokens; 0 (one forward) otherwise."""
+    own = release(version)
+    if engine_key(engine, version) == "vllm-v0" and own < V0_CHUNK_UNTIL and max_model_len > V0_LONG_CONTEXT:
+        return V0_CHUNK
+    return 0
+
+
+def attention_kernel(engine: str, a: Architecture, g: Gpu, chunked: bool = False) -> str:
     """The kernel a prompt's attention runs in, where it is known to differ from the engine's fused FlashAttention-
     class kernel ('flash'): 'triton' for vLLM serving a model whose full-attention layers have their own head size
     over FLASH_ATTENTION_MAX_HEAD (Gemma 4's global_head_dim 512 beside head_dim 256) on a GPU without FlashAttention 4:
     vLLM then puts every layer on its Triton attention (Gemma4Config.verify_and_update_config: "FA4 not available,
     forcing TRITON_ATTN backend", https://docs.vllm.ai/en/v0.25.0/api/vllm/model_executor/models/config/), whose
-    prompt attention reaches a far lower fraction of the peak (`attention_efficiency`)."""
+    prompt attention reaches a far lower fraction of the peak (`attention_efficiency`). 'triton-prefix' for a
+    `chunked` prompt under vLLM's V0 engine on an AMD GPU: with chunked prefill every prompt chunk has a block table
+    (CommonMetadataBuilder._add_seq_group, vllm/attention/backends/utils.py: `elif ((chunked_prefill_enabled or not
+    is_prompt) and block_tables is not None)`), and ROCmFlashAttentionImpl.forward runs its flash attention only for
+    prompts without one; the others go to PagedAttention.forward_prefix, the Triton context_attention_fwd of
+    vllm/attention/ops/prefix_prefill.py (vllm-project/vllm#11146: ROCm flash attention "is not getting called when
+    chunked prefill is enabled")."""
+    if engine == "vllm-v0" and chunked and gpu_class(g) == "amd":
+        return "triton-prefix"
     if (engine == "vllm" and a.global_head_dim > FLASH_ATTENTION_MAX_HEAD and not a.is_mla
             and g.id not in FLASH_ATTENTION_4_GPUS):
         return "triton"
@@ -336,7 +373,7 @@ class Efficiency:
         if not self.records:
             return f"{self.value:.3f} ({self.key})"
         if self.sweeps:
-            return (f"{self.value:.2f} (median of {self.sweeps} prompt-length sweep(s), {len(self.records)} published "
+            return (f"{self.value:.3g} (median of {self.sweeps} prompt-length sweep(s), {len(self.records)} published "
                     f"record(s), each a Theil-Sen line of time on attention's share whose slope is 1 / this fraction: "
                     f"{self.key})")
         if self.layer_s:
@@ -367,6 +404,14 @@ def _speed_data() -> dict:
 @functools.lru_cache(maxsize=1)
 def _efficiency_table() -> dict[tuple[str, ...], Efficiency]:
     return efficiency_table(_speed_data())
+
+
+def swept_elsewhere(kernel: str) -> str:
+    """Where prompt-length sweeps measured `kernel`'s attention, in words (speed.json's attention entries of it)."""
+    found = [f"{e.value:.3g} of the peak under {key[0]} on {key[1] or 'any GPU'}" for key, e in
+             _efficiency_table().items() if key[2:] == ("attention", kernel)]
+    return (f". Where sweeps measured it, it reached {'; '.join(found)}, far under FlashAttention-2's 0.50-0.73 "
+            "(Dao 2023, arXiv:2307.08691): a long prompt is likely slower than this") if found else ""
 
 
 @dataclass(frozen=True)
@@ -827,9 +872,8 @@ class Basis:
             *((f"The prompt's attention ({ATTENTION_KERNEL_WORDS[self.attention_kernel]}) at its own fraction of the "
                f"16-bit peak: {self.e_attention.text}",) if self.e_attention is not None else
               (f"The prompt's attention runs in {ATTENTION_KERNEL_WORDS[self.attention_kernel]}; no prompt-length "
-               "sweep of it on this GPU sets its fraction, so it is taken at the GEMMs'. Where a sweep measured it "
-               "(vLLM on a DGX Spark) it reached far less of the peak than FlashAttention: a long prompt is likely "
-               "slower than this",) if self.attention_kernel == "triton" else ()),
+               "sweep of it on this GPU sets its fraction, so it is taken at the GEMMs'"
+               + swept_elsewhere(self.attention_kernel),) if self.attention_kernel != "flash" else ()),
             compute_note(self.format_id, self.gpu),
             *((f"Tensor parallel over {tp}: bytes and FLOPs split, plus two all-reduces per layer "
                f"({(step.comm_s * 1e3):.3g} ms per decode step, {2 * a.num_layers * self.peaks.link_latency * 1e3:.3g} "
@@ -878,7 +922,7 @@ def inference_speed(a: Architecture, g: Gpu, format_id: str, kv_dtype: str = "bf
     p, klass = peaks(g, peak_format(a, own)), gpu_class(g)
     e_bw = efficiency(engine, klass, "decode", kernel_kind(own, g), g.id)
     e_flops = efficiency(engine, klass, "prefill", prefill_kernel_kind(a, own, g), g.id)
-    kernel = attention_kernel(engine, a, g)
+    kernel = attention_kernel(engine, a, g, chunked=chunk > 0)
     e_attention = attention_efficiency(engine, klass, kernel, g.id)
     step = decode_phase(a, format_id, kv_dtype, tp, sequences, context, p, e_bw.value, e_flops.value, mla_latent,
                         e_bw.fixed_s(a.num_layers))
@@ -1065,7 +1109,8 @@ def serve_speed(s: ServeScenario, report: ServeReport, host: bool = True) -> Spe
     sequences = max(1, min(limit, report.kv_cache_tokens // request)) if report.kv_cache_tokens else 1
     g = catalog_gpu(s.gpu)
     engine = engine_key(s.engine, s.engine_version)
-    chunk = int(settings.get("n_ubatch", 0))  # llama.cpp's ubatches each read the weights (prefill_phase)
+    # llama.cpp's ubatches each read the weights (prefill_phase); vLLM V0 chunked long-context prompts by default
+    chunk = int(settings.get("n_ubatch", 0)) or default_prefill_chunk(s.engine, s.engine_version, report.max_model_len)
     one = inference_speed(s.model, g, s.weights, s.kv_dtype, s.tensor_parallel, 1, SERVE_PROMPT,
                           SERVE_GENERATED // 2, engine, client=True, chunk=chunk)
     many = inference_speed(s.model, g, s.weights, s.kv_dtype, s.tensor_parallel, sequences, SERVE_PROMPT,

@@ -217,6 +217,28 @@ def test_vllm_runs_gemma_4_attention_on_triton_where_flashattention_4_is_missing
     assert "Triton" not in notes["h100-sxm"]
 
 
+def test_vllm_v0_chunks_a_long_context_prompt_by_default_and_on_rocm_runs_it_in_the_triton_prefix_kernel():
+    """vLLM's V0 engine before v0.6.5 served a model at more than 32,768 tokens with chunked prefill on, 512 tokens a
+    step; its ROCm backend then runs every chunk's attention in the Triton prefix-prefill kernel, not its flash
+    attention. Llama 3.1 serves 131,072 tokens by default; 32,768 is not more than 32K; v0.6.5 stopped the default on
+    ROCm; V1 releases (0.8 on) and other engines are not this rule."""
+    assert speed.default_prefill_chunk("vllm", "0.6.3.dev116+g151ef4ef", 131072) == 512
+    assert [speed.default_prefill_chunk("vllm", v, n) for v, n in (("0.6.3", 32768), ("0.6.5", 131072),
+                                                                    ("0.11.0", 131072), ("", 131072))] == [0] * 4
+    assert speed.default_prefill_chunk("sglang", "0.3.0", 131072) == 0
+    llama405 = catalog.model("meta-llama/Llama-3.1-405B-Instruct").architecture
+    mi300x, mi325x, h100 = (catalog.gpu(i) for i in ("mi300x", "mi325x", "h100-sxm"))
+    assert llama405.max_position_embeddings == 131072
+    assert speed.attention_kernel("vllm-v0", llama405, mi300x, chunked=True) == "triton-prefix"
+    assert speed.attention_kernel("vllm-v0", llama405, mi300x) == "flash"
+    assert speed.attention_kernel("vllm-v0", llama405, h100, chunked=True) == "flash"
+    assert speed.attention_kernel("vllm", llama405, mi300x, chunked=True) == "flash"
+    # where no sweep on the GPU sets the kernel's fraction, the assumptions say so and name the sweeps elsewhere
+    notes = " ".join(speed.inference_speed(llama405, mi325x, "bf16", tp=8, prompt=65536, engine="vllm-v0",
+                                           chunk=512).assumptions)
+    assert "Triton prefix-prefill kernel" in notes and "taken at the GEMMs'" in notes and "on mi300x" in notes
+
+
 def test_an_attention_fraction_is_looked_up_by_gpu_then_class_then_any_and_is_none_without_a_sweep():
     table = {("vllm", "dgx-spark", "attention", "triton"): speed.Efficiency(0.15, "spark", ("a",), sweeps=2),
              ("vllm", "", "attention", "flash"): speed.Efficiency(0.6, "any", ("b",), sweeps=1)}
@@ -552,6 +574,26 @@ def test_serve_ttft_is_the_forward_plus_vllms_request_cost_and_llama_bench_pp512
     served = ServeScenario(LLAMA2_7B, engine="llama.cpp", gpu="rtx-4090", weights="q4_0",
                            model_id="meta-llama/Llama-2-7b-hf")
     assert speed.serve_speed(served, serve(served)).ttft_s == bench.ttft_s
+
+
+def test_serve_under_vllm_0_6_on_mi300x_prices_a_long_context_servers_prompt_attention_at_the_prefix_kernels_fraction():
+    """`serve --engine vllm --engine-version 0.6.3` of Llama 3.1 405B at TP 8 on MI300Xs: at the model's own 131,072
+    tokens V0 chunks the prompt, so its attention runs in the Triton prefix kernel at the fraction the dstack sweep
+    set (speed.json: 0.0105); started at --max-model-len 32768 it does not, and the attention runs at the GEMMs'."""
+    from estimator.engines import ServeScenario, serve
+
+    llama405 = catalog.model("meta-llama/Llama-3.1-405B-Instruct").architecture
+    fills = []
+    for length in (0, 32768):
+        s = ServeScenario(llama405, engine="vllm", engine_version="0.6.3", gpu="mi300x", tensor_parallel=8,
+                          max_model_len=length)
+        fills.append(speed.serve_speed(s, serve(s)).basis)
+    chunked, whole = fills
+    assert (chunked.attention_kernel, chunked.e_attention.value) == ("triton-prefix", 0.0105)
+    assert (whole.attention_kernel, whole.e_attention) == ("flash", None)
+    flops = speed.prefill_attention_flops(llama405, 512) / 8 / chunked.peaks.attention_flops
+    assert chunked.fill.compute_s - whole.fill.compute_s == pytest.approx(
+        flops / 0.0105 - flops / whole.e_flops.value)
 
 
 def test_sglangs_serve_throughput_runs_as_many_requests_as_its_max_running_requests_and_kv_cache_hold():

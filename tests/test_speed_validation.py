@@ -195,6 +195,31 @@ def test_a_prompt_length_sweep_separates_the_attention_kernels_fraction_from_the
     assert vs.sweeps(cases[:2]) == [] and vs.sweeps([cases[1], vs.case(record(8192)), vs.case(record(12288))]) == []
 
 
+def test_a_tensor_parallel_sweep_sets_vllm_v0s_rocm_prefix_kernel_fraction_and_no_gemm_key():
+    """Llama 3.1 405B TTFTs of 16K, 32K and 128K-token prompts under vLLM 0.6.3 at TP 8 on MI300Xs (the model's own
+    131,072 tokens: V0 chunks each prompt in 512-token steps, whose attention runs in the Triton prefix kernel), each
+    timed as GEMMs at 0.1 + attention at 0.01: at TP 8 a record sets no GEMM key (`derivable`), but the GEMMs'
+    and the attention's FLOPs both divide by 8, so the sweep still sets the kernel's fraction, 0.01, on that GPU.
+    The same lengths split between TP 4 and TP 8 are no sweep."""
+    def record(tokens: int, value: str = "1000", tp: str = "8") -> dict:
+        return _record(id=f"rocm-v0-{tokens}-tp{tp}", engine_version="0.6.3", gpu="mi300x", gpus=tp, tp=tp,
+                       model="meta-llama/Llama-3.1-405B-Instruct", input_tokens=str(tokens), output_tokens="",
+                       metric="ttft_ms", value=value, source="dstack")
+
+    cases = []
+    for tokens in (16000, 32000, 128000):
+        gemm, attend, _ = vs.prompt_times(vs.case(record(tokens)))
+        cases.append(vs.case(record(tokens, repr((gemm / 0.1 + attend / 0.01) * 1000))))
+    c = cases[0]
+    assert (c.engine, c.prefill_chunk, vs.attention_kernel_of(c)) == ("vllm-v0", 512, "triton-prefix")
+    assert all(vs.sweepable(c) and not vs.derivable(c) for c in cases)
+    (entry,) = vs.attention_entries(cases, {})
+    assert entry == {"key": ["vllm-v0", "mi300x", "attention", "triton-prefix"], "value": 0.01, "sweeps": 1,
+                     "records": ["rocm-v0-128000-tp8", "rocm-v0-16000-tp8", "rocm-v0-32000-tp8"]}
+    mixed = [cases[0], cases[1], vs.case(record(128000, tp="4"))]
+    assert vs.sweeps(mixed) == []
+
+
 def speed_efficiency(value: float):
     from estimator import speed
 
@@ -454,8 +479,9 @@ VLLM_REQUEST_RECORDS = ["gpustack-h100-qwen3-8b-vllm-c1-ttft", "v1pf-bench3-h200
 
 def first_pass_table():
     """The efficiencies of the records as they are, which the request costs are taken over (`vs.derive`)."""
-    fit = [c for c in vs.cases_of(vs.load_records()) if vs.derivable(c)]
-    return vs.speed.efficiency_table({"efficiencies": vs.efficiency_entries(fit, {})})
+    cases = vs.cases_of(vs.load_records())
+    fit, swept = [c for c in cases if vs.derivable(c)], [c for c in cases if vs.sweepable(c)]
+    return vs.speed.efficiency_table({"efficiencies": vs.efficiency_entries(fit, swept, {})})
 
 
 def test_vllms_request_cost_is_the_median_of_its_short_client_ttfts_less_their_forwards():

@@ -118,6 +118,7 @@ OFFLINE_PREFILL_MAX_OUTPUT = 0.01
 LLAMA_CPP_INT8_MMQ = "2024-06-01"
 CUBLAS_KERNEL = "dequantised-cublas"
 UBATCH_STATED = re.compile(r"(?:-ub|--ubatch-size|n_ubatch)[ =]?(\d+)")  # a llama.cpp command's ubatch
+MAX_MODEL_LEN_STATED = re.compile(r"max[_-]model[_-]len[ =]+(\d+)")  # a vLLM command's or config's max_model_len
 # Published model names -> the catalog id whose architecture (layers, widths, heads, experts) the record ran, and
 # why. A quantized re-upload keeps its base model's shapes; the record's `weights` column says how it is stored.
 MODEL_NAMES = {
@@ -326,15 +327,16 @@ RULE = ("An efficiency is the median, over the published records of its key, of 
         "place of the class, looked up before the class at the same level), not its class's or every GPU's. "
         f"Records whose id has crc32 % {HOLDOUT_MODULUS} == 0 are held out of every median, and only records of one "
         "sequence on one GPU (concurrency 1, tp 1) whose roofline at 100% is bound as its phase (decode: memory; "
-        "prefill: compute) enter one. A prompt's attention runs in another kernel than its GEMMs: where such records "
-        "time one model's prompts on one GPU at "
+        "prefill: compute) enter one. A prompt's attention runs in another kernel than its GEMMs: where records of "
+        "one sequence (any tensor parallelism: both parts divide by the GPUs) time one model's prompts on one GPU at "
         f"{MIN_STEP_RECORDS} or more lengths over which the attention's time at the peak, over the GEMMs', spans "
         f"at least {MIN_SWEEP_SPREAD} (a sweep: over less, run-to-run noise moves the slope more than the fractions "
         "to tell apart), "
         f"{ATTENTION_LINE} (Theil-Sen; kept when the slope is at least 1 and the intercept positive), and the "
         "median over a key's sweeps is the attention fraction of (engine, GPU class, 'attention', attention "
         "kernel) -> (engine, 'attention', attention kernel) (the kernel: speed.attention_kernel, e.g. vLLM's Triton "
-        "attention for Gemma 4's 512-wide heads); a prompt with such a fraction gives its GEMMs' fraction as their "
+        "attention for Gemma 4's 512-wide heads, V0's Triton prefix kernel for ROCm's chunked prompts); a prompt "
+        "with such a fraction gives its GEMMs' fraction as their "
         "time at the peak / (measured time - its attention's time at that fraction), one without runs its attention "
         "at the GEMMs' fraction. Batches, tensor parallelism and serving throughput are compared only, and so is "
         f"a client-timed TTFT of a prompt under {CLIENT_TTFT_MIN_PROMPT:,} tokens (mostly the request's fixed cost: "
@@ -382,6 +384,16 @@ def phase_of(metric: str) -> str | None:
     if metric in TRAINING_METRICS:
         return "training"
     return "prefill" if metric in PREFILL_METRICS else "throughput" if metric in THROUGHPUT_METRICS else None
+
+
+def sweepable(c: Case) -> bool:
+    """Whether a record can be part of a prompt-length sweep (`sweeps`): a `derivable` prefill record, or one of
+    one sequence at any tensor parallelism (the GEMMs' and the attention's FLOPs both divide by the GPUs, so their
+    ratio, the sweep's abscissa, does not change; the all-reduces grow with the prompt as the GEMMs do and stay in
+    the line's intercept, not in the slope that sets the attention fraction)."""
+    r = c.record
+    return (not c.skip and c.phase == "prefill" and not short_ttft(c) and int(r["concurrency"] or 1) == 1
+            and not held_out(r["id"]) and roofline_bound(c) == "compute")
 
 
 def derivable(c: Case) -> bool:
@@ -487,15 +499,19 @@ class Case:
                 and self.record["date"] < LLAMA_CPP_INT8_MMQ and speed.int8_tops(self.gpu) is not None
                 and bool(self.gpu.bf16_tflops or self.gpu.fp16_tflops))  # Pascal ran dp4a MMQ all along
 
-    @property
+    @functools.cached_property
     def prefill_chunk(self) -> int:
         """Tokens per forward of the record's prompt: for llama.cpp / Ollama the ubatch its command states (-ub N,
-        n_ubatch N in the notes or the quoted table), else llama.cpp's default 512; one forward for other engines
-        (the vLLM and SGLang chunks, 2,048-16,384 tokens, are not modelled: no record's time is near their weight
-        traffic)."""
-        if speed.engine_key(self.record["engine"]) != "llama.cpp":
-            return 0
-        stated = UBATCH_STATED.search(f"{self.record['notes']} {self.record['quote']}")
+        n_ubatch N in the notes or the quoted table), else llama.cpp's default 512; vLLM V0's default chunk of a
+        long-context server (`speed.default_prefill_chunk`, at the max_model_len the record states, else the
+        model's context length, vLLM's default); one forward for other engines (the vLLM V1 and SGLang chunks,
+        2,048-16,384 tokens, are not modelled: no record's time is near their weight traffic)."""
+        r = self.record
+        if speed.engine_key(r["engine"]) != "llama.cpp":
+            stated = MAX_MODEL_LEN_STATED.search(r["notes"])
+            length = int(stated[1]) if stated else self.model.max_position_embeddings
+            return speed.default_prefill_chunk(r["engine"], r["engine_version"], length)
+        stated = UBATCH_STATED.search(f"{r['notes']} {r['quote']}")
         return int(stated[1]) if stated else DEFAULT_UBATCH
 
     @property
@@ -727,7 +743,7 @@ def prompt_times(c: Case, request_s: float = 0.0) -> tuple[float, float, float]:
 
 
 def attention_kernel_of(c: Case) -> str:
-    return speed.attention_kernel(c.engine, c.model, c.gpu)
+    return speed.attention_kernel(c.engine, c.model, c.gpu, chunked=c.prefill_chunk > 0)
 
 
 def attention_of(c: Case, table: dict) -> speed.Efficiency | None:
@@ -735,16 +751,17 @@ def attention_of(c: Case, table: dict) -> speed.Efficiency | None:
     return speed.attention_efficiency_in(table, c.engine, c.klass, attention_kernel_of(c), c.gpu.id)
 
 
-def sweeps(fit: list[Case]) -> list[list[Case]]:
-    """The fit prefill records that time one model's prompts on one GPU at MIN_STEP_RECORDS or more lengths (one
-    engine and version, weights, KV dtype and ubatch) over which the attention's time at the peak, over the GEMMs',
-    spans at least MIN_SWEEP_SPREAD: attention's share of the time grows with the prompt, so such a sweep separates
-    the attention kernel's fraction from the GEMMs'."""
+def sweeps(swept: list[Case]) -> list[list[Case]]:
+    """The `sweepable` records that time one model's prompts on one GPU type at MIN_STEP_RECORDS or more lengths (one
+    engine and version, weights, KV dtype, chunk and tensor parallelism) over which the attention's time at the peak,
+    over the GEMMs', spans at least MIN_SWEEP_SPREAD: attention's share of the time grows with the prompt, so such a
+    sweep separates the attention kernel's fraction from the GEMMs'."""
     groups: dict[tuple, list[Case]] = {}
-    for c in fit:
+    for c in swept:
         if c.phase == "prefill":
             r = c.record
-            key = (r["engine"], r["engine_version"], c.gpu.id, r["model"], c.weights, c.kv_dtype, c.prefill_chunk)
+            key = (r["engine"], r["engine_version"], c.gpu.id, r["model"], c.weights, c.kv_dtype, c.prefill_chunk,
+                   r["tp"])
             groups.setdefault(key, []).append(c)
     out = []
     for members in groups.values():
@@ -774,12 +791,12 @@ def gpu_key(key: tuple, gpus: set[str], entries: list[dict]) -> tuple | None:
     return None if any(e["key"] == list(key) for e in entries) else key
 
 
-def attention_entries(fit: list[Case], costs: dict) -> list[dict]:
+def attention_entries(swept: list[Case], costs: dict) -> list[dict]:
     """speed.json's attention kernel fractions: the median of the `attention_line`s of every sweep of a key
     (engine, GPU class, 'attention', attention kernel), then the engine on any GPU; a key of one GPU's sweeps names
     that GPU."""
     keys: dict[tuple, list[tuple[list[Case], float]]] = {}
-    for sweep in sweeps(fit):
+    for sweep in sweeps(swept):
         if (value := attention_line(sweep, costs)) is None:
             continue
         c = sweep[0]
@@ -832,17 +849,17 @@ def derive(cases: list[Case]) -> dict:
     fixed costs per request. Two passes: the request costs are taken over the efficiencies of the records without
     them (`request_costs`), then the efficiencies again with every client-timed TTFT less its engine's cost
     (`client_ttft`)."""
-    fit = [c for c in cases if derivable(c)]
-    costs = request_costs(cases, speed.efficiency_table({"efficiencies": efficiency_entries(fit, {})}))
+    fit, swept = [c for c in cases if derivable(c)], [c for c in cases if sweepable(c)]
+    costs = request_costs(cases, speed.efficiency_table({"efficiencies": efficiency_entries(fit, swept, {})}))
     return {"rule": RULE,
             "source": "validation/published/speed.csv (each record with its URL, quote and settings)",
-            "efficiencies": efficiency_entries(fit, speed.request_cost_table({"request_costs": costs})),
+            "efficiencies": efficiency_entries(fit, swept, speed.request_cost_table({"request_costs": costs})),
             "request_costs": costs}
 
 
-def efficiency_entries(fit: list[Case], costs: dict) -> list[dict]:
-    """The efficiencies of every key with enough of the `fit` records, a client-timed TTFT less its engine's fixed
-    cost per request of `costs`."""
+def efficiency_entries(fit: list[Case], swept: list[Case], costs: dict) -> list[dict]:
+    """The efficiencies of every key with enough of the `fit` records, and the attention fractions of the sweeps
+    among the `swept` ones; a client-timed TTFT less its engine's fixed cost per request of `costs`."""
     keys: dict[tuple, list[Case]] = {}
     engines: dict[tuple, set[str]] = {}  # the engines (training: frameworks) of each key's records
     for c in fit:
@@ -856,7 +873,7 @@ def efficiency_entries(fit: list[Case], costs: dict) -> list[dict]:
         for key in dict.fromkeys(own + shared):
             keys.setdefault(key, []).append(c)
             engines.setdefault(key, set()).add(engine)
-    entries = attention_entries(fit, costs)
+    entries = attention_entries(swept, costs)
     attention = speed.efficiency_table({"efficiencies": entries})
     for key, members in sorted(keys.items()):
         least = MIN_STEP_RECORDS if key[2] == "decode" else MIN_RECORDS  # a decode key sets a step cost too

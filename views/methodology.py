@@ -423,8 +423,10 @@ three or more lengths (over which attention's time at the peak grows by at least
 time / GEMM time at the peak =
 $1/e_{flops}$ + (attention time / GEMM time at the peak) / $e_{attention}$ is a line whose slope gives the attention
 kernel's fraction (Theil-Sen; phase "attention" in the table below): vLLM's Triton attention, which it forces for
-Gemma 4's 512-wide heads on GPUs without FlashAttention 4, reaches far less of the peak than FlashAttention. Without
-such a sweep the attention runs at $e_{flops}$. Records of a superseded
+Gemma 4's 512-wide heads on GPUs without FlashAttention 4, reaches far less of the peak than FlashAttention, and so
+does the Triton prefix kernel vLLM's V0 engine ran on ROCm for every chunk of a long-context prompt (chunked by
+default, 512 tokens a step, above 32K tokens before v0.6.5). A sweep may run at any tensor parallelism (both parts
+divide by the GPUs). Without such a sweep the attention runs at $e_{flops}$. Records of a superseded
 engine generation (vLLM before v0.8.0, the V0 engine) set only that generation's keys, so the estimate describes the
 engines run today. A key whose records all ran on one GPU is that GPU's (SGLang's on the H20, vLLM V0's on the
 A100 80GB), not its class's, and a class key shared by every engine needs records of two engines. A TTFT timed by a

@@ -415,6 +415,25 @@ def test_a_shared_gpu_class_key_needs_two_engines(monkeypatch):
         "efficiencies"]}
 
 
+def test_the_first_cell_of_a_llama_batched_bench_run_times_one_time_costs_and_is_not_compared():
+    """llama-batched-bench warms up with 16 tokens, then times its cells in order. In llama.cpp's DGX Spark tables the
+    first row (PP 512, B 1) of each MoE model took longer than the next row, two 512-token prompts in one batch:
+    gpt-oss-20b 512 / 1,311.72 t/s = 0.390 s against 1,024 / 3,754.20 = 0.273 s. The five first rows' prompt phases
+    are not compared; the same runs' later cells and the first rows' decode phases are."""
+    cases = {c.record["id"]: c for c in vs.cases_of(vs.load_records())}
+    first = sorted(i for i, c in cases.items() if vs.FIRST_CELL in c.record["notes"])
+    assert first == ["spark-bb-gemma-3-4b-it-qat-pp512-b1-pp", "spark-bb-gpt-oss-120b-pp512-b1-pp",
+                     "spark-bb-gpt-oss-20b-pp512-b1-pp", "spark-bb-qwen2.5-coder-7b-q8-0-pp512-b1-pp",
+                     "spark-bb-qwen3-coder-30b-a3b-instruct-q8-0-pp512-b1-pp"]
+    assert {cases[i].skip for i in first} == {vs.FIRST_CELL_WHY}
+    gpt_oss = cases["spark-bb-gpt-oss-20b-pp512-b1-pp"].record
+    assert round(512 / float(gpt_oss["value"]), 3) == 0.390
+    assert "prefills 1,024 tokens in 0.273 s against this row's 512 in 0.390 s" in gpt_oss["notes"]
+    for later in ("spark-bb-gpt-oss-120b-pp512-b32-pp", "spark-bb-gpt-oss-120b-pp4096-b1-pp",
+                  "spark-bb-gpt-oss-120b-pp512-b1-tg"):
+        assert not cases[later].skip
+
+
 def test_a_client_timed_ttft_of_a_short_prompt_is_compared_apart_and_sets_no_efficiency():
     """GPUStack's vLLM TTFT at 1 request (ShareGPT chat prompts of 233 tokens on average, timed by vllm bench serve)
     is under 2,000 tokens: compared as 'prefill, short TTFT', no efficiency; vllm#20469's 16,000-token TTFT is a

@@ -118,6 +118,15 @@ OFFLINE_PREFILL_MAX_OUTPUT = 0.01
 LLAMA_CPP_INT8_MMQ = "2024-06-01"
 CUBLAS_KERNEL = "dequantised-cublas"
 UBATCH_STATED = re.compile(r"(?:-ub|--ubatch-size|n_ubatch)[ =]?(\d+)")  # a llama.cpp command's ubatch
+# llama-batched-bench warms up with one decode of a 16-token batch (tools/batched-bench/batched-bench.cpp at
+# 0a1f01792b77, "// warm up"), then times its cells in order; the first cell's prompt is the first forward at its size,
+# and pays what the warm-up did not run (kernels loaded on their first launch, buffers sized for the larger batch). In
+# llama.cpp's DGX Spark tables (SPEED_SOURCES.md section 35) the next row, two prompts of the same length in one batch,
+# takes less time than the first row's one prompt for every MoE model (gpt-oss-20b 0.273 s for 1,024 tokens against
+# 0.390 s for 512). A record notes that it is such a cell; its prompt phase is not compared.
+FIRST_CELL = "the first measured cell of its llama-batched-bench run"
+FIRST_CELL_WHY = ("the first measured cell of a llama-batched-bench run: after a 16-token warm-up its prompt phase "
+                  "holds one-time costs (the run's next row prefills twice the tokens in less time for MoE models)")
 MAX_MODEL_LEN_STATED = re.compile(r"max[_-]model[_-]len[ =]+(\d+)")  # a vLLM command's or config's max_model_len
 # Published model names -> the catalog id whose architecture (layers, widths, heads, experts) the record ran, and
 # why. A quantized re-upload keeps its base model's shapes; the record's `weights` column says how it is stored.
@@ -586,6 +595,8 @@ def case(record: dict) -> Case:
     if missing:
         return Case(record, phase, skip=f"the source states no {' / '.join(missing)}, which {record['metric']} "
                                         "needs")
+    if phase == "prefill" and FIRST_CELL in record["notes"]:
+        return Case(record, phase, skip=FIRST_CELL_WHY)
     model, why = model_of(record["model"])
     if model is None:
         return Case(record, phase, skip=why)

@@ -467,6 +467,61 @@ def request_cost(engine: str) -> RequestCost | None:
     return request_cost_in(_request_costs(), engine)
 
 
+GPU_CLASS_WORDS = {"nvidia-datacenter": "NVIDIA datacenter GPUs", "nvidia-consumer": "NVIDIA consumer and "
+                   "workstation GPUs", "amd": "AMD GPUs", "apple": "Apple GPUs", "": "GPUs of every class"}
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """How far this estimate's engine and GPU class came from the published measurements it was compared with
+    (`python -m validation speed --derive`, speed.json's "accuracy": validation/speed_results.csv grouped by engine
+    generation, GPU class and phase)."""
+
+    engine: str  # '': every engine's records
+    klass: str  # '': every GPU class's records
+    phase: str  # "decode" or "prefill"
+    records: int
+    median_pct: float  # median |estimate / measured - 1|
+    left_out_pct: float  # the same with each record's efficiencies derived without it
+    bias_pct: float  # median of (estimated speed / measured speed - 1): > 0, the estimate is faster than measured
+
+    @property
+    def text(self) -> str:
+        who = f"{self.engine or 'every engine'} on {GPU_CLASS_WORDS[self.klass]}"
+        way = (f"{abs(self.bias_pct):.1f}% {'faster' if self.bias_pct > 0 else 'slower'} than measured"
+               if round(self.bias_pct, 1) else "neither faster nor slower than measured")
+        return (f"Checked against {self.records} published {self.phase} measurement(s) of {who}: median error "
+                f"{self.median_pct:.1f}% ({self.left_out_pct:.1f}% with each record left out of the efficiencies it "
+                f"is estimated with); on median the estimate is {way} (validation/FINDINGS.md)")
+
+
+def accuracy_table(data: dict) -> dict[tuple[str, str, str], Accuracy]:
+    """speed.json's accuracy entries by (engine, GPU class, phase), '' = every engine / class."""
+    return {(e["engine"], e["class"], e["phase"]): Accuracy(e["engine"], e["class"], e["phase"], e["records"],
+                                                            e["median_pct"], e["left_out_pct"], e["bias_pct"])
+            for e in data.get("accuracy", ())}
+
+
+@functools.lru_cache(maxsize=1)
+def _accuracy() -> dict[tuple[str, str, str], Accuracy]:
+    return accuracy_table(_speed_data())
+
+
+def accuracy_in(table: dict[tuple[str, str, str], Accuracy], engine: str, klass: str,
+                phase: str) -> Accuracy | None:
+    """The accuracy of `table` for the engine on the GPU class, then the engine on every class; without an engine,
+    every engine's on the class, then on every class (the efficiencies such an estimate takes); None where no
+    published record of that phase was compared (another engine's error is not this one's)."""
+    engine = ENGINE_FAMILY.get(engine, engine)
+    keys = ((engine, klass, phase), (engine, "", phase)) if engine else (("", klass, phase), ("", "", phase))
+    return next((table[key] for key in keys if key in table), None)
+
+
+def accuracy(engine: str, klass: str, phase: str) -> Accuracy | None:
+    """`accuracy_in` speed.json's accuracy entries."""
+    return accuracy_in(_accuracy(), engine, klass, phase)
+
+
 def host_offload_table(data: dict) -> dict[str, Efficiency]:
     """speed.json's achieved fractions of the host link's peak for weights read from host memory, by engine."""
     return {e["engine"]: Efficiency(float(e["value"]), f"{e['engine']}, --cpu-offload-gb weights over the host link",
@@ -842,6 +897,16 @@ class Basis:
     attention_kernel: str = "flash"
     client: bool = False  # the TTFT as a serving client times it (`inference_speed`)
     request: RequestCost | None = None  # the server's fixed cost per request in that TTFT
+    engine: str = ""  # the engine key its efficiencies were looked up for ('' = none chosen)
+
+    def accuracy_notes(self) -> tuple[str, ...]:
+        """How far estimates of this engine on this GPU class came from published measurements, per phase."""
+        klass, who = gpu_class(self.gpu), self.engine or "any engine"
+        found = ((phase, accuracy(self.engine, klass, phase)) for phase in ("prefill", "decode"))
+        return tuple((a.text + ("" if a.klass == klass else f"; none of them on {GPU_CLASS_WORDS[klass]}"))
+                     if a is not None else
+                     f"No published {phase} measurement of {who} was compared: this estimate's error is unknown"
+                     for phase, a in found)
 
     def ttft_note(self) -> str:
         """What the TTFT holds, in words."""
@@ -879,6 +944,7 @@ class Basis:
                f"({(step.comm_s * 1e3):.3g} ms per decode step, {2 * a.num_layers * self.peaks.link_latency * 1e3:.3g} "
                f"ms of it the latency of {2 * a.num_layers} all-reduces at {self.peaks.link_latency * 1e6:.3g} us "
                "each)",) if tp > 1 else ()),
+            *self.accuracy_notes(),
         )
 
 
@@ -930,7 +996,7 @@ def inference_speed(a: Architecture, g: Gpu, format_id: str, kv_dtype: str = "bf
                          e_attention.value if e_attention is not None else 0.0)
     request = request_cost(engine) if client else None
     basis = Basis(a, g, format_id, kv_dtype, tp, sequences, prompt, context, step, fill, p, e_bw, e_flops,
-                  e_attention, kernel, client, request)
+                  e_attention, kernel, client, request, ENGINE_FAMILY.get(engine, engine))
     return Speed(prefill_tokens_per_s=prompt / fill.seconds,
                  ttft_s=fill.seconds + (request.seconds if request is not None else 0.0),
                  decode_tokens_per_s=1 / step.seconds, throughput_tokens_per_s=sequences / step.seconds,

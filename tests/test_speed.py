@@ -249,6 +249,29 @@ def test_an_attention_fraction_is_looked_up_by_gpu_then_class_then_any_and_is_no
     assert "2 prompt-length sweep(s)" in table[("vllm", "dgx-spark", "attention", "triton")].text
 
 
+def test_each_speed_says_how_far_its_engine_and_gpu_class_came_from_published_measurements():
+    """An engine's accuracy on the GPU's class, else on every class (saying none ran on this one), never another
+    engine's; without an engine, every engine's on the class. speed.json holds vLLM's 20 prefill records on NVIDIA
+    datacenter GPUs and exllamav2's two decode records, both on consumer cards, and no exllamav2 prefill record."""
+    table = {("vllm", "nvidia-datacenter", "prefill"): speed.Accuracy("vllm", "nvidia-datacenter", "prefill", 20,
+                                                                      10.4, 12.1, 0.0),
+             ("vllm", "", "decode"): speed.Accuracy("vllm", "", "decode", 5, 3.0, 4.0, -2.5),
+             ("", "amd", "decode"): speed.Accuracy("", "amd", "decode", 3, 66.4, 66.4, 197.8)}
+    assert speed.accuracy_in(table, "vllm", "nvidia-datacenter", "prefill").records == 20
+    assert speed.accuracy_in(table, "vllm", "amd", "decode").records == 5  # the engine on every class
+    assert speed.accuracy_in(table, "sglang", "amd", "decode") is None  # not every engine's
+    assert speed.accuracy_in(table, "", "amd", "decode").records == 3
+    assert "on median the estimate is 2.5% slower than measured" in table[("vllm", "", "decode")].text
+    llama = catalog.model("meta-llama/Llama-3.1-8B").architecture
+    notes = speed.inference_speed(llama, catalog.gpu("h100-sxm"), "bf16", engine="vllm").assumptions
+    assert any(n.startswith("Checked against 20 published prefill measurement(s) of vllm on NVIDIA datacenter "
+                            "GPUs: median error 10.4%") for n in notes)
+    notes = speed.inference_speed(llama, catalog.gpu("h100-sxm"), "bf16", engine="exllamav2").assumptions
+    assert "No published prefill measurement of exllamav2 was compared: this estimate's error is unknown" in notes
+    assert any(n.startswith("Checked against 2 published decode measurement(s) of exllamav2 on GPUs of every class")
+               and n.endswith("none of them on NVIDIA datacenter GPUs") for n in notes)
+
+
 def test_sparse_attention_attends_to_the_indexers_top_k_and_scores_every_key_on_every_rank():
     """DeepSeek-V3.2 (61 MLA layers, query width 128 x 192 = 24,576; indexer 64 heads x 128, top-k 2,048) at TP 8 on
     an H200 in FP8, an 8,192-token prompt. Main attention: token t attends to min(t, 2,048) keys, sum = 2,048 x

@@ -434,6 +434,32 @@ def test_the_first_cell_of_a_llama_batched_bench_run_times_one_time_costs_and_is
         assert not cases[later].skip
 
 
+def test_the_accuracy_of_an_engine_on_a_gpu_class_is_the_median_over_its_compared_rows():
+    """Three vLLM rows on NVIDIA datacenter GPUs: a decode rate estimated 10% fast, a TPOT estimated 20% long (its
+    speed 1 / 1.2 - 1 = 16.7% slow) and one left out 30% fast (+40% left out); a skipped row and a short TTFT count
+    nowhere. Median |error| 20%, left out 20%, signed speed error +10%; every engine on the class and every row hold
+    the same three; one SGLang prefill row (estimate 2x the time: 50% slow) is SGLang's and every engine's prefill."""
+    def row(engine, metric, phase, error, left_out, skip=""):
+        return {"engine": engine, "gpu_class": "nvidia-datacenter", "metric": metric, "phase": phase,
+                "measured": 100.0, "estimated": 100.0 + error, "error_pct": error, "loo_error_pct": left_out,
+                "skip": skip}
+
+    rows = [row("vllm", "decode_tokens_per_s_per_seq", "decode", 10, 10),
+            row("vllm", "tpot_ms", "decode", 20, 20),
+            row("vllm", "llama_bench_tg", "decode", 30, 40),
+            row("vllm", "ttft_ms", vs.SHORT_TTFT, 300, 300), row("vllm", "tpot_ms", "decode", 0, 0, skip="x"),
+            row("sglang", "ttft_ms", "prefill", 100, 100)]
+    entries = {(e["engine"], e["class"], e["phase"]): e for e in vs.accuracy_entries(rows)}
+    vllm = {"records": 3, "median_pct": 20.0, "left_out_pct": 20.0, "bias_pct": 10.0}
+    for key in (("vllm", "nvidia-datacenter", "decode"), ("vllm", "", "decode"), ("", "nvidia-datacenter", "decode"),
+                ("", "", "decode")):
+        assert {k: entries[key][k] for k in vllm} == vllm
+    assert entries[("sglang", "nvidia-datacenter", "prefill")]["bias_pct"] == -50.0
+    classes = ("nvidia-datacenter", "")
+    assert set(entries) == ({(e, c, "decode") for e in ("vllm", "") for c in classes}
+                            | {(e, c, "prefill") for e in ("sglang", "") for c in classes})
+
+
 def test_a_client_timed_ttft_of_a_short_prompt_is_compared_apart_and_sets_no_efficiency():
     """GPUStack's vLLM TTFT at 1 request (ShareGPT chat prompts of 233 tokens on average, timed by vllm bench serve)
     is under 2,000 tokens: compared as 'prefill, short TTFT', no efficiency; vllm#20469's 16,000-token TTFT is a

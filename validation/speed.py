@@ -933,7 +933,8 @@ def leave_one_out(c: Case, cases: list[Case]) -> float:
     return estimate(c, table=speed.efficiency_table(data), costs=speed.request_cost_table(data))
 
 
-def results(cases: list[Case]) -> list[dict]:
+def results(cases: list[Case], table: dict | None = None, costs: dict | None = None) -> list[dict]:
+    """Each record against its estimate under `table` and `costs` (default: speed.json's), and left out."""
     rows = []
     for c in cases:
         r = c.record
@@ -943,7 +944,7 @@ def results(cases: list[Case]) -> list[dict]:
                "measured": float(r["value"]), "held_out": held_out(r["id"]), "skip": c.skip}
         if not c.skip:
             row.update(gpu_class=c.klass, phase=SHORT_TTFT if short_ttft(c) else c.phase,
-                       estimated=round(estimate(c), 3))
+                       estimated=round(estimate(c, table=table, costs=costs), 3))
             row["error_pct"] = round(100 * (row["estimated"] / row["measured"] - 1), 2)
             row["loo_error_pct"] = round(100 * (leave_one_out(c, cases) / row["measured"] - 1), 2)
         rows.append(row)
@@ -1017,24 +1018,58 @@ def load_results(path: Path = SPEED_RESULTS_CSV) -> list[dict]:
         return list(csv.DictReader(handle))
 
 
-def derive_file(cases: list[Case]) -> dict:
-    """The whole of speed.json: `derive`'s efficiencies and request costs, the host-link fraction of the offload
-    records (validation/offload.py, validation/published/offload.csv) and llama.cpp's fractions for weights in host
-    RAM (validation/host_speed.py, validation/published/host_speed.csv)."""
+def accuracy_entries(rows: list[dict]) -> list[dict]:
+    """speed.json's accuracy: over the compared decode and prefill rows (any concurrency; not the short TTFTs) of
+    each engine generation and GPU class, then of the engine on every class, of every engine on the class and of
+    every row, the count, the median |error|, the median |error| with each record left out and the median signed
+    error of the speed (a time metric's error turned round: measured time / estimated time - 1), > 0 where the
+    estimate is faster than measured."""
+    groups: dict[tuple[str, str, str], list[dict]] = {}
+    for row in rows:
+        if not row["skip"] and row["phase"] in ("decode", "prefill"):
+            engine, klass = row["engine"], row["gpu_class"]
+            for key in ((engine, klass), (engine, ""), ("", klass), ("", "")):
+                groups.setdefault((*key, row["phase"]), []).append(row)
+
+    def faster(row: dict) -> float:
+        ratio = row["estimated"] / row["measured"]
+        return 1 / ratio - 1 if row["metric"] in ("tpot_ms", "ttft_ms") else ratio - 1
+
+    return [{"engine": engine, "class": klass, "phase": phase, "records": len(members),
+             "median_pct": round(statistics.median(abs(m["error_pct"]) for m in members), 1),
+             "left_out_pct": round(statistics.median(abs(m["loo_error_pct"]) for m in members), 1),
+             "bias_pct": round(100 * statistics.median(faster(m) for m in members), 1) + 0.0}  # no -0.0
+            for (engine, klass, phase), members in sorted(groups.items())]
+
+
+def derived(cases: list[Case]) -> tuple[dict, list[dict]]:
+    """The whole of speed.json and the comparison rows it gives: `derive`'s efficiencies and request costs, the
+    host-link fraction of the offload records (validation/offload.py, validation/published/offload.csv),
+    llama.cpp's fractions for weights in host RAM (validation/host_speed.py, validation/published/host_speed.csv),
+    and the accuracy of the records' estimates under those efficiencies (`accuracy_entries`)."""
     from . import host_speed, offload  # they read this module's name tables
 
-    return {**derive(cases), "host_offload": offload.derive(offload.cases()),
+    data = {**derive(cases), "host_offload": offload.derive(offload.cases()),
             "host_compute": host_speed.derive(host_speed.cases())}
+    rows = results(cases, speed.efficiency_table(data), speed.request_cost_table(data))
+    return {**data, "accuracy": accuracy_entries(rows)}, rows
+
+
+def derive_file(cases: list[Case]) -> dict:
+    """The whole of speed.json (`derived`)."""
+    return derived(cases)[0]
 
 
 def run(derive_first: bool = False, write: bool = True) -> list[dict]:
     cases = cases_of(load_records())
     if derive_first:
-        SPEED_JSON.write_text(json.dumps(derive_file(cases), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        data, rows = derived(cases)
+        SPEED_JSON.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         for cached in (speed._speed_data, speed._efficiency_table, speed._request_costs, speed.efficiency,
-                       speed._host_offload, speed._host_compute):
+                       speed._host_offload, speed._host_compute, speed._accuracy):
             cached.cache_clear()
-    rows = results(cases)
+    else:
+        rows = results(cases)
     if write:
         write_results(rows)
     return rows

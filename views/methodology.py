@@ -441,7 +441,9 @@ Fine-tuning: $6N$
 FLOPs per token ($4N$ for LoRA's frozen base, $+2N$ with gradient checkpointing) at the median achieved fraction of
 the peak of published training runs of the framework on the GPU class (torchtitan, torchtune, llm.q; by the same
 rule, falling back to the GPU class, then to every run; Llama 3's 38-43% MFU, arXiv:2407.21783, only if no run set
-one). `serve` follows llama-bench: pp512 and tg128 at batch 1.
+one). `serve` follows llama-bench: pp512 and tg128 at batch 1. Each speed's assumptions end with how far
+the estimates of its engine on its GPU class came from these records (the table below, per phase: median
+error, each record left out, and the median signed error of the speed).
 """)
 speed_rows = load_speed_results()
 compared = [r for r in speed_rows if not r["skip"]]

@@ -477,9 +477,9 @@ class Accuracy:
     (`python -m validation speed --derive`, speed.json's "accuracy": validation/speed_results.csv grouped by engine
     generation, GPU class and phase)."""
 
-    engine: str  # '': every engine's records
+    engine: str  # '': every engine's records (training: the framework)
     klass: str  # '': every GPU class's records
-    phase: str  # "decode" or "prefill"
+    phase: str  # "decode", "prefill" or "training"
     records: int
     median_pct: float  # median |estimate / measured - 1|
     left_out_pct: float  # the same with each record's efficiencies derived without it
@@ -487,7 +487,8 @@ class Accuracy:
 
     @property
     def text(self) -> str:
-        who = f"{self.engine or 'every engine'} on {GPU_CLASS_WORDS[self.klass]}"
+        kind = "framework" if self.phase == "training" else "engine"
+        who = f"{self.engine or 'every ' + kind} on {GPU_CLASS_WORDS[self.klass]}"
         way = (f"{abs(self.bias_pct):.1f}% {'faster' if self.bias_pct > 0 else 'slower'} than measured"
                if round(self.bias_pct, 1) else "neither faster nor slower than measured")
         return (f"Checked against {self.records} published {self.phase} measurement(s) of {who}: median error "
@@ -520,6 +521,22 @@ def accuracy_in(table: dict[tuple[str, str, str], Accuracy], engine: str, klass:
 def accuracy(engine: str, klass: str, phase: str) -> Accuracy | None:
     """`accuracy_in` speed.json's accuracy entries."""
     return accuracy_in(_accuracy(), engine, klass, phase)
+
+
+def accuracy_note(engine: str, klass: str, phase: str) -> str:
+    """In words, how far the estimates of `engine` (training: the framework) on GPU class `klass` came from the
+    published measurements of `phase` (`accuracy`); where it has none, that its error is unknown, and how far the
+    every-engine efficiencies it then takes came on the class."""
+    own = accuracy(engine, klass, phase)
+    if own is not None:
+        return own.text + ("" if own.klass == klass else f"; none of them on {GPU_CLASS_WORDS[klass]}")
+    kind = "framework" if phase == "training" else "engine"
+    shared = accuracy("", klass, phase) if engine else None
+    tail = (f"; it takes every {kind}'s efficiencies, whose estimates of {shared.records} published {phase} "
+            f"measurement(s) on {GPU_CLASS_WORDS[shared.klass]} came within {shared.median_pct:.1f}% on median"
+            if shared is not None else "")
+    return (f"No published {phase} measurement of {engine or 'any ' + kind} was compared: this estimate's error is "
+            f"unknown{tail}")
 
 
 def host_offload_table(data: dict) -> dict[str, Efficiency]:
@@ -901,12 +918,7 @@ class Basis:
 
     def accuracy_notes(self) -> tuple[str, ...]:
         """How far estimates of this engine on this GPU class came from published measurements, per phase."""
-        klass, who = gpu_class(self.gpu), self.engine or "any engine"
-        found = ((phase, accuracy(self.engine, klass, phase)) for phase in ("prefill", "decode"))
-        return tuple((a.text + ("" if a.klass == klass else f"; none of them on {GPU_CLASS_WORDS[klass]}"))
-                     if a is not None else
-                     f"No published {phase} measurement of {who} was compared: this estimate's error is unknown"
-                     for phase, a in found)
+        return tuple(accuracy_note(self.engine, gpu_class(self.gpu), phase) for phase in ("prefill", "decode"))
 
     def ttft_note(self) -> str:
         """What the TTFT holds, in words."""
@@ -1094,6 +1106,7 @@ def training_speed(a: Architecture, g: Gpu, technique: str, batch: int, seq_len:
         notes.append("LoRA over several GPUs: only the adapters' gradients are all-reduced (negligible)")
     step = max(compute_s, comm_s)
     rate = tokens / step
+    notes.append(accuracy_note(framework, gpu_class(g), "training"))
     low, high = (tokens / max(tokens * per_token / (p.flops * m), comm_s) for m in (e.spread or (e.value, e.value)))
     epoch = dataset_tokens / (rate * gpus) if dataset_tokens else None
     return TrainingSpeed(rate, step, epoch, (low, high), tuple(notes), e)

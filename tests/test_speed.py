@@ -252,7 +252,8 @@ def test_an_attention_fraction_is_looked_up_by_gpu_then_class_then_any_and_is_no
 def test_each_speed_says_how_far_its_engine_and_gpu_class_came_from_published_measurements():
     """An engine's accuracy on the GPU's class, else on every class (saying none ran on this one), never another
     engine's; without an engine, every engine's on the class. speed.json holds vLLM's 20 prefill records on NVIDIA
-    datacenter GPUs and exllamav2's two decode records, both on consumer cards, and no exllamav2 prefill record."""
+    datacenter GPUs, exllamav2's two decode records, both on consumer cards, no exllamav2 prefill record, and
+    torchtitan's six training records on A100s."""
     table = {("vllm", "nvidia-datacenter", "prefill"): speed.Accuracy("vllm", "nvidia-datacenter", "prefill", 20,
                                                                       10.4, 12.1, 0.0),
              ("vllm", "", "decode"): speed.Accuracy("vllm", "", "decode", 5, 3.0, 4.0, -2.5),
@@ -267,7 +268,14 @@ def test_each_speed_says_how_far_its_engine_and_gpu_class_came_from_published_me
     assert any(n.startswith("Checked against 20 published prefill measurement(s) of vllm on NVIDIA datacenter "
                             "GPUs: median error 10.4%") for n in notes)
     notes = speed.inference_speed(llama, catalog.gpu("h100-sxm"), "bf16", engine="exllamav2").assumptions
-    assert "No published prefill measurement of exllamav2 was compared: this estimate's error is unknown" in notes
+    assert any(n.startswith("No published prefill measurement of exllamav2 was compared: this estimate's error is "
+                            "unknown; it takes every engine's efficiencies, whose estimates of ") for n in notes)
+    # a fine-tuning speed: the framework's own runs, or every framework's where it has none
+    runs = speed.training_speed(llama, catalog.gpu("h100-sxm"), "full", 4, 2048, framework="torchtitan").assumptions
+    assert runs[-1].startswith("Checked against 6 published training measurement(s) of torchtitan on NVIDIA "
+                               "datacenter GPUs")
+    runs = speed.training_speed(llama, catalog.gpu("h100-sxm"), "full", 4, 2048, framework="hf").assumptions
+    assert runs[-1].startswith("No published training measurement of hf was compared")
     assert any(n.startswith("Checked against 2 published decode measurement(s) of exllamav2 on GPUs of every class")
                and n.endswith("none of them on NVIDIA datacenter GPUs") for n in notes)
 

@@ -945,6 +945,8 @@ def results(cases: list[Case], table: dict | None = None, costs: dict | None = N
         if not c.skip:
             row.update(gpu_class=c.klass, phase=SHORT_TTFT if short_ttft(c) else c.phase,
                        estimated=round(estimate(c, table=table, costs=costs), 3))
+            if c.phase == "training":  # its efficiency's key, not written to speed_results.csv
+                row["framework"] = training_framework(r)
             row["error_pct"] = round(100 * (row["estimated"] / row["measured"] - 1), 2)
             row["loo_error_pct"] = round(100 * (leave_one_out(c, cases) / row["measured"] - 1), 2)
         rows.append(row)
@@ -1019,15 +1021,15 @@ def load_results(path: Path = SPEED_RESULTS_CSV) -> list[dict]:
 
 
 def accuracy_entries(rows: list[dict]) -> list[dict]:
-    """speed.json's accuracy: over the compared decode and prefill rows (any concurrency; not the short TTFTs) of
-    each engine generation and GPU class, then of the engine on every class, of every engine on the class and of
-    every row, the count, the median |error|, the median |error| with each record left out and the median signed
-    error of the speed (a time metric's error turned round: measured time / estimated time - 1), > 0 where the
-    estimate is faster than measured."""
+    """speed.json's accuracy: over the compared decode, prefill and training rows (any concurrency; not the short
+    TTFTs) of each engine generation (training: framework) and GPU class, then of the engine on every class, of every
+    engine on the class and of every row, the count, the median |error|, the median |error| with each record left
+    out and the median signed error of the speed (a time metric's error turned round: measured time / estimated
+    time - 1), > 0 where the estimate is faster than measured."""
     groups: dict[tuple[str, str, str], list[dict]] = {}
     for row in rows:
-        if not row["skip"] and row["phase"] in ("decode", "prefill"):
-            engine, klass = row["engine"], row["gpu_class"]
+        if not row["skip"] and row["phase"] in ("decode", "prefill", "training"):
+            engine, klass = row.get("framework", row["engine"]), row["gpu_class"]
             for key in ((engine, klass), (engine, ""), ("", klass), ("", "")):
                 groups.setdefault((*key, row["phase"]), []).append(row)
 

@@ -27,6 +27,9 @@ def test_inference_speed_tab_lists_every_gpu_and_draws_decode_speed_vs_concurren
     assert line["GPUs"] == "1"
     assert line["Decode (tokens/s)"] == expected.decode_tokens_per_s
     assert line["TTFT (s)"] == expected.ttft_s
+    # every GPU has its own line: Apple's M1 8 GB with 7 and 8 GPU cores are told apart
+    assert frame["GPU"].is_unique
+    assert {"Apple M1 8 GB (7-core GPU)", "Apple M1 8 GB (8-core GPU)"} <= set(frame["GPU"])
 
 
 def test_finetune_speed_tab_gives_tokens_per_second_and_the_epoch_of_the_dataset():
@@ -38,6 +41,12 @@ def test_finetune_speed_tab_gives_tokens_per_second_and_the_epoch_of_the_dataset
     expected = speed.row_speed(FinetuneScenario(a, dataset_tokens=10**8), "lora", catalog.gpu("h100-sxm"))
     assert line["Tokens/s per GPU"] == expected.tokens_per_s
     assert line["Epoch (h)"] == expected.epoch_time_s / 3600
+    # without a dataset size there is no epoch to show
+    plain = _open_speed(start({"model": LLAMA_31_8B, "gpu": "h100-sxm", "row": "lora"}, page="finetune"), "finetune")
+    assert "Epoch (h)" not in plain.dataframe[0].value.columns
+    # the GPUs that hold the row come first (Apple chips are not combined, so the small ones hold no 8B LoRA run)
+    fits = list(frame["GPUs"] != "does not fit")
+    assert fits == sorted(fits, reverse=True) and 0 < sum(fits) < len(fits)
 
 
 def test_a_parameter_count_gets_the_quick_speed_and_fine_tuning_it_a_note():

@@ -152,8 +152,8 @@ def _speed_tab(page: str, inputs: dict, view: dict, row: str) -> None:
     formats = {col: st.column_config.NumberColumn(format="%.3f" if col in ("TTFT (s)", "Step (s)") else "%,.1f")
                for col in frame.columns if col not in ("GPU", "GPUs")}
     st.dataframe(frame, hide_index=True, column_config=formats, height=300)
-    st.caption("Lowest memory bandwidth first: the first line that meets your target speed is the least capable "
-               "card that does. Each on the GPUs the selected row needs (GPU fit).")
+    st.caption("The GPUs that hold the row first, lowest memory bandwidth first: the first line that meets your "
+               "target speed is the least capable card that does. Each on the GPUs the selected row needs (GPU fit).")
     target = next((e for e in entries if e[0].id == view["gpu"]), None)
     if page == "inference" and target is not None and target[1] is not None:
         most = limits(page, inputs, row, view["gpu"])[2]

@@ -224,12 +224,19 @@ def describe(page: str, model_name: str, state: Mapping, row_label: str) -> str:
 
 
 def speed_frame(entries: Sequence[tuple[Gpu, int | None, object | None]], training: bool) -> pd.DataFrame:
-    """One line per GPU, lowest memory bandwidth first: the GPUs the row needs and its speed on them
-    (`estimator.speed`: a Speed for inference, a TrainingSpeed for fine-tuning); empty cells where it does not
-    fit."""
+    """One line per GPU: those that hold the row first, then those that do not, each lowest memory bandwidth first;
+    the GPUs the row needs and its speed on them (`estimator.speed`: a Speed for inference, a TrainingSpeed for
+    fine-tuning); empty cells where it does not fit. A GPU is named short with its memory, and with its variant in
+    parentheses where two would read the same (Apple's M1 8 GB with 7 or 8 GPU cores)."""
+    def short(gpu: Gpu) -> str:
+        return f"{short_gpu_name(gpu.name)} {gpu.memory_gb:g} GB"
+
+    shared = {label for label in map(short, (e[0] for e in entries))
+              if sum(short(e[0]) == label for e in entries) > 1}
     records = []
-    for gpu, count, rate in sorted(entries, key=lambda e: (e[0].bandwidth_gb_s, e[0].name)):
-        line = {"GPU": f"{short_gpu_name(gpu.name)} {gpu.memory_gb:g} GB",
+    for gpu, count, rate in sorted(entries, key=lambda e: (e[1] is None, e[0].bandwidth_gb_s, e[0].name)):
+        variant = " ".join(re.findall(r"\(.*?\)", gpu.name))
+        line = {"GPU": f"{short(gpu)} {variant}" if short(gpu) in shared and variant else short(gpu),
                 "GPUs": "does not fit" if count is None else str(count)}
         if training:
             epoch = getattr(rate, "epoch_time_s", None)
@@ -242,4 +249,7 @@ def speed_frame(entries: Sequence[tuple[Gpu, int | None, object | None]], traini
                          "Prefill (tokens/s)": getattr(rate, "prefill_tokens_per_s", None),
                          "TTFT (s)": getattr(rate, "ttft_s", None)})
         records.append(line)
-    return pd.DataFrame.from_records(records)
+    frame = pd.DataFrame.from_records(records)
+    if training and frame["Epoch (h)"].isna().all():  # no dataset size given: no epoch to show
+        frame = frame.drop(columns="Epoch (h)")
+    return frame

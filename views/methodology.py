@@ -244,9 +244,9 @@ and rebuilds one layer at a time later. MoE layers save, per routed token, the g
 tensors and the expert output, plus the router's probabilities and indices. Family details measured by the
 traces are modelled too: Qwen3 / Gemma 3 q-k norms, Gemma's fp32 norm products and soft-capping, gpt-oss'
 attention sinks and clamped experts, DeepSeek's MLA norms and fp32 router. A Gemma 3n layer also keeps its
-$n$ AltUp copies twice ($2\,n\,A\,t\,h$: the repeated innovation and the corrected output), eight RMSNorms of
-width $h$ in fp32 ($8\,t\,h$ each with a trained weight: the input copy and the normalized tensor), the q/k/v norms,
-LAuReL's rank-$r$ output and the per-layer input gate ($3\,A\,t\,p$); with checkpointing each layer's input is
+$n$ AltUp copies twice ($2\\,n\\,A\\,t\\,h$: the repeated innovation and the corrected output), eight RMSNorms of
+width $h$ in fp32 ($8\\,t\\,h$ each with a trained weight: the input copy and the normalized tensor), the q/k/v norms,
+LAuReL's rank-$r$ output and the per-layer input gate ($3\\,A\\,t\\,p$); with checkpointing each layer's input is
 its $n$ copies, and a prefill holds the $n$-copy input, the $n$ predictions and up to ten hidden-size tensors per
 layer.
 **Logits**: Hugging Face upcasts logits to fp32 for the loss: $12\\,t\\,V$ bytes at the start of backward

@@ -44,7 +44,8 @@ def test_finetune_speed_tab_gives_tokens_per_second_and_the_epoch_of_the_dataset
     # without a dataset size there is no epoch to show
     plain = _open_speed(start({"model": LLAMA_31_8B, "gpu": "h100-sxm", "row": "lora"}, page="finetune"), "finetune")
     assert "Epoch (h)" not in plain.dataframe[0].value.columns
-    # the GPUs that hold the row come first (Apple chips are not combined, so the small ones hold no 8B LoRA run)
+    # the GPUs that hold the row come first (without ZeRO every replica holds the whole run: one GPU or none, so
+    # the small cards hold no 8B LoRA run)
     fits = list(frame["GPUs"] != "does not fit")
     assert fits == sorted(fits, reverse=True) and 0 < sum(fits) < len(fits)
 

@@ -1160,7 +1160,10 @@ def quick_speed(s: InferenceScenario, row: str, g: Gpu) -> Speed:
              + (f"{touched:.1%} of the weights (at most B x active / total of a MoE's) " if touched < 1 else
                 "the weights ") + "and the quick KV cache; attention FLOPs and tensor-parallel traffic not modelled "
              "(choose a catalog model or a config.json for them)",
-             *p.notes[:1], f"Achieved fraction of bandwidth {e_bw.text}; of peak FLOPs {e_flops.text}")
+             *p.notes[:1], f"Achieved fraction of bandwidth {e_bw.text}; of peak FLOPs {e_flops.text}",
+             "This quick speed was not compared with measurements itself: the published records are compared with "
+             "the estimate from the architecture, which takes the same efficiencies and came as follows",
+             *(accuracy_note("", klass, phase) for phase in ("prefill", "decode")))
     return Speed(prefill_tokens_per_s=s.seq_len / fill.seconds, ttft_s=fill.seconds,
                  decode_tokens_per_s=1 / step.seconds, throughput_tokens_per_s=sequences / step.seconds,
                  bound=step.bound, scope=notes)

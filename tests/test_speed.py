@@ -276,6 +276,13 @@ def test_each_speed_says_how_far_its_engine_and_gpu_class_came_from_published_me
                                "datacenter GPUs")
     runs = speed.training_speed(llama, catalog.gpu("h100-sxm"), "full", 4, 2048, framework="hf").assumptions
     assert runs[-1].startswith("No published training measurement of hf was compared")
+    # a speed from the parameter count alone says it was not compared itself, and how the detailed one came
+    from estimator.scenarios import InferenceScenario, ParamCount
+
+    quick = speed.row_speed(InferenceScenario(ParamCount.from_billions(7)), "16-bit", catalog.gpu("rtx-4090"))
+    assert quick.assumptions[-3].startswith("This quick speed was not compared with measurements itself")
+    assert quick.assumptions[-2].startswith("Checked against 74 published prefill measurement(s) of every engine on "
+                                            "NVIDIA consumer and workstation GPUs")
     assert any(n.startswith("Checked against 2 published decode measurement(s) of exllamav2 on GPUs of every class")
                and n.endswith("none of them on NVIDIA datacenter GPUs") for n in notes)
 

@@ -1008,7 +1008,7 @@ def inference_speed(a: Architecture, g: Gpu, format_id: str, kv_dtype: str = "bf
                          e_attention.value if e_attention is not None else 0.0)
     request = request_cost(engine) if client else None
     basis = Basis(a, g, format_id, kv_dtype, tp, sequences, prompt, context, step, fill, p, e_bw, e_flops,
-                  e_attention, kernel, client, request, ENGINE_FAMILY.get(engine, engine))
+                  e_attention, kernel, client, request, engine)
     return Speed(prefill_tokens_per_s=prompt / fill.seconds,
                  ttft_s=fill.seconds + (request.seconds if request is not None else 0.0),
                  decode_tokens_per_s=1 / step.seconds, throughput_tokens_per_s=sequences / step.seconds,

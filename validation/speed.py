@@ -74,6 +74,7 @@ COLUMNS = ("id", "engine", "engine_version", "gpu", "gpus", "tp", "model", "weig
            "input_tokens", "output_tokens", "metric", "value", "source", "date", "quote", "notes")
 DECODE_METRICS = ("llama_bench_tg", "decode_tokens_per_s_per_seq", "tpot_ms")
 PREFILL_METRICS = ("llama_bench_pp", "prefill_tokens_per_s", "ttft_ms")
+TIME_METRICS = ("tpot_ms", "ttft_ms")  # seconds, not a rate: lower is faster
 MIN_RECORDS = 2
 MIN_STEP_RECORDS = 3  # a line through the records needs more than two of them to have a median slope
 MIN_SHARED_ENGINES = 2  # a GPU-class key shared by every engine stands for more than one engine's records
@@ -395,29 +396,33 @@ def phase_of(metric: str) -> str | None:
     return "prefill" if metric in PREFILL_METRICS else "throughput" if metric in THROUGHPUT_METRICS else None
 
 
-def sweepable(c: Case) -> bool:
-    """Whether a record can be part of a prompt-length sweep (`sweeps`): a `derivable` prefill record, or one of
-    one sequence at any tensor parallelism (the GEMMs' and the attention's FLOPs both divide by the GPUs, so their
-    ratio, the sweep's abscissa, does not change; the all-reduces grow with the prompt as the GEMMs do and stay in
-    the line's intercept, not in the slope that sets the attention fraction)."""
+def one_sequence(c: Case) -> bool:
+    """A compared decode or prefill record of one sequence (any tensor parallelism), not held out, whose roofline at
+    100% is bound the way its phase's efficiency is (decode reads the weights and one cache: memory; a prompt's
+    prefill: compute; a 16-token prompt of a 70B reads far more bytes than it does FLOPs, so its speed is a fraction
+    of the bandwidth, not of the FLOPs)."""
     r = c.record
-    return (not c.skip and c.phase == "prefill" and not short_ttft(c) and int(r["concurrency"] or 1) == 1
-            and not held_out(r["id"]) and roofline_bound(c) == "compute")
+    return (not c.skip and c.phase in ("decode", "prefill") and not short_ttft(c) and int(r["concurrency"] or 1) == 1
+            and not held_out(r["id"]) and roofline_bound(c) == ("memory" if c.phase == "decode" else "compute"))
+
+
+def sweepable(c: Case) -> bool:
+    """Whether a record can be part of a prompt-length sweep (`sweeps`): a prefill record of `one_sequence` at any
+    tensor parallelism (the GEMMs' and the attention's FLOPs both divide by the GPUs, so their ratio, the sweep's
+    abscissa, does not change; the all-reduces grow with the prompt as the GEMMs do and stay in the line's intercept,
+    not in the slope that sets the attention fraction)."""
+    return c.phase == "prefill" and one_sequence(c)
 
 
 def derivable(c: Case) -> bool:
-    """Whether a record measures an efficiency: one sequence on one GPU whose roofline at 100% is bound the way
-    its phase's efficiency is (decode reads the weights and one cache: memory; a prompt's prefill: compute; a
-    16-token prompt of a 70B reads far more bytes than it does FLOPs, so its speed is a fraction of the bandwidth,
-    not of the FLOPs), not a held-out one. Batches, tensor parallelism and serving throughput are compared with
-    the estimate but set no efficiency; an offline prefill-bound run (`offline_prefill`) on one GPU does: its
-    prompts' forwards are compute-bound whatever the batch, one after another."""
+    """Whether a record measures an efficiency: `one_sequence` on one GPU. Batches, tensor parallelism and serving
+    throughput are compared with the estimate but set no efficiency; an offline prefill-bound run
+    (`offline_prefill`) on one GPU does: its prompts' forwards are compute-bound whatever the batch, one after
+    another."""
     r = c.record
     if c.phase == "training":
         return not c.skip and not c.run_compared and not held_out(r["id"])
-    return (not c.skip and c.phase in ("decode", "prefill") and not short_ttft(c) and int(r["concurrency"] or 1) == 1
-            and int(r["tp"] or 1) == 1 and not held_out(r["id"])
-            and roofline_bound(c) == ("memory" if c.phase == "decode" else "compute"))
+    return one_sequence(c) and int(r["tp"] or 1) == 1
 
 
 def offline_prefill(record: dict) -> bool:
@@ -723,7 +728,7 @@ def achieved(c: Case, attention: speed.Efficiency | None = None, request_s: floa
             return gemm / (measured - attend / attention.value)
     ideal = c.roofline
     value = float(c.record["value"]) - request_s * 1000
-    return ideal / value if c.record["metric"] in ("tpot_ms", "ttft_ms") else value / ideal
+    return ideal / value if c.record["metric"] in TIME_METRICS else value / ideal
 
 
 def client_ttft(c: Case) -> bool:
@@ -1035,7 +1040,7 @@ def accuracy_entries(rows: list[dict]) -> list[dict]:
 
     def faster(row: dict) -> float:
         ratio = row["estimated"] / row["measured"]
-        return 1 / ratio - 1 if row["metric"] in ("tpot_ms", "ttft_ms") else ratio - 1
+        return 1 / ratio - 1 if row["metric"] in TIME_METRICS else ratio - 1
 
     return [{"engine": engine, "class": klass, "phase": phase, "records": len(members),
              "median_pct": round(statistics.median(abs(m["error_pct"]) for m in members), 1),

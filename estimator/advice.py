@@ -142,7 +142,7 @@ def inference_advice(s: InferenceScenario, rows: Sequence[tuple[str, RowFunction
         tips.append(_suggest("KV cache in FP8", replace(s, kv_dtype="fp8"), row, gpu, before, current))
     if s.concurrency > 1:
         tips.append(_suggest("One request at a time", replace(s, concurrency=1), row, gpu, before, current))
-    longest = max(_longest(with_gpus(s, count), row, gpu) for count in valid_counts(s))  # at any GPU count
+    longest = max(_longest(with_gpus(s, count), row, gpu) for count in valid_counts(s, gpu))  # at any GPU count
     if 0 < longest < s.seq_len:
         tips.append(_suggest(f"Context of at most {longest:,} tokens", replace(s, seq_len=longest), row, gpu, before,
                              current))

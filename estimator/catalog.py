@@ -44,6 +44,8 @@ class Gpu:
     host_link_gb_s: float | None = None  # the link to host memory (PCIe), one direction, decimal GB/s; None: unknown
     aliases: tuple[str, ...] = ()  # the names nvidia-smi, rocm-smi or macOS print where they differ from `name`
     featured: bool = False  # one of the GPUs the fit table shows before "all GPUs" is asked for
+    max_devices: int | None = None  # the most of this GPU one scenario combines (Apple: 4 over Thunderbolt 5, or 1)
+    max_devices_note: str = ""  # what the fit says where that limit stops it ("one Mac: no Thunderbolt 5")
 
 
 def _read(name: str) -> dict:
@@ -138,7 +140,8 @@ def gpus() -> tuple[Gpu, ...]:
                        fp16_tflops=g.get("fp16_dense_tflops"), fp8_tflops=g.get("fp8_dense_tflops"),
                        interconnect=g.get("interconnect", ""), interconnect_gb_s=g.get("interconnect_gb_s"),
                        host_link_gb_s=_host_link_gb_s(g),
-                       aliases=tuple(g.get("aliases", ())), featured=bool(g.get("featured"))))
+                       aliases=tuple(g.get("aliases", ())), featured=bool(g.get("featured")),
+                       max_devices=g.get("max_devices"), max_devices_note=g.get("max_devices_note", "")))
     return tuple(out)
 
 

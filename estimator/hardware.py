@@ -38,20 +38,25 @@ def with_gpus(s: Scenario, count: int, zero_stage: int | None = None) -> Scenari
     return replace(s, num_gpus=count, zero_stage=s.zero_stage if zero_stage is None else zero_stage)
 
 
-def valid_counts(s: Scenario) -> Sequence[int]:
-    """The GPU counts a fit tries: tensor-parallel sizes that divide the heads; training: one GPU without ZeRO."""
+def valid_counts(s: Scenario, gpu: Gpu | None = None) -> Sequence[int]:
+    """The GPU counts a fit tries: tensor-parallel sizes that divide the heads; training: one GPU without ZeRO; at
+    most `gpu.max_devices`. Fine-tuning on Apple chips is one Mac: MLX trains across Macs by data parallelism, each
+    Mac holding the whole model (WWDC26 session 233, https://developer.apple.com/videos/play/wwdc2026/233/), and
+    ZeRO / FSDP need torch.distributed collectives that Apple GPUs lack (pytorch/pytorch#189853)."""
     if isinstance(s, InferenceScenario) and isinstance(s.model, Architecture):
-        return [n for n in GPU_COUNTS if s.model.num_heads % n == 0]
-    if isinstance(s, FinetuneScenario) and s.zero_stage == 0:  # replicas hold the same bytes: one GPU or none
-        return GPU_COUNTS[:1]
-    return GPU_COUNTS
+        counts = [n for n in GPU_COUNTS if s.model.num_heads % n == 0]
+    elif isinstance(s, FinetuneScenario) and (s.zero_stage == 0 or (gpu and gpu.kind == "apple")):
+        counts = list(GPU_COUNTS[:1])  # replicas hold the same bytes: one GPU or none
+    else:
+        counts = list(GPU_COUNTS)
+    return [n for n in counts if gpu is None or gpu.max_devices is None or n <= gpu.max_devices]
 
 
 def _fewest(s: Scenario, row: RowFunction, gpu: Gpu) -> tuple[int | None, int]:
-    """(the fewest GPUs of `_valid_counts` that hold row(s) on each, their bytes per GPU); (None, bytes at 1 GPU)
+    """(the fewest GPUs of `valid_counts` that hold row(s) on each, their bytes per GPU); (None, bytes at 1 GPU)
     when none does."""
     first = None
-    for count in valid_counts(s):
+    for count in valid_counts(s, gpu):
         per_gpu = row(with_gpus(s, count)).total
         first = first or per_gpu
         if per_gpu <= gpu.memory_bytes:
@@ -69,8 +74,17 @@ def fit(s: Scenario, row: RowFunction, gpu: Gpu) -> GpuFit:
         note = f"ZeRO-{s.zero_stage}" if training and count > 1 else ""
         return GpuFit(gpu, count, per_gpu, gpu.memory_bytes - per_gpu, note)
     zero3 = _fewest(replace(s, zero_stage=3), row, gpu)[0] if training and s.zero_stage < 3 else None
-    note = f"ZeRO-3: {zero3} GPUs" if zero3 else ""
+    note = f"ZeRO-3: {zero3} GPUs" if zero3 else _stopped(s, gpu)
     return GpuFit(gpu, None, per_gpu, gpu.memory_bytes - per_gpu, note, zero3)
+
+
+def _stopped(s: Scenario, gpu: Gpu) -> str:
+    """Why the fit tried no more of `gpu`, where the GPU's own limit (not the scenario) left counts out."""
+    if len(valid_counts(s, gpu)) == len(valid_counts(s)):
+        return ""
+    if isinstance(s, FinetuneScenario) and gpu.kind == "apple":
+        return "fine-tuning runs on one Mac"
+    return gpu.max_devices_note
 
 
 def fit_table(s: Scenario, row: RowFunction, gpus: Sequence[Gpu]) -> list[GpuFit]:

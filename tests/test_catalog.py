@@ -201,11 +201,13 @@ RAW_GPUS = json.loads(resources.files("estimator").joinpath("data", "gpus.json")
 @pytest.mark.parametrize("raw", RAW_GPUS, ids=[g["id"] for g in RAW_GPUS])
 def test_every_gpu_entry_is_complete(raw):
     """Positive sizes, a source for the numbers and for the link, the link fields on every entry (null bandwidth
-    only where there is no GPU-to-GPU link: Apple silicon)."""
+    only where there is no GPU-to-GPU link: Apple silicon without Thunderbolt 5, which is one Mac)."""
     assert raw["memory_gb"] > 0 and raw["memory_bytes"] > 0 and raw["bandwidth_gb_s"] > 0
     assert raw["source"].strip() and raw["memory_bytes_source"].strip() and raw["interconnect_source"].strip()
     assert raw["interconnect"].strip() and "interconnect_gb_s" in raw and isinstance(raw["featured"], bool)
-    assert (raw["interconnect_gb_s"] is None) == (raw["vendor"] == "Apple")
+    assert (raw["interconnect_gb_s"] is None) == (raw.get("max_devices") == 1)
+    if "max_devices" in raw:
+        assert raw["max_devices"] >= 1 and raw["max_devices_note"].strip() and raw["max_devices_source"].strip()
     assert raw["interconnect_gb_s"] is None or raw["interconnect_gb_s"] > 0
     if not raw["memory_bytes_measured"]:
         assert raw["memory_bytes"] % 2**20 == 0  # marketed GiB (or an assumed MiB total), never a guess in bytes
@@ -408,3 +410,17 @@ def test_every_radeon_rx_has_a_16_bit_compute_peak():
     radeons = [g for g in est.gpus() if g.id.startswith("rx-")]
     assert len(radeons) >= 20
     assert all((g.bf16_tflops or g.fp16_tflops) for g in radeons)
+
+
+def test_apple_chips_link_only_over_thunderbolt_5_in_a_mesh_of_four():
+    """RDMA over Thunderbolt needs Thunderbolt 5 (Apple TN3205), which the M4 Pro / M4 Max, M3 Ultra and M5 Pro /
+    M5 Max Macs have and the rest do not; MLX's tensor parallelism needs a full mesh (a cable between every pair),
+    and a mesh of 8 would take 7 ports on each Mac: 4 Macs at most. 80 Gb/s each way = 10 GB/s."""
+    apple = [g for g in est.gpus() if g.kind == "apple"]
+    linked = {g.id for g in apple if g.max_devices == 4}
+    families = ("m4-pro-", "m4-max-", "m3-ultra-", "m5-pro-", "m5-max-")
+    assert linked == {g.id for g in apple if g.id.startswith(families)} and len(linked) == 20
+    assert all(g.max_devices == 1 and g.interconnect_gb_s is None for g in apple if g.id not in linked)
+    assert all(g.interconnect_gb_s == 10 and g.interconnect.startswith("Thunderbolt 5") for g in apple
+               if g.id in linked)
+    assert all(g.max_devices is None for g in est.gpus() if g.kind != "apple")

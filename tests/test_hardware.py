@@ -75,3 +75,31 @@ def test_sweep_returns_one_breakdown_per_value():
     s = est.InferenceScenario(est.ParamCount.from_billions(7))
     rows = est.sweep(s, estimate_inference, "seq_len", [1024, 2048, 4096])
     assert [r.component("kv_cache") for r in rows] == [700_000_000, 1_400_000_000, 2_800_000_000]
+
+
+def test_macs_combine_over_thunderbolt_5_at_most_four_and_the_fit_says_why_it_stopped():
+    """Llama 3.3 70B at 16-bit: 4 M4 Pro 64 GB Macs (48 GiB wired each) hold it by tensor parallelism; an M4 Pro
+    24 GB would need 8, more than a Thunderbolt 5 mesh links; an M1 has no Thunderbolt 5, so one Mac or none. An
+    RTX 4090, whose count no limit stops, still takes 8."""
+    s = est.InferenceScenario(est.model("meta-llama/Llama-3.3-70B-Instruct").architecture)
+    m4_pro = est.fit(s, estimate_inference, est.gpu("m4-pro-20c-64gb"))
+    assert (m4_pro.count, m4_pro.note) == (4, "")
+    assert m4_pro.per_gpu_bytes == estimate_inference(with_gpus(s, 4)).total <= 48 * 2**30
+    small = est.fit(s, estimate_inference, est.gpu("m4-pro-20c-24gb"))
+    assert (small.count, small.note) == (None, "at most 4 Macs: a Thunderbolt 5 mesh")
+    assert estimate_inference(with_gpus(s, 8)).total > 16 * 2**30  # 8 would not fit either: 70B x 2 bytes / 8 > 16 GiB
+    m1 = est.fit(s, estimate_inference, est.gpu("m1-8c-16gb"))
+    assert (m1.count, m1.note, m1.per_gpu_bytes) == (None, "one Mac: no Thunderbolt 5", estimate_inference(s).total)
+    assert est.fit(s, estimate_inference, est.gpu("rtx-4090")).count == 8
+
+
+def test_fine_tuning_on_apple_chips_is_one_mac_whatever_the_zero_stage():
+    """MLX trains across Macs by data parallelism (each Mac holds the whole model) and ZeRO / FSDP need collectives
+    Apple GPUs lack: the full fine-tune of an 8B model with ZeRO-3 that 32 RTX 4090s hold is one Mac or none."""
+    s = est.FinetuneScenario(est.model("meta-llama/Llama-3.1-8B").architecture, zero_stage=3)
+    mac = est.fit(s, estimate_finetune, est.gpu("m4-max-40c-64gb"))
+    assert (mac.count, mac.note, mac.zero3_count) == (None, "fine-tuning runs on one Mac", None)
+    assert mac.per_gpu_bytes == estimate_finetune(s).total
+    assert est.fit(s, estimate_finetune, est.gpu("rtx-4090")).count == 32
+    lora = est.fit(replace(s, technique="lora"), estimate_finetune, est.gpu("m4-max-128gb"))
+    assert (lora.count, lora.note) == (1, "")

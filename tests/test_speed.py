@@ -115,6 +115,19 @@ def test_tp_4_decode_pays_the_latency_of_its_all_reduces_over_nvlink():
     assert "0.563 ms of it the latency of 64 all-reduces at 8.8 us each" in " ".join(tp4.assumptions)
 
 
+def test_four_m3_ultras_over_thunderbolt_5_decode_a_27b_model_about_three_times_as_fast_as_one():
+    """Apple's WWDC26 session 233 (https://developer.apple.com/videos/play/wwdc2026/233/): 4 M3 Ultras in a
+    Thunderbolt 5 mesh generate Qwen 3.6 27B's tokens 'at nearly three times the rate of a single machine' (format
+    unstated). The link: 10 GB/s each way, and no published small-message latency for JACCL, so PCIe's NCCL figure,
+    said so. 4-bit to 16-bit weights span the claim: the 128 all-reduces cost the same, the bytes shrink."""
+    a, m3_ultra = catalog.model("nvidia/Qwen3.6-27B-NVFP4").architecture, catalog.gpu("m3-ultra-80c-512gb")
+    p = speed.peaks(m3_ultra, "bf16")
+    assert (p.link, p.link_latency) == (10e9, pytest.approx(15.93e-6)) and "so PCIe's" in p.notes[-1]
+    ratios = [speed.inference_speed(a, m3_ultra, f, tp=4, engine="mlx").decode_tokens_per_s
+              / speed.inference_speed(a, m3_ultra, f, engine="mlx").decode_tokens_per_s for f in ("q4_k_m", "bf16")]
+    assert 2 < ratios[0] < 3 < ratios[1] < 3.2
+
+
 def test_fp8_is_its_own_kernel_kind_where_the_gpu_has_fp8_tensor_cores():
     """FP8 weights on an H20 (296 FP8 TFLOPs) run W8A8 GEMMs with no dequantisation: kernel kind 'fp8', whose SGLang
     key is set by the Qwen team's FP8 rows alone; on an A100 (no FP8 tensor cores: Marlin weight-only FP8) they are

@@ -499,12 +499,18 @@ never decreases as they grow).
 
 On Apple silicon the GPU shares the Mac's memory and may wire only macOS's default share of it: about 2/3 of RAM
 up to 36 GB and 3/4 above (96 GB of a 128 GB Mac), which is the usable memory here. `sudo sysctl
-iogpu.wired_limit_mb=<MB>` raises it until the next restart; leave several GB to macOS.
+iogpu.wired_limit_mb=<MB>` raises it until the next restart; leave several GB to macOS. Macs combine only over
+RDMA over Thunderbolt 5 (macOS 26.2+, [TN3205](https://developer.apple.com/documentation/technotes/tn3205-low-latency-communication-with-rdma-over-thunderbolt)),
+which the M4 Pro / Max, M3 Ultra and M5 Pro / Max Macs have, and MLX's tensor parallelism needs them cabled in a full
+mesh ([MLX docs](https://ml-explore.github.io/mlx/build/html/usage/distributed.html)): a mesh of 8 would take 7
+ports on each Mac, so at most 4 Macs, 10 GB/s each way. Other Macs are one device (pipeline stages over TCP, as exo
+or llama.cpp's RPC run them, are not modelled), and fine-tuning is one Mac: MLX trains across Macs by data
+parallelism, each holding the whole model, and ZeRO / FSDP need collectives Apple GPUs lack.
 """)
 st.dataframe(pd.DataFrame([{"GPU": g.name, "Marketed (GB)": g.memory_gb,
                             "Usable (GB)": round(g.memory_bytes / est.GB, 2), "Bandwidth (GB/s)": g.bandwidth_gb_s,
                             "GPU-to-GPU link": g.interconnect, "Link (GB/s each way)": g.interconnect_gb_s,
-                            "Source": g.source} for g in est.gpus()]), hide_index=True)
+                            "Most combined": g.max_devices, "Source": g.source} for g in est.gpus()]), hide_index=True)
 
 st.header("When quick and detailed differ")
 st.markdown("""

@@ -131,6 +131,15 @@ def test_gpu_fit_uses_the_pages_own_sharding_and_offers_zero_3():
     assert "(ZeRO-3)" in texts(at) and not at.warning
 
 
+def test_a_mac_that_cannot_hold_a_fine_tune_says_fine_tuning_runs_on_one_mac():
+    """7B full fine-tuning with ZeRO-3, which 4 RTX 4090s hold, on an M4 Max 64 GB (48 GiB wired): one Mac or none,
+    and the page says why rather than only that no count fits."""
+    at = start({"zero": "3", "gpu": "m4-max-40c-64gb"}, page="finetune")
+    assert {m.label: m.value for m in at.metric}["Apple M4 Max needed"] == "does not fit"
+    assert ("No number of Apple M4 Max that the estimator tries holds the selected row (fine-tuning runs on one "
+            "Mac).") in texts(at)
+
+
 def test_every_widget_offers_the_browser_its_current_value_as_default():
     """A widget the browser mounts after a later run has sent its element (a slow first load, a click before
     the form is drawn) starts from the element's default and sends it back on the next change: every default

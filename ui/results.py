@@ -334,7 +334,8 @@ def _fit_summary(page: str, inputs: dict, placed, longest: int, most: int, unit:
     name = charts.short_gpu_name(placed.gpu.name)
     if placed.count is None:
         st.metric(f"{name} needed", "does not fit")
-        st.caption(f"No number of {name} that the estimator tries holds the selected row.")
+        why = f" ({escape(placed.note)})" if placed.note else ""  # e.g. "fine-tuning runs on one Mac"
+        st.caption(f"No number of {name} that the estimator tries holds the selected row{why}.")
         return
     first, second = st.columns(2), st.columns(2)
     first[0].metric(f"{name} needed", f"{placed.count} GPU{'s' if placed.count != 1 else ''}")

@@ -91,6 +91,28 @@ ALLREDUCE_LATENCY_SOURCES = {
                        "vllm-project/vllm#39080)"}
 
 
+# GPUs one server's link joins: an HGX / DGX board holds 8 (NVIDIA DGX H100 / B200 datasheets: 8 GPUs on NVSwitch,
+# and 8 ConnectX-7 400 Gb/s ports to other servers), as AMD's Instinct platforms and PCIe servers do; a GB200 NVL72
+# rack is one NVLink domain of 72 (https://www.nvidia.com/en-us/data-center/gb200-nvl72/). Tensor parallelism past
+# it all-reduces over the servers' network, with NCCL, since the engines' custom all-reduce works within one node
+# (vLLM's custom_all_reduce.py: "Custom allreduce is disabled because this process group spans across nodes"): a
+# slower link than the GPU's own, which the estimate does not model, and no published measurement above TP 8 is
+# compared, so the assumptions say so.
+SERVER_GPUS = 8
+LINK_DOMAIN_GPUS = {"gb200": 72}
+
+
+def across_servers_note(g: Gpu, tp: int) -> str:
+    """What a tensor-parallel speed leaves out where `tp` GPUs of `g` span more than one server; '' within one."""
+    domain = LINK_DOMAIN_GPUS.get(g.id, SERVER_GPUS)
+    if tp <= domain or g.kind == "apple":  # Macs: at most 4, each pair cabled (catalog max_devices)
+        return ""
+    return (f"Tensor parallel over {tp} spans {-(-tp // domain)} servers of {domain}: between them the all-reduces "
+            "run over the servers' network with NCCL (e.g. 400 Gb/s InfiniBand, 50 GB/s, per GPU of a DGX H100), "
+            "not the GPU link assumed here, and the engines' custom all-reduce is off across nodes (vLLM's "
+            "custom_all_reduce.py). That slower link is not modelled and no published measurement above tensor "
+            "parallelism 8 was compared: decode is likely slower than this")
+
 # A decode step at batch 1 runs each decoder layer's kernels one after another (norms, the QKV / output / MLP or
 # expert GEMVs, rotary and cache writes, attention, routing, all-reduces), a dozen or more a layer, and each takes at
 # least a few microseconds however few bytes it reads: graph replay removes the CPU launch, not the kernel's own
@@ -956,6 +978,7 @@ class Basis:
                f"({(step.comm_s * 1e3):.3g} ms per decode step, {2 * a.num_layers * self.peaks.link_latency * 1e3:.3g} "
                f"ms of it the latency of {2 * a.num_layers} all-reduces at {self.peaks.link_latency * 1e6:.3g} us "
                "each)",) if tp > 1 else ()),
+            *filter(None, (across_servers_note(self.gpu, tp),)),
             *self.accuracy_notes(),
         )
 

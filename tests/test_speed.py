@@ -128,6 +128,20 @@ def test_four_m3_ultras_over_thunderbolt_5_decode_a_27b_model_about_three_times_
     assert 2 < ratios[0] < 3 < ratios[1] < 3.2
 
 
+def test_tensor_parallelism_past_one_server_says_its_network_is_not_modelled():
+    """8 H100s share a server's NVSwitch; 16 span two servers, whose all-reduces cross the network (not modelled,
+    and SGLang on 16 H100s over InfiniBand decoded DeepSeek-R1 at 23.1 ms a token where the NVLink estimate is ~8:
+    validation/published/speed.csv, skipped); a GB200 NVL72 rack is one NVLink domain of 72."""
+    a, h100 = catalog.model("deepseek-ai/DeepSeek-V3").architecture, catalog.gpu("h100-sxm")
+    assert speed.across_servers_note(h100, 8) == "" == speed.across_servers_note(catalog.gpu("gb200"), 64)
+    assert speed.across_servers_note(h100, 16).startswith("Tensor parallel over 16 spans 2 servers of 8")
+    assert speed.across_servers_note(catalog.gpu("gb200"), 128).startswith("Tensor parallel over 128 spans 2 servers "
+                                                                            "of 72")
+    notes = speed.inference_speed(a, h100, "bf16", tp=32, engine="sglang").assumptions
+    assert sum("spans 4 servers of 8" in n for n in notes) == 1
+    assert not any("servers" in n for n in speed.inference_speed(a, h100, "bf16", tp=8).assumptions)
+
+
 def test_fp8_is_its_own_kernel_kind_where_the_gpu_has_fp8_tensor_cores():
     """FP8 weights on an H20 (296 FP8 TFLOPs) run W8A8 GEMMs with no dequantisation: kernel kind 'fp8', whose SGLang
     key is set by the Qwen team's FP8 rows alone; on an A100 (no FP8 tensor cores: Marlin weight-only FP8) they are

@@ -90,6 +90,13 @@ def test_a_metric_missing_a_field_it_needs_is_skipped_with_the_field_named():
     assert not vs.case(_record(concurrency="", input_tokens="", metric="llama_bench_tg")).skip
 
 
+def test_tensor_parallelism_across_servers_is_not_compared():
+    """16 H100s span two 8-GPU servers whose network the estimate does not model; 8 are compared, and so is a
+    64-GPU training run (its data parallelism is another matter)."""
+    assert "spans servers" in vs.case(_record(gpus="16", tp="16", metric="tpot_ms")).skip
+    assert not vs.case(_record(gpus="8", tp="8", metric="tpot_ms")).skip
+
+
 def test_a_measurement_collected_twice_is_compared_once():
     a, b = _record(id="a", metric="llama_bench_tg"), _record(id="b", metric="llama_bench_tg")
     first, second = vs.cases_of([a, b])

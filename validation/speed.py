@@ -608,6 +608,10 @@ def case(record: dict) -> Case:
     gpu, why = gpu_of(record["gpu"])
     if gpu is None:
         return Case(record, phase, skip=why)
+    tp = int(record["tp"] or 1)
+    if phase != "training" and speed.across_servers_note(gpu, tp):
+        return Case(record, phase, skip=f"tensor parallelism over {tp} GPUs spans servers: the network between them "
+                                        "is not modelled (estimator/speed.py across_servers_note)")
     weights = weight_format_id(record["weights"])
     kv = KV_WORDS.get(record["kv_dtype"].lower())
     if weights is None or kv is None:

@@ -102,12 +102,17 @@ SERVER_GPUS = 8
 LINK_DOMAIN_GPUS = {"gb200": 72}
 
 
+def servers(g: Gpu, tp: int) -> int:
+    """How many servers `tp` GPUs of `g` span (1 for Macs: at most 4, each pair cabled, catalog max_devices)."""
+    return 1 if g.kind == "apple" else -(-tp // LINK_DOMAIN_GPUS.get(g.id, SERVER_GPUS))
+
+
 def across_servers_note(g: Gpu, tp: int) -> str:
     """What a tensor-parallel speed leaves out where `tp` GPUs of `g` span more than one server; '' within one."""
-    domain = LINK_DOMAIN_GPUS.get(g.id, SERVER_GPUS)
-    if tp <= domain or g.kind == "apple":  # Macs: at most 4, each pair cabled (catalog max_devices)
+    if servers(g, tp) == 1:
         return ""
-    return (f"Tensor parallel over {tp} spans {-(-tp // domain)} servers of {domain}: between them the all-reduces "
+    domain = LINK_DOMAIN_GPUS.get(g.id, SERVER_GPUS)
+    return (f"Tensor parallel over {tp} spans {servers(g, tp)} servers of {domain}: between them the all-reduces "
             "run over the servers' network with NCCL (e.g. 400 Gb/s InfiniBand, 50 GB/s, per GPU of a DGX H100), "
             "not the GPU link assumed here, and the engines' custom all-reduce is off across nodes (vLLM's "
             "custom_all_reduce.py). That slower link is not modelled and no published measurement above tensor "

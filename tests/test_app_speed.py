@@ -32,6 +32,17 @@ def test_inference_speed_tab_lists_every_gpu_and_draws_decode_speed_vs_concurren
     assert {"Apple M1 8 GB (7-core GPU)", "Apple M1 8 GB (8-core GPU)"} <= set(frame["GPU"])
 
 
+def test_a_count_past_one_server_says_how_many_servers_and_that_its_speed_is_an_upper_bound():
+    """Llama 3.3 70B at 16-bit (144 GB) on 8 GB cards takes 32 of them: 4 servers of 8, whose network the speed does
+    not model; Macs never span servers (at most 4, one Thunderbolt 5 mesh), an H100 takes 2 in one server."""
+    at = _open_speed(start({"model": "meta-llama/Llama-3.3-70B-Instruct", "gpu": "h100-sxm"}), "inference")
+    frame = at.dataframe[0].value
+    counts = dict(zip(frame["GPU"], frame["GPUs"]))
+    assert counts["RTX 3050 8 GB"] == "32 (4 servers)" and counts["H100 SXM 80 GB"] == "2"
+    assert counts["Apple M1 8 GB (8-core GPU)"] == "does not fit" and counts["Apple M4 Pro 64 GB"] == "4"
+    assert any("its decode speed is an upper bound" in c.value for c in at.caption)
+
+
 def test_finetune_speed_tab_gives_tokens_per_second_and_the_epoch_of_the_dataset():
     at = _open_speed(start({"model": LLAMA_31_8B, "gpu": "h100-sxm", "dtok": "100000000", "row": "lora"},
                            page="finetune"), "finetune")

@@ -177,6 +177,15 @@ def test_memory_curve_draws_one_line_per_row_on_a_log_axis_with_the_current_valu
     assert len(fig.layout.shapes) == 4
 
 
+def test_a_log_axis_labels_the_last_value_and_leaves_out_one_that_would_print_over_it():
+    """At 390 px '32' and '36' (the most concurrent requests a GPU holds) ran together as '3336'."""
+    fig = charts.speed_curve([1, 2, 4, 8, 16, 32, 36], [1] * 7, [1] * 7, "H100 SXM")
+    assert list(fig.layout.xaxis.tickvals) == [1, 2, 4, 8, 16, 36]
+    assert list(fig.layout.xaxis.ticktext) == ["1", "2", "4", "8", "16", "36"]
+    curve = charts.memory_curve([1024, 2048, 4096, 131072], [("16-bit", [1, 2, 3, 4])], "Sequence length")
+    assert list(curve.layout.xaxis.ticktext) == ["1k", "2k", "4k", "128k"]
+
+
 def test_user_text_in_labels_is_html_escaped():
     b = est.inference_table(est.InferenceScenario(SEVEN_B))[0]
     fig = charts.stacked_bar([('<a href="https://evil">x</a>', b)])

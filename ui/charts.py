@@ -277,12 +277,23 @@ def memory_curve(x: Sequence[int], series: Sequence[tuple[str, Sequence[int]]], 
     chosen = [in_unit(line.bytes, unit) for line in lines if line.chosen]
     shown = min(highest, max(3 * max(chosen, default=0), 1.5 * now)) or highest  # where the lines cross
     return _figure(traces, lines, unit, _y_top(shown, lines, unit), x_title,  # labels left, where curves start low
-                   xaxis=dict(type="log", tickvals=list(x), ticktext=[_tick(v) for v in x]))
+                   xaxis=_log_ticks(x))
 
 
 def _tick(value: int) -> str:
     """Axis text: 131072 -> '128k', 3000 -> '3,000'."""
     return f"{value // 1024}k" if value >= 1024 and value % 1024 == 0 else f"{value:,}"
+
+
+def _log_ticks(x: Sequence[int]) -> dict:
+    """A log axis labelled at the sweep's values, the last always, leaving out a value within 1.4x of the next
+    labelled one (32 beside a last value of 36 would print over it on a phone)."""
+    kept: list[int] = []
+    for value in sorted(x, reverse=True):
+        if not kept or kept[-1] >= 1.4 * value:
+            kept.append(value)
+    kept.reverse()
+    return dict(type="log", tickvals=kept, ticktext=[_tick(v) for v in kept])
 
 
 def speed_curve(x: Sequence[int], per_sequence: Sequence[float], total: Sequence[float], gpu: str,
@@ -302,8 +313,7 @@ def speed_curve(x: Sequence[int], per_sequence: Sequence[float], total: Sequence
     fig = go.Figure(traces)
     fig.update_layout(height=HEIGHT, margin=dict(t=30, r=20), legend=dict(orientation="h", y=-0.25),
                       title=dict(text=html.escape(f"Decode speed on {gpu}"), font=dict(size=14)),
-                      xaxis=dict(type="log", title="Concurrent sequences", tickvals=list(x),
-                                 ticktext=[_tick(v) for v in x]),
+                      xaxis=dict(title="Concurrent sequences", **_log_ticks(x)),
                       yaxis=dict(type="log", title="Tokens/s", dtick=1, tickformat=","))  # powers of ten only
     return fig
 

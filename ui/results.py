@@ -153,7 +153,10 @@ def _speed_tab(page: str, inputs: dict, view: dict, row: str) -> None:
                for col in frame.columns if col not in ("GPU", "GPUs")}
     st.dataframe(frame, hide_index=True, column_config=formats, height=300)
     st.caption("The GPUs that hold the row first, lowest memory bandwidth first: the first line that meets your "
-               "target speed is the least capable card that does. Each on the GPUs the selected row needs (GPU fit).")
+               "target speed is the least capable card that does. Each on the GPUs the selected row needs (GPU fit)"
+               + ("; a count past one server (\"16 (2 servers)\") takes the GPU's own link between servers, faster "
+                  "than their network, so its decode speed is an upper bound."
+                  if page == "inference" and frame["GPUs"].str.contains("servers").any() else "."))
     target = next((e for e in entries if e[0].id == view["gpu"]), None)
     if page == "inference" and target is not None and target[1] is not None:
         most = limits(page, inputs, row, view["gpu"])[2]

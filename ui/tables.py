@@ -23,6 +23,7 @@ from estimator.formats import CHECKPOINT, WEIGHT_FORMATS
 from estimator.hardware import GpuFit
 from estimator.inference import DETAILED_ROWS, estimate_inference, inference_rows
 from estimator.scenarios import FinetuneScenario, InferenceScenario
+from estimator.speed import servers
 from ui.charts import unique_labels
 from estimator.training import TECHNIQUE_LABELS
 from estimator.units import in_unit
@@ -227,7 +228,8 @@ def speed_frame(entries: Sequence[tuple[Gpu, int | None, object | None]], traini
     """One line per GPU: those that hold the row first, then those that do not, each lowest memory bandwidth first;
     the GPUs the row needs and its speed on them (`estimator.speed`: a Speed for inference, a TrainingSpeed for
     fine-tuning); empty cells where it does not fit. A GPU is named short with its memory, and with its variant in
-    parentheses where two would read the same (Apple's M1 8 GB with 7 or 8 GPU cores)."""
+    parentheses where two would read the same (Apple's M1 8 GB with 7 or 8 GPU cores); an inference count past one
+    server says how many it spans ("16 (2 servers)": the network between them is not modelled)."""
     def short(gpu: Gpu) -> str:
         return f"{short_gpu_name(gpu.name)} {gpu.memory_gb:g} GB"
 
@@ -236,8 +238,9 @@ def speed_frame(entries: Sequence[tuple[Gpu, int | None, object | None]], traini
     records = []
     for gpu, count, rate in sorted(entries, key=lambda e: (e[1] is None, e[0].bandwidth_gb_s, e[0].name)):
         variant = " ".join(re.findall(r"\(.*?\)", gpu.name))
+        spans = 1 if training or count is None else servers(gpu, count)
         line = {"GPU": f"{short(gpu)} {variant}" if short(gpu) in shared and variant else short(gpu),
-                "GPUs": "does not fit" if count is None else str(count)}
+                "GPUs": "does not fit" if count is None else f"{count} ({spans} servers)" if spans > 1 else str(count)}
         if training:
             epoch = getattr(rate, "epoch_time_s", None)
             line.update({"Tokens/s per GPU": getattr(rate, "tokens_per_s", None),

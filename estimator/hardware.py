@@ -2,7 +2,8 @@
 
 GPU counts use the same sharding as the estimate itself (tensor parallelism for inference, ZeRO for
 training), never total / memory: a 70B model at 16-bit does not fit 2 x 80 GB just because 140 < 160.
-Inference counts are powers of two that divide the attention heads (vLLM requires it).
+Inference counts are powers of two that divide the attention heads (vLLM requires it), up to a GPU's own limit
+(`max_devices`: Macs combine only over Thunderbolt 5, at most 4).
 """
 
 from __future__ import annotations

@@ -118,6 +118,7 @@ def across_servers_note(g: Gpu, tp: int) -> str:
             "custom_all_reduce.py). That slower link is not modelled and no published measurement above tensor "
             "parallelism 8 was compared: decode is likely slower than this")
 
+
 # A decode step at batch 1 runs each decoder layer's kernels one after another (norms, the QKV / output / MLP or
 # expert GEMVs, rotary and cache writes, attention, routing, all-reduces), a dozen or more a layer, and each takes at
 # least a few microseconds however few bytes it reads: graph replay removes the CPU launch, not the kernel's own

@@ -1247,6 +1247,7 @@ def serve_speed(s: ServeScenario, report: ServeReport, host: bool = True) -> Spe
              *(("Pipeline parallel: a token passes the stages one after another, so a step takes the sum of the "
                 "stages' times, as one GPU reading every layer's share would (transfers between stages not "
                 "modelled)",) if s.pipeline_parallel > 1 else ()),
+             *((EAGER_NOTE,) if s.enforce_eager and s.engine in ("vllm", "sglang") else ()),
              *((time.note,) if time.note else ()))
     if not (time.prefill_s or time.decode_s or time.many_s):
         return dataclasses.replace(one, throughput_tokens_per_s=many.throughput_tokens_per_s, scope=scope,
@@ -1259,6 +1260,17 @@ def serve_speed(s: ServeScenario, report: ServeReport, host: bool = True) -> Spe
         bound="memory" if time.decode_s else one.bound, scope=scope, host_prefill_s=time.prefill_s,
         host_decode_s=time.decode_s,
         host_bytes_left_out=report.host_bytes if time.left_out else 0)
+
+
+# CUDA graphs off (vLLM --enforce-eager, SGLang --disable-cuda-graph): each decode step's kernels are launched from
+# Python one by one, a CPU cost per kernel that graph replay removes. The records that set the per-layer decode cost
+# ran with graphs on, save a few large models whose steps are long enough to hide it (Qwen's vLLM 0.6.3 eager rows of
+# Qwen2.5-32B / 72B come within 6%); the one small model's eager run found is 2.2x slower than the estimate.
+EAGER_NOTE = ("CUDA graphs off: every decode step launches its kernels from Python one by one, while the per-layer "
+              "cost here is that of runs with graphs on, so decode is likely slower, most for small models whose "
+              "steps are short (vLLM 0.9.1 eager decoded Qwen3-14B AWQ on an A100 at 16K tokens of context in 20.6 "
+              "ms a token, where the estimate gives 9.5: vllm-project/vllm#20469); one such record sets no eager "
+              "cost")
 
 
 OFFLOAD_LINK_PEAK = Efficiency(1.0, "the link's peak (no published run of this engine's offload sets a fraction yet, "

@@ -613,6 +613,19 @@ def test_more_sequences_or_longer_contexts_never_speed_a_sequence_up_and_more_se
     assert prompts == sorted(prompts)
 
 
+def test_a_serve_without_cuda_graphs_says_its_decode_is_likely_slower():
+    """--enforce-eager (vLLM) / --disable-cuda-graph (SGLang): the per-layer decode cost is that of runs with graphs
+    on, so the speed says decode is likely slower, and gives the one eager record found; llama.cpp has no such flag."""
+    from estimator.engines import ServeScenario, serve
+
+    for engine in ("vllm", "sglang"):
+        eager = ServeScenario(LLAMA2_7B, engine=engine, gpu="h100-sxm", enforce_eager=True)
+        graphs = ServeScenario(LLAMA2_7B, engine=engine, gpu="h100-sxm")
+        assert speed.EAGER_NOTE in speed.serve_speed(eager, serve(eager)).assumptions
+        assert speed.EAGER_NOTE not in speed.serve_speed(graphs, serve(graphs)).assumptions
+    assert "vllm-project/vllm#20469" in speed.EAGER_NOTE
+
+
 def test_serve_ttft_is_the_forward_plus_vllms_request_cost_and_llama_bench_pp512_excludes_it():
     """vLLM serves over HTTP, so serve's TTFT of a 512-token request is the forward + speed.json's vLLM cost per
     request, 24.8724 ms (the median of 4 published client-timed TTFTs less their forwards: validation/speed.py

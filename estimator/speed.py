@@ -1265,12 +1265,16 @@ def serve_speed(s: ServeScenario, report: ServeReport, host: bool = True) -> Spe
 # CUDA graphs off (vLLM --enforce-eager, SGLang --disable-cuda-graph): each decode step's kernels are launched from
 # Python one by one, a CPU cost per kernel that graph replay removes. The records that set the per-layer decode cost
 # ran with graphs on, save a few large models whose steps are long enough to hide it (Qwen's vLLM 0.6.3 eager rows of
-# Qwen2.5-32B / 72B come within 6%); the one small model's eager run found is 2.2x slower than the estimate.
+# Qwen2.5-32B / 72B come within 6%); the one small model's eager run found is 2.2x slower than the estimate, and
+# published eager / graph pairs of one model differ 1.7-4x (Qwen2.5-Omni-7B's thinker on A800s 22 -> 13 ms a token,
+# vllm-project/vllm-omni#7960; a VLM on an RTX A6000 11.2 -> 45.9 tokens/s, Project-MONAI/VLM-Surgical-Agent-Framework
+# #5), too few and too unlike the catalog's scenarios to derive a cost per kernel from.
 EAGER_NOTE = ("CUDA graphs off: every decode step launches its kernels from Python one by one, while the per-layer "
               "cost here is that of runs with graphs on, so decode is likely slower, most for small models whose "
               "steps are short (vLLM 0.9.1 eager decoded Qwen3-14B AWQ on an A100 at 16K tokens of context in 20.6 "
-              "ms a token, where the estimate gives 9.5: vllm-project/vllm#20469); one such record sets no eager "
-              "cost")
+              "ms a token, where the estimate gives 9.5: vllm-project/vllm#20469; published pairs of the same 3-8B "
+              "model with graphs off and on differ 1.7-4x: vllm-project/vllm-omni#7960, "
+              "Project-MONAI/VLM-Surgical-Agent-Framework#5); no eager cost is derived")
 
 
 OFFLOAD_LINK_PEAK = Efficiency(1.0, "the link's peak (no published run of this engine's offload sets a fraction yet, "

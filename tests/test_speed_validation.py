@@ -391,8 +391,8 @@ def test_sglangs_decode_keys_name_a_gpu_only_while_their_records_ran_on_one():
     """The Qwen team's SGLang 0.4.6 batch-1 decode rows all ran on one H20; the SGLang cookbook's Gemma 4 26B-A4B-it
     TPOT at 1 request on one H200 is the only other fit SGLang decode record. SGLang's FP8 and quantized keys hold H20
     rows only and stay (sglang, h20, ...); its any-format key holds both GPUs and is the NVIDIA datacenter class's, so
-    SGLang on an H100 takes it (12 H20 rows, the GPTQ Qwen3-30B-A3B row skipped as an engine defect, and the H200
-    one). Without the H200 row the same rule gives the H20 its own key again and no SGLang class key."""
+    SGLang on an H100 takes it (13 H20 rows and the H200 one). Without the H200 row the same rule gives the H20 its
+    own key again and no SGLang class key."""
     from estimator import speed
 
     data = json.loads(vs.SPEED_JSON.read_text(encoding="utf-8"))
@@ -401,7 +401,7 @@ def test_sglangs_decode_keys_name_a_gpu_only_while_their_records_ran_on_one():
         assert all(r.startswith("qwen3-sgl-") for r in keys[("sglang", "h20", "decode", kind)]["records"])
     shared = keys[("sglang", "nvidia-datacenter", "decode", "")]
     assert "sglcb-h200-gemma-4-26b-a4b-it-c1-tpot" in shared["records"]
-    assert sum(r.startswith("qwen3-sgl-") for r in shared["records"]) == len(shared["records"]) - 1 == 12
+    assert sum(r.startswith("qwen3-sgl-") for r in shared["records"]) == len(shared["records"]) - 1 == 13
     assert ("sglang", "h20", "decode", "") not in keys
     table = speed.efficiency_table(data)
     on_h100 = speed.lookup_efficiency(table, "sglang", "nvidia-datacenter", "decode", "16-bit", "h100-sxm")
@@ -578,54 +578,41 @@ def test_vllms_request_cost_is_the_median_of_its_short_client_ttfts_less_their_f
 def test_sglang_takes_the_request_cost_pooled_with_vllms_records():
     """SGLang has two short client TTFTs at one request (the Gemma 4 cookbook run, GPUStack's EAGLE3 run), too few
     for its own cost. Pooled with vLLM's four (two engines): measured - forward = 103.74 - 28.6558 = 75.0842 and
-    34.70 - 6.5425 = 28.1575 beside vLLM's 5.9789, 23.0071, 26.7376, 52.2432; the median of six, (26.7376 + 28.1575)
-    / 2 = 27.4475 ms (to the 4 places speed.json keeps). SGLang's TTFTs take it (its 8,192-token cookbook TTFT on a
-    B200 too); vLLM keeps its own; llama.cpp's server and the other engines, none of whose records are in the pool,
-    take none."""
+    34.70 - 6.1262 = 28.5738 beside vLLM's 5.9789, 23.0071, 26.7376, 52.2432; the median of six, (26.7376 + 28.5738)
+    / 2 = 27.6557 ms. SGLang's TTFTs take it (its 8,192-token cookbook TTFT on a B200 too); vLLM keeps its own;
+    llama.cpp's server and the other engines, none of whose records are in the pool, take none."""
     from estimator import speed
 
     data = json.loads(vs.SPEED_JSON.read_text(encoding="utf-8"))
     pooled = {e["engine"]: e for e in data["request_costs"]}[""]
-    assert pooled["engines"] == ["sglang", "vllm"] and pooled["request_ms"] == 27.4475
+    assert pooled["engines"] == ["sglang", "vllm"] and pooled["request_ms"] == 27.6557
     assert pooled["records"] == sorted(VLLM_REQUEST_RECORDS + ["gpustack-h100-qwen3-8b-sglang-fp8-eagle3-c1-ttft",
                                                                "sglcb-h200-gemma-4-26b-a4b-it-c1-ttft"])
     cases = {c.record["id"]: c for c in vs.cases_of(vs.load_records())}
     table = first_pass_table()
     assert [float(cases[i].record["value"]) - vs.estimate(cases[i], table=table, costs={}) for i in (
         "sglcb-h200-gemma-4-26b-a4b-it-c1-ttft", "gpustack-h100-qwen3-8b-sglang-fp8-eagle3-c1-ttft")] == \
-        pytest.approx([75.0842, 28.1575], abs=1e-4)
-    assert (26.7376 + 28.1575) / 2 == pytest.approx(27.4475, abs=1e-4)
+        pytest.approx([75.0842, 28.5738], abs=1e-4)
+    assert (26.7376 + 28.5738) / 2 == pytest.approx(27.6557)
     b200 = cases["sgl35-b200-qwen35-35b-bf16-c1-ttft"]
-    assert vs.estimate(b200) == pytest.approx(vs.estimate(b200, costs={}) + 27.4475)
-    assert speed.request_cost("sglang").seconds == pytest.approx(0.0274475)
-    assert speed.request_cost("vllm").seconds == 0.0248724
+    assert vs.estimate(b200) == pytest.approx(vs.estimate(b200, costs={}) + 27.6557)
+    assert speed.request_cost("sglang").seconds == 0.0276557 and speed.request_cost("vllm").seconds == 0.0248724
     assert speed.request_cost("llama.cpp") is None and speed.request_cost("transformers") is None
     assert "sglang and vllm pooled" in speed.request_cost("sglang").text
 
 
 def test_an_engine_needs_three_short_client_ttfts_for_a_request_cost():
     """Without two of vLLM's four records the rule sets no vLLM cost per request (a median needs three runs), only
-    the pooled one over its two and SGLang's two (5.9789, 23.0071, 28.1575, 75.0842: 25.5823); with one left out (a
+    the pooled one over its two and SGLang's two (5.9789, 23.0071, 28.5738, 75.0842: 25.7904); with one left out (a
     record's leave-one-out estimate is derived that way) the other three set it, their median: a short TTFT of a
     key's own record is not its own fit."""
     every_case = vs.cases_of(vs.load_records())
     table = first_pass_table()
     cases = [c for c in every_case if c.record["id"] not in VLLM_REQUEST_RECORDS[:2]]
-    assert [(e["engine"], e["request_ms"]) for e in vs.request_costs(cases, table)] == [("", 25.5823)]
+    assert [(e["engine"], e["request_ms"]) for e in vs.request_costs(cases, table)] == [("", 25.7904)]
     without_bench3 = vs.request_costs([c for c in every_case if c.record["id"] != VLLM_REQUEST_RECORDS[1]], table)
     # the median of the other three's differences (5.9789, 23.0071, 52.2432): wmx's
     assert [(e["engine"], e["request_ms"]) for e in without_bench3][1:] == [("vllm", 23.0071)]
     every = vs.request_costs(every_case, table)
-    assert [(e["engine"], e["request_ms"]) for e in every] == [("", 27.4475), ("vllm", 24.8724)]
+    assert [(e["engine"], e["request_ms"]) for e in every] == [("", 27.6557), ("vllm", 24.8724)]
     assert every[1]["records"] == VLLM_REQUEST_RECORDS
-
-
-def test_a_published_speed_of_a_reported_engine_defect_is_not_compared():
-    """SGLang 0.4.6's GPTQ MoE path gave wrong outputs at 40% of FP8's throughput (sgl-project/sglang#6313): the
-    Qwen team's GPTQ-Int4 rows of its MoE models are skipped, its dense GPTQ rows compared."""
-    moe = vs.case(_record(engine="sglang", engine_version="0.4.6.post1", model="Qwen/Qwen3-30B-A3B",
-                          weights="gptq-4bit", metric="decode_tokens_per_s_per_seq"))
-    assert moe.skip.startswith("an engine defect: SGLang 0.4.6's GPTQ path") and "sglang#6313" in moe.skip
-    dense = dict(engine="sglang", model="Qwen/Qwen3-8B", weights="gptq-4bit", metric="decode_tokens_per_s_per_seq")
-    assert not vs.case(_record(engine_version="0.4.6.post1", **dense)).skip
-    assert not vs.case(_record(engine_version="0.5.6", **{**dense, "model": "Qwen/Qwen3-30B-A3B"})).skip

@@ -306,13 +306,6 @@ TRAINING_UNREAD = {
     "torchtune-llama31-8b-qlora-": "torchtune's table states no activation checkpointing for its QLoRA row (as the "
                                    "LoRA rows)",
 }
-# Engine paths whose published speed times a defect, not the kernels the estimate models, with the report of it:
-# (engine, version prefix, weight format, MoE models only) -> why the records are skipped
-ENGINE_DEFECTS = {
-    ("sglang", "0.4.6", "gptq-4bit", True): "SGLang 0.4.6's GPTQ path for a MoE's experts gave wrong outputs (endless "
-                                            "newlines) at 40% of FP8's throughput on H20s, dense GPTQ models being "
-                                            "fine (sgl-project/sglang#6313, 0.4.6.post2)",
-}
 TRAINING_METRICS = ("train_tokens_per_s", "train_mfu")
 # What a metric needs of the record's fields (the schema lets a source leave them empty)
 NEEDS = {"llama_bench_pp": ("input_tokens",), "llama_bench_tg": ("output_tokens",),
@@ -623,11 +616,6 @@ def case(record: dict) -> Case:
     kv = KV_WORDS.get(record["kv_dtype"].lower())
     if weights is None or kv is None:
         return Case(record, phase, skip=f"weights {record['weights']!r} / KV {record['kv_dtype']!r} not modelled")
-    defect = next((why for (engine, version, fmt, moe), why in ENGINE_DEFECTS.items()
-                   if record["engine"] == engine and record["engine_version"].startswith(version) and weights == fmt
-                   and (model.is_moe or not moe)), None)
-    if defect:
-        return Case(record, phase, skip=f"an engine defect: {defect}")
     if phase == "training":
         if training_setup(record["id"]) is None:
             why = next((v for k, v in TRAINING_UNREAD.items() if record["id"].startswith(k)),

@@ -154,6 +154,18 @@ def test_config_text_is_never_rendered_as_markup():
     assert "[click](https" not in shown and "\\[click\\]\\(https" in shown
 
 
+def test_a_mac_target_counts_macs_over_thunderbolt_5():
+    """Llama 3.3 70B at 16-bit on M4 Pro 64 GB Macs (48 GiB wired each): 4 of them, a Thunderbolt 5 mesh; the page
+    counts Macs, each its own machine, and the headroom is per Mac."""
+    at = start({"model": "meta-llama/Llama-3.3-70B-Instruct", "gpu": "m4-pro-20c-64gb"})
+    metrics = {m.label: m.value for m in at.metric}
+    a = est.model("meta-llama/Llama-3.3-70B-Instruct").architecture
+    placed = est.fit(est.InferenceScenario(a), est.inference.inference_rows(est.InferenceScenario(a))[0][1],
+                     est.gpu("m4-pro-20c-64gb"))
+    assert metrics["Apple M4 Pro needed"] == f"{placed.count} Macs" == "4 Macs"
+    assert metrics["Headroom per Mac"] == f"{placed.headroom_bytes / 1e9:,.1f} GB"
+
+
 def test_gpu_fit_on_the_target_gpu_uses_the_estimators_numbers():
     at = start({"gpu": "h100-sxm"})
     s = est.InferenceScenario(SEVEN_B)

@@ -341,8 +341,9 @@ def _fit_summary(page: str, inputs: dict, placed, longest: int, most: int, unit:
         st.caption(f"No number of {name} that the estimator tries holds the selected row{why}.")
         return
     first, second = st.columns(2), st.columns(2)
-    first[0].metric(f"{name} needed", f"{placed.count} GPU{'s' if placed.count != 1 else ''}")
-    first[1].metric("Headroom per GPU", f"{in_unit(placed.headroom_bytes, unit):,.1f} {unit}")
+    device = "Mac" if placed.gpu.kind == "apple" else "GPU"  # Macs combine over Thunderbolt 5, each its own machine
+    first[0].metric(f"{name} needed", f"{placed.count} {device}{'s' if placed.count != 1 else ''}")
+    first[1].metric(f"Headroom per {device}", f"{in_unit(placed.headroom_bytes, unit):,.1f} {unit}")
     second[0].metric("Longest sequence", f"{longest:,} tokens")
     if page == "inference":
         second[1].metric("Most concurrent requests", f"{most:,}")

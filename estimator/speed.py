@@ -109,11 +109,11 @@ def servers(g: Gpu, tp: int) -> int:
 
 def across_servers_note(g: Gpu, tp: int) -> str:
     """What a tensor-parallel speed leaves out where `tp` GPUs of `g` span more than one server; '' within one."""
-    if servers(g, tp) == 1:
+    if (count := servers(g, tp)) == 1:
         return ""
-    domain = LINK_DOMAIN_GPUS.get(g.id, SERVER_GPUS)
-    return (f"Tensor parallel over {tp} spans {servers(g, tp)} servers of {domain}: between them the all-reduces "
-            "run over the servers' network with NCCL (e.g. 400 Gb/s InfiniBand, 50 GB/s, per GPU of a DGX H100), "
+    return (f"Tensor parallel over {tp} spans {count} servers of {LINK_DOMAIN_GPUS.get(g.id, SERVER_GPUS)}: between "
+            "them the all-reduces run over the servers' network with NCCL (e.g. 400 Gb/s InfiniBand, 50 GB/s, per GPU "
+            "of a DGX H100), "
             "not the GPU link assumed here, and the engines' custom all-reduce is off across nodes (vLLM's "
             "custom_all_reduce.py). That slower link is not modelled and no published measurement above tensor "
             "parallelism 8 was compared: decode is likely slower than this")

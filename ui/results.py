@@ -14,7 +14,7 @@ import streamlit as st
 
 from estimator import catalog, fit, fit_table, max_concurrency, max_seq_len, sweep
 from estimator.hardware import with_gpus
-from estimator.speed import row_speed
+from estimator.speed import row_speed, servers
 from estimator.units import in_unit
 from ui import charts, chrome, form, links, state, tables
 from ui.text import escape, markdown_table
@@ -156,7 +156,7 @@ def _speed_tab(page: str, inputs: dict, view: dict, row: str) -> None:
                "target speed is the least capable card that does. Each on the GPUs the selected row needs (GPU fit)"
                + ("; a count past one server (\"16 (2 servers)\") takes the GPU's own link between servers, faster "
                   "than their network, so its decode speed is an upper bound."
-                  if page == "inference" and frame["GPUs"].str.contains("servers").any() else "."))
+                  if page == "inference" and any(n and servers(g, n) > 1 for g, n, _ in entries) else "."))
     target = next((e for e in entries if e[0].id == view["gpu"]), None)
     if page == "inference" and target is not None and target[1] is not None:
         most = limits(page, inputs, row, view["gpu"])[2]

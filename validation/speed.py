@@ -609,7 +609,7 @@ def case(record: dict) -> Case:
     if gpu is None:
         return Case(record, phase, skip=why)
     tp = int(record["tp"] or 1)
-    if phase != "training" and speed.across_servers_note(gpu, tp):
+    if phase != "training" and speed.servers(gpu, tp) > 1:
         return Case(record, phase, skip=f"tensor parallelism over {tp} GPUs spans servers: the network between them "
                                         "is not modelled (estimator/speed.py across_servers_note)")
     weights = weight_format_id(record["weights"])
